@@ -1,0 +1,17 @@
+"""The avatar model: meshes, skeletons, skin weights, skinning, poses and avatars."""
+
+from .avatar import Avatar, SkinnedMesh
+from .mesh import Mesh
+from .pose import Pose
+from .skeleton import Skeleton, vec_roll_to_mat3
+from .skinning import Skin, lbs, lbs_numpy, top_k_weights
+
+__all__ = ["Avatar", "SkinnedMesh", "Mesh", "Pose", "Skeleton", "vec_roll_to_mat3", "Skin", "lbs", "lbs_numpy",
+           "top_k_weights", "load_builtin_avatar"]
+
+
+def load_builtin_avatar(rig: str = "game_engine") -> Avatar:
+    """See :func:`kisekae.avatar.builtin.load_builtin_avatar`."""
+    from .builtin import load_builtin_avatar as _load
+
+    return _load(rig)

@@ -1,0 +1,88 @@
+"""Avatars: a skinned body plus named skinned garments sharing one skeleton."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import KisekaeError
+from .mesh import Mesh
+from .pose import Pose
+from .skeleton import Skeleton
+from .skinning import Skin, lbs
+
+
+@dataclass
+class SkinnedMesh:
+    """A mesh with skin weights.
+
+    Parameters
+    ----------
+    mesh : Mesh
+    skin : Skin, one row per mesh vertex
+    source_index : (N,) int array or None
+        For parts of a MakeHuman base mesh: each vertex's index in the base mesh.
+    covered_hint : (M,) int array or None
+        Body vertex ids that the garment's author marked as hidden (``.mhclo`` ``delete_verts``).
+    """
+
+    mesh: Mesh
+    skin: Skin
+    source_index: np.ndarray | None = None
+    covered_hint: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.skin.n_vertices != self.mesh.n_vertices:
+            raise KisekaeError(
+                f"{self.skin.n_vertices} skin rows for {self.mesh.n_vertices} vertices", self.mesh.name
+            )
+
+    @property
+    def name(self) -> str:
+        return self.mesh.name
+
+    def posed(self, skin_matrices: np.ndarray) -> np.ndarray:
+        """(N, 3) float32 posed positions for ``(B, 4, 4)`` skinning matrices."""
+        return lbs(self.mesh.vertices, self.skin.indices, self.skin.weights, skin_matrices)
+
+
+@dataclass
+class Avatar:
+    """A body and garments on one skeleton.
+
+    ``base_vertices`` and ``base_skin`` hold the whole MakeHuman base mesh (metres) when the
+    avatar came from it; ``.mhclo`` garments are fitted against them.
+    """
+
+    skeleton: Skeleton
+    body: SkinnedMesh
+    garments: dict = field(default_factory=dict)
+    base_vertices: np.ndarray | None = None
+    base_skin: Skin | None = None
+    name: str = "avatar"
+    rig: str = ""
+
+    def part(self, name: str) -> SkinnedMesh:
+        """The body (``"body"``) or a garment by name."""
+        if name == "body":
+            return self.body
+        try:
+            return self.garments[name]
+        except KeyError:
+            raise KisekaeError(
+                f"unknown garment {name!r}; this avatar has {', '.join(self.garments) or 'none'}", "--garment"
+            ) from None
+
+    def add_garment(self, garment: SkinnedMesh) -> None:
+        if garment.name in self.garments or garment.name == "body":
+            raise KisekaeError("a garment with this name already exists", garment.name)
+        self.garments[garment.name] = garment
+
+    def posed_vertices(self, name: str, pose: Pose) -> np.ndarray:
+        """(N, 3) float32 positions of part ``name`` in ``pose``."""
+        return self.part(name).posed(pose.skinning_matrices(self.skeleton))
+
+    def __repr__(self) -> str:
+        return (f"Avatar({self.name!r}, rig {self.rig!r}, {self.skeleton.n_bones} bones, body {self.body.mesh.n_vertices} "
+                f"vertices, garments {list(self.garments)})")

@@ -1,0 +1,134 @@
+"""Skin weights and linear blend skinning (NumPy reference and Numba kernel).
+
+Linear blend skinning: ``v' = Σ_k w_k · (M[j_k] @ [v, 1])`` with skinning matrices
+``M = posed_world @ inv(rest_world)``, ``(B, 4, 4)`` on column vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..errors import KisekaeError
+
+
+@dataclass
+class Skin:
+    """Sparse top-k skin weights.
+
+    Parameters
+    ----------
+    indices : (N, K) int32 bone ids (0 where the weight is 0)
+    weights : (N, K) float32, rows sum to 1
+    """
+
+    indices: np.ndarray
+    weights: np.ndarray
+
+    def __post_init__(self):
+        self.indices = np.ascontiguousarray(self.indices, dtype=np.int32)
+        self.weights = np.ascontiguousarray(self.weights, dtype=np.float32)
+        if self.indices.shape != self.weights.shape or self.indices.ndim != 2:
+            raise KisekaeError(f"indices {self.indices.shape} and weights {self.weights.shape} differ", "skin")
+
+    @property
+    def n_vertices(self) -> int:
+        return len(self.indices)
+
+    def dense(self, n_bones: int) -> np.ndarray:
+        """(N, B) float32 dense weight matrix."""
+        d = np.zeros((len(self.indices), n_bones), np.float32)
+        np.add.at(d, (np.arange(len(self.indices))[:, None], self.indices), self.weights)
+        return d
+
+    def take(self, rows: np.ndarray) -> "Skin":
+        return Skin(self.indices[rows], self.weights[rows])
+
+
+def top_k_weights(dense: np.ndarray, k: int = 4, *, source: str = "weights") -> Skin:
+    """Keep the ``k`` largest weights per vertex and renormalise them to sum to 1.
+
+    Parameters
+    ----------
+    dense : (N, B) array of non-negative weights
+    k : int, influences kept per vertex
+
+    Raises
+    ------
+    KisekaeError
+        If a vertex has no positive weight, or weights are negative or non-finite.
+    """
+    d = np.asarray(dense, dtype=np.float64)
+    if d.ndim != 2:
+        raise KisekaeError(f"expected (N, B) weights, got {d.shape}", source)
+    if not np.all(np.isfinite(d)) or np.any(d < 0):
+        raise KisekaeError("weights must be finite and non-negative", source)
+    k = min(k, d.shape[1])
+    idx = np.argsort(-d, axis=1, kind="stable")[:, :k]
+    w = np.take_along_axis(d, idx, axis=1)
+    s = w.sum(axis=1)
+    if np.any(s <= 0):
+        bad = np.nonzero(s <= 0)[0]
+        raise KisekaeError(f"{len(bad)} vertices have no skin weight (first: {bad[0]})", source)
+    w = w / s[:, None]
+    idx = np.where(w > 0, idx, 0)
+    return Skin(idx.astype(np.int32), w.astype(np.float32))
+
+
+def lbs_numpy(vertices, indices, weights, skin_matrices) -> np.ndarray:
+    """Linear blend skinning, NumPy reference.
+
+    Parameters
+    ----------
+    vertices : (N, 3) rest positions, metres
+    indices, weights : (N, K) bone ids and weights
+    skin_matrices : (B, 4, 4) ``posed @ inv(rest)``
+
+    Returns
+    -------
+    (N, 3) float32 posed positions, metres.
+    """
+    v = np.asarray(vertices, dtype=np.float64)
+    m = np.asarray(skin_matrices, dtype=np.float64)[np.asarray(indices)]  # (N, K, 4, 4)
+    blended = np.einsum("nk,nkij->nij", np.asarray(weights, dtype=np.float64), m)
+    return (np.einsum("nij,nj->ni", blended[:, :3, :3], v) + blended[:, :3, 3]).astype(np.float32)
+
+
+@numba.njit(cache=True, fastmath=False, parallel=False)
+def _lbs_kernel(v, idx, w, m, out):
+    n, k = idx.shape
+    for i in range(n):
+        x = v[i, 0]
+        y = v[i, 1]
+        z = v[i, 2]
+        ox = 0.0
+        oy = 0.0
+        oz = 0.0
+        for j in range(k):
+            wj = w[i, j]
+            if wj == 0.0:
+                continue
+            b = idx[i, j]
+            ox += wj * (m[b, 0, 0] * x + m[b, 0, 1] * y + m[b, 0, 2] * z + m[b, 0, 3])
+            oy += wj * (m[b, 1, 0] * x + m[b, 1, 1] * y + m[b, 1, 2] * z + m[b, 1, 3])
+            oz += wj * (m[b, 2, 0] * x + m[b, 2, 1] * y + m[b, 2, 2] * z + m[b, 2, 3])
+        out[i, 0] = ox
+        out[i, 1] = oy
+        out[i, 2] = oz
+
+
+def lbs(vertices, indices, weights, skin_matrices) -> np.ndarray:
+    """Linear blend skinning, Numba kernel; same contract as :func:`lbs_numpy`."""
+    v = np.ascontiguousarray(vertices, dtype=np.float64)
+    idx = np.ascontiguousarray(indices, dtype=np.int32)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    m = np.ascontiguousarray(skin_matrices, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] != 3 or idx.shape != w.shape or len(idx) != len(v):
+        raise KisekaeError(f"shape mismatch: vertices {v.shape}, indices {idx.shape}, weights {w.shape}", "lbs")
+    if idx.size and (idx.min() < 0 or idx.max() >= len(m)):
+        raise KisekaeError(f"bone index out of range 0..{len(m) - 1}", "lbs")
+    out = np.empty((len(v), 3), dtype=np.float64)
+    _lbs_kernel(v, idx, w, m, out)
+    return out.astype(np.float32)

@@ -1,0 +1,1 @@
+"""Readers and writers: Wavefront OBJ, MakeHuman (base mesh, rigs, weights, .mhclo), BVH motion."""

@@ -1,0 +1,86 @@
+"""Garment edges that cross body triangles (segment-triangle intersection, BVH-pruned)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .bvh import BVH, BVHState
+
+
+@numba.njit(cache=True)
+def segment_hits_triangle(p0, p1, tri, t):
+    """Möller–Trumbore test of segment p0→p1 against ``tri[t]`` (endpoints included)."""
+    ex1 = tri[t, 1, 0] - tri[t, 0, 0]
+    ey1 = tri[t, 1, 1] - tri[t, 0, 1]
+    ez1 = tri[t, 1, 2] - tri[t, 0, 2]
+    ex2 = tri[t, 2, 0] - tri[t, 0, 0]
+    ey2 = tri[t, 2, 1] - tri[t, 0, 1]
+    ez2 = tri[t, 2, 2] - tri[t, 0, 2]
+    dx = p1[0] - p0[0]
+    dy = p1[1] - p0[1]
+    dz = p1[2] - p0[2]
+    hx = dy * ez2 - dz * ey2
+    hy = dz * ex2 - dx * ez2
+    hz = dx * ey2 - dy * ex2
+    a = ex1 * hx + ey1 * hy + ez1 * hz
+    scale = (abs(ex1) + abs(ey1) + abs(ez1)) * (abs(ex2) + abs(ey2) + abs(ez2)) * (abs(dx) + abs(dy) + abs(dz))
+    if abs(a) <= 1e-12 * scale:
+        return False  # parallel or degenerate
+    f = 1.0 / a
+    sx = p0[0] - tri[t, 0, 0]
+    sy = p0[1] - tri[t, 0, 1]
+    sz = p0[2] - tri[t, 0, 2]
+    u = f * (sx * hx + sy * hy + sz * hz)
+    if u < 0.0 or u > 1.0:
+        return False
+    qx = sy * ez1 - sz * ey1
+    qy = sz * ex1 - sx * ez1
+    qz = sx * ey1 - sy * ex1
+    v = f * (dx * qx + dy * qy + dz * qz)
+    if v < 0.0 or u + v > 1.0:
+        return False
+    s = f * (ex2 * qx + ey2 * qy + ez2 * qz)
+    return 0.0 <= s <= 1.0
+
+
+@numba.njit(cache=True)
+def _crossings(points, edges, left, right, start, count, lo, hi, tri, out):
+    stack = np.empty(128, np.int32)
+    for e in range(len(edges)):
+        p0 = points[edges[e, 0]]
+        p1 = points[edges[e, 1]]
+        blo0 = min(p0[0], p1[0])
+        blo1 = min(p0[1], p1[1])
+        blo2 = min(p0[2], p1[2])
+        bhi0 = max(p0[0], p1[0])
+        bhi1 = max(p0[1], p1[1])
+        bhi2 = max(p0[2], p1[2])
+        hit = False
+        stack[0] = 0
+        top = 1
+        while top > 0 and not hit:
+            top -= 1
+            node = stack[top]
+            if (lo[node, 0] > bhi0 or hi[node, 0] < blo0 or lo[node, 1] > bhi1 or hi[node, 1] < blo1
+                    or lo[node, 2] > bhi2 or hi[node, 2] < blo2):
+                continue
+            if left[node] < 0:
+                for t in range(start[node], start[node] + count[node]):
+                    if segment_hits_triangle(p0, p1, tri, t):
+                        hit = True
+                        break
+            else:
+                stack[top] = left[node]
+                stack[top + 1] = right[node]
+                top += 2
+        out[e] = hit
+
+
+def edge_crossings(points, edges, bvh: BVH, state: BVHState) -> np.ndarray:
+    """(E,) bool: does garment edge ``edges[e]`` (between ``points``) cross any body triangle?"""
+    p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+    e = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
+    out = np.zeros(len(e), dtype=np.bool_)
+    _crossings(p, e, bvh.left, bvh.right, bvh.start, bvh.count, state.lo, state.hi, state.tri, out)
+    return out
