@@ -1,0 +1,63 @@
+"""Small mesh helpers the renderer needs: vertex normals and unique edges (plain NumPy)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..validate import as_faces, as_points
+
+
+def vertex_normals(positions, faces) -> np.ndarray:
+    """Area-weighted vertex normals.
+
+    Parameters
+    ----------
+    positions : (N,3) float
+        Vertex positions, metres.
+    faces : (F,3) int
+        Triangles, counter-clockwise seen from outside.
+
+    Returns
+    -------
+    (N,3) float32
+        Unit normals; vertices used by no face (or only by degenerate faces) get ``(0, 1, 0)``.
+    """
+    p = as_points(positions, "positions")
+    f = as_faces(faces, len(p), "faces")
+    fn = np.cross(p[f[:, 1]] - p[f[:, 0]], p[f[:, 2]] - p[f[:, 0]])  # length = 2 * area
+    n = np.zeros_like(p)
+    idx = f.ravel()
+    for c in range(3):
+        n[:, c] = np.bincount(idx, weights=np.repeat(fn[:, c], 3), minlength=len(p))
+    length = np.linalg.norm(n, axis=1)
+    ok = length > 1e-20
+    n[ok] /= length[ok, None]
+    n[~ok] = (0.0, 1.0, 0.0)
+    return n.astype(np.float32)
+
+
+def unique_edges(faces, n_vertices: int | None = None) -> np.ndarray:
+    """Unique undirected edges of a polygon list.
+
+    Parameters
+    ----------
+    faces : (F,K) int
+        Triangles (K=3) or quads (K=4); quads give their four sides, not their diagonals.
+    n_vertices : int, optional
+        Vertex count, for index validation.
+
+    Returns
+    -------
+    (E,2) int32
+        Sorted pairs ``(i, j)`` with ``i < j``, lexicographically ordered.
+    """
+    arr = np.asarray(faces)
+    k = arr.shape[1] if arr.ndim == 2 else 3
+    f = as_faces(arr, int(n_vertices) if n_vertices is not None else int(arr.max()) + 1 if arr.size else 0,
+                 "faces", corners=k)
+    if len(f) == 0:
+        return np.zeros((0, 2), np.int32)
+    e = np.stack([f, np.roll(f, -1, axis=1)], axis=2).reshape(-1, 2)
+    e = np.sort(e, axis=1)
+    e = e[e[:, 0] != e[:, 1]]
+    return np.unique(e, axis=0).astype(np.int32)

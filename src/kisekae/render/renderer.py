@@ -1,0 +1,364 @@
+"""Offscreen moderngl renderer over plain arrays: RGB images with MSAA, plus id and linear-depth buffers.
+
+Usage::
+
+    from kisekae.render import DrawItem, Renderer, named_camera, materials
+    r = Renderer()
+    items = [DrawItem(body_xyz, body_tris, materials.skin(), attributes={"tightness": t}, role="body"),
+             DrawItem(skirt_xyz, skirt_tris, materials.cloth(), role="garment")]
+    cam = named_camera("front", body_xyz, 16 / 9)
+    frame = r.draw(items, cam, "720p", ids=True, depth=True)
+    frame.rgb      # (720, 1280, 3) uint8, row 0 at the top
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import moderngl
+import numpy as np
+
+from ..errors import KisekaeError
+from ..validate import as_faces, as_per_vertex, as_points
+from . import shading as _sh
+from .camera import Camera, resolution as _resolution
+from .context import shared_context
+from .geometry import unique_edges, vertex_normals
+from .materials import Material, colormap_table
+
+#: Per-vertex attribute names a :class:`DrawItem` may carry (all optional, default 0).
+EFFECT_ATTRIBUTES = ("tightness", "compress", "stretch", "wound")
+ROLES = ("body", "garment", "other")
+
+
+@dataclass
+class DrawItem:
+    """One mesh to draw.
+
+    Parameters
+    ----------
+    positions : (N,3) float
+        Vertex positions, metres, world (glTF frame).
+    faces : (F,3) int
+        Triangles, counter-clockwise seen from outside (outward front faces).
+    material : Material, default skin
+    normals : (N,3) float, optional
+        Unit vertex normals; computed (area-weighted) when omitted.
+    attributes : dict[str, (N,) float], optional
+        ``tightness``, ``compress``, ``stretch``, ``wound`` (each 0..1) and ``heat`` (any scalar).
+    edges : (E,2) int, optional
+        Edges drawn by the ``wireframe`` material (e.g. quad edges); default: triangle edges.
+    role : str, default ``"other"``
+        ``body``, ``garment`` or ``other``; the poke-through check uses it.
+    name : str
+        Label.
+    """
+
+    positions: object
+    faces: object
+    material: Material = field(default_factory=Material)
+    normals: object = None
+    attributes: dict | None = None
+    edges: object = None
+    role: str = "other"
+    name: str = ""
+
+    def __post_init__(self):
+        label = self.name or "mesh"
+        self.positions = as_points(self.positions, f"{label}.positions", dtype=np.float32)
+        n = len(self.positions)
+        self.faces = as_faces(self.faces, n, f"{label}.faces")
+        if not isinstance(self.material, Material):
+            raise KisekaeError(f"expected a kisekae.render.Material, got {type(self.material).__name__}",
+                               f"{label}.material")
+        if self.normals is not None:
+            self.normals = as_per_vertex(self.normals, n, f"{label}.normals", dtype=np.float32)
+            if self.normals.shape != (n, 3):
+                raise KisekaeError(f"expected shape ({n}, 3), got {self.normals.shape}", f"{label}.normals")
+        attrs = {}
+        for key, value in (self.attributes or {}).items():
+            if key not in EFFECT_ATTRIBUTES and key != "heat":
+                raise KisekaeError(f"unknown attribute {key!r}; known: {', '.join(EFFECT_ATTRIBUTES + ('heat',))}",
+                                   f"{label}.attributes")
+            a = as_per_vertex(value, n, f"{label}.attributes[{key!r}]", dtype=np.float32)
+            if a.ndim != 1:
+                raise KisekaeError(f"expected shape ({n},), got {a.shape}", f"{label}.attributes[{key!r}]")
+            attrs[key] = a
+        self.attributes = attrs
+        if self.edges is not None:
+            self.edges = as_faces(self.edges, n, f"{label}.edges", corners=2)
+        if self.role not in ROLES:
+            raise KisekaeError(f"unknown role {self.role!r}; known: {', '.join(ROLES)}", f"{label}.role")
+
+    def vertex_data(self) -> np.ndarray:
+        """Interleaved vertex buffer, (N, :data:`~kisekae.render.shading.STRIDE`) float32."""
+        n = len(self.positions)
+        out = np.zeros((n, _sh.STRIDE), np.float32)
+        out[:, 0:3] = self.positions
+        out[:, 3:6] = self.normals if self.normals is not None else vertex_normals(self.positions, self.faces)
+        for i, key in enumerate(EFFECT_ATTRIBUTES):
+            if key in self.attributes:
+                out[:, 6 + i] = self.attributes[key]
+        if "heat" in self.attributes:
+            out[:, 10] = self.attributes["heat"]
+        return out
+
+
+def as_item(item) -> DrawItem:
+    """Accept a :class:`DrawItem` or a tuple ``(positions, normals, faces, material[, attributes])``."""
+    if isinstance(item, DrawItem):
+        return item
+    if isinstance(item, (tuple, list)) and 4 <= len(item) <= 5:
+        return DrawItem(positions=item[0], normals=item[1], faces=item[2], material=item[3],
+                        attributes=item[4] if len(item) == 5 else None)
+    raise KisekaeError("expected a DrawItem or (positions, normals, faces, material[, attributes])", "meshes")
+
+
+@dataclass
+class Frame:
+    """A rendered image and, when asked for, its id and depth buffers (row 0 at the top).
+
+    Attributes
+    ----------
+    rgb : (H,W,3) uint8
+    ids : (H,W) int32 or None
+        ``k + 1`` where item ``k`` is the nearest surface, negated where that surface is a back
+        face, ``0`` for background. Sampled at pixel centres (no MSAA).
+    depth : (H,W) float32 or None
+        Linear view depth of the nearest surface, metres (``inf`` for background).
+    camera : Camera
+    """
+
+    rgb: np.ndarray
+    ids: np.ndarray | None
+    depth: np.ndarray | None
+    camera: Camera
+
+
+class Renderer:
+    """Offscreen renderer. Keeps GL programs and framebuffers between frames.
+
+    Parameters
+    ----------
+    ctx : moderngl.Context, optional
+        Defaults to the process-wide EGL context (:func:`kisekae.render.context.shared_context`).
+    samples : int, default 4
+        MSAA samples for colour images (clamped to what the driver offers; 0 disables MSAA).
+    shading : object, default :class:`~kisekae.render.shading.BuiltinShading`
+        The shading backend (program sources and per-material uniforms).
+    background : (3,) float, default light grey
+        Clear colour, 0..1.
+    """
+
+    def __init__(self, ctx=None, *, samples: int = 4, shading=None, background=(0.93, 0.93, 0.94)):
+        self.ctx = ctx or shared_context()
+        self.samples = int(max(0, min(int(samples), self.ctx.max_samples)))
+        self.shading = shading or _sh.BuiltinShading()
+        self.background = tuple(float(c) for c in background)
+        ctx = self.ctx
+        self._surface = ctx.program(vertex_shader=self.shading.vertex_shader,
+                                    fragment_shader=self.shading.fragment_shader)
+        self._wire = ctx.program(vertex_shader=_sh.WIRE_VS, fragment_shader=_sh.WIRE_FS)
+        self._id = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.ID_FS)
+        self._cmaps: dict[str, object] = {}
+        self._targets: dict[tuple, dict] = {}
+
+    # ------------------------------------------------------------------ resources
+    def _cmap(self, name):
+        tex = self._cmaps.get(name)
+        if tex is None:
+            table = colormap_table(name)
+            tex = self.ctx.texture((256, 1), 3, table.tobytes())
+            tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+            tex.repeat_x = tex.repeat_y = False
+            self._cmaps[name] = tex
+        return tex
+
+    def _target(self, kind: str, size: tuple[int, int]):
+        key = (kind, size, self.samples)
+        t = self._targets.get(key)
+        if t is not None:
+            return t
+        ctx = self.ctx
+        if len(self._targets) > 6:  # keep memory bounded when many sizes are used (4K buffers are big)
+            self.release_targets()
+        if kind == "color":
+            resolve = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)],
+                                      depth_attachment=ctx.depth_renderbuffer(size))
+            if self.samples > 1:
+                msaa = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=self.samples)],
+                                       depth_attachment=ctx.depth_renderbuffer(size, samples=self.samples))
+            else:
+                msaa = resolve
+            t = {"draw": msaa, "read": resolve}
+        else:
+            fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
+                                  depth_attachment=ctx.depth_renderbuffer(size))
+            t = {"draw": fbo, "read": fbo}
+        self._targets[key] = t
+        return t
+
+    def release_targets(self):
+        """Free the cached framebuffers (they are re-created on demand)."""
+        for t in self._targets.values():
+            for fbo in {id(t["draw"]): t["draw"], id(t["read"]): t["read"]}.values():
+                for att in list(fbo.color_attachments) + [fbo.depth_attachment]:
+                    if att is not None:
+                        att.release()
+                fbo.release()
+        self._targets.clear()
+
+    def release(self):
+        """Free every GL object this renderer owns."""
+        self.release_targets()
+        for tex in self._cmaps.values():
+            tex.release()
+        self._cmaps.clear()
+        for p in (self._surface, self._wire, self._id):
+            p.release()
+
+    # ------------------------------------------------------------------ drawing
+    @staticmethod
+    def _set(prog, values: dict):
+        for name, value in values.items():
+            if name in prog:
+                prog[name].value = value
+
+    def _upload(self, item: DrawItem):
+        ctx = self.ctx
+        vbo = ctx.buffer(item.vertex_data().tobytes())
+        ibo = ctx.buffer(item.faces.tobytes())
+        return vbo, ibo
+
+    def _draw_surfaces(self, items, camera, aspect, vp):
+        ctx = self.ctx
+        key, fill = _sh.light_directions(camera)
+        for item in items:
+            vbo, ibo = self._upload(item)
+            try:
+                vao = ctx.vertex_array(self._surface, [(vbo, _sh.BUFFER_FORMAT, *[a for a, _ in _sh.ATTRIBUTES])],
+                                       index_buffer=ibo, index_element_size=4, skip_errors=True)
+                self._surface["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+                self._set(self._surface, self.shading.uniforms(item.material, camera.eye, key, fill))
+                if item.material.kind == "heatmap" and "u_cmap" in self._surface:
+                    self._cmap(item.material.colormap).use(0)
+                    self._surface["u_cmap"].value = 0
+                vao.render()
+                vao.release()
+                if item.material.kind == "wireframe":
+                    edges = item.edges if item.edges is not None else unique_edges(item.faces, len(item.positions))
+                    ebo = ctx.buffer(np.ascontiguousarray(edges, dtype=np.int32).tobytes())
+                    wvao = ctx.vertex_array(self._wire, [(vbo, f"3f {4 * (_sh.STRIDE - 3)}x", "in_position")],
+                                            index_buffer=ebo, index_element_size=4, skip_errors=True)
+                    self._wire["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+                    self._wire["u_depth_bias"].value = 2e-4
+                    self._wire["u_color"].value = item.material.wire_color
+                    wvao.render(moderngl.LINES)
+                    wvao.release()
+                    ebo.release()
+            finally:
+                vbo.release()
+                ibo.release()
+
+    def draw(self, meshes, camera: Camera, size="720p", *, ids: bool = False, depth: bool = False) -> Frame:
+        """Render meshes seen by a camera.
+
+        Parameters
+        ----------
+        meshes : sequence of DrawItem or (positions, normals, faces, material[, attributes])
+        camera : Camera
+        size : str or (int, int), default ``"720p"``
+            Resolution name (:data:`~kisekae.render.camera.RESOLUTIONS`), ``"WxH"`` or ``(width, height)``.
+        ids, depth : bool
+            Also render the id buffer and the linear depth (one extra pass without MSAA).
+
+        Returns
+        -------
+        Frame
+        """
+        items = [as_item(m) for m in meshes]
+        if not isinstance(camera, Camera):
+            raise KisekaeError(f"expected a kisekae.render.Camera, got {type(camera).__name__}", "camera")
+        w, h = _resolution(size)
+        vp = camera.view_projection(w / h)
+        ctx = self.ctx
+        t = self._target("color", (w, h))
+        t["draw"].use()
+        t["draw"].clear(*self.background, 1.0, depth=1.0)
+        ctx.enable(ctx.DEPTH_TEST)
+        ctx.disable(ctx.CULL_FACE)
+        self._draw_surfaces(items, camera, w / h, vp)
+        if t["draw"] is not t["read"]:
+            ctx.copy_framebuffer(t["read"], t["draw"])
+        raw = t["read"].read(components=3, alignment=1)
+        rgb = np.frombuffer(raw, np.uint8).reshape(h, w, 3)[::-1].copy()
+        id_img = depth_img = None
+        if ids or depth:
+            id_img, depth_img = self.id_depth(items, camera, (w, h))
+        return Frame(rgb=rgb, ids=id_img if ids else None, depth=depth_img if depth else None, camera=camera)
+
+    def id_depth(self, meshes, camera: Camera, size="720p", *, item_ids=None):
+        """Render the id and linear-depth buffers (pixel centres, no MSAA).
+
+        Parameters
+        ----------
+        meshes : sequence of DrawItem (or tuples, see :func:`as_item`)
+        camera : Camera
+        size : str or (int, int)
+        item_ids : sequence of int, optional
+            Positive id written for each item (default ``1..len(meshes)``); must be < 2**24.
+
+        Returns
+        -------
+        ids : (H,W) int32
+            The nearest item's id, negated on back faces, 0 on background.
+        depth : (H,W) float32
+            Linear view depth of the nearest surface, metres; ``inf`` on background.
+        """
+        items = [as_item(m) for m in meshes]
+        if item_ids is None:
+            item_ids = range(1, len(items) + 1)
+        item_ids = [int(i) for i in item_ids]
+        if len(item_ids) != len(items) or any(not (0 < i < 2 ** 24) for i in item_ids):
+            raise KisekaeError("need one id in 1..2**24-1 per mesh", "item_ids")
+        w, h = _resolution(size)
+        ctx = self.ctx
+        t = self._target("id", (w, h))
+        fbo = t["draw"]
+        fbo.use()
+        fbo.clear(0.0, -1.0, 0.0, 0.0, depth=1.0)
+        ctx.enable(ctx.DEPTH_TEST)
+        ctx.disable(ctx.CULL_FACE)
+        vp = camera.view_projection(w / h)
+        self._id["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+        self._id["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
+        for item, iid in zip(items, item_ids):
+            vbo = ctx.buffer(np.ascontiguousarray(item.positions, np.float32).tobytes())
+            ibo = ctx.buffer(item.faces.tobytes())
+            vao = ctx.vertex_array(self._id, [(vbo, "3f", "in_position")], index_buffer=ibo, index_element_size=4)
+            self._id["u_id"].value = float(iid)
+            vao.render()
+            vao.release()
+            vbo.release()
+            ibo.release()
+        data = np.frombuffer(fbo.read(components=2, dtype="f4", alignment=1), np.float32).reshape(h, w, 2)[::-1]
+        ids = data[..., 0].astype(np.int32)
+        dep = data[..., 1].copy()
+        dep[ids == 0] = np.inf
+        return ids, dep
+
+
+_default: Renderer | None = None
+
+
+def default_renderer() -> Renderer:
+    """A process-wide :class:`Renderer` on the shared context."""
+    global _default
+    if _default is None:
+        _default = Renderer()
+    return _default
+
+
+def draw(meshes, camera: Camera, size="720p", *, ids: bool = False, depth: bool = False) -> Frame:
+    """Render with the process-wide renderer; see :meth:`Renderer.draw`."""
+    return default_renderer().draw(meshes, camera, size, ids=ids, depth=depth)

@@ -1,0 +1,118 @@
+"""Poke-through pixels: analytic cases and agreement with an independent CPU ray caster."""
+
+import numpy as np
+import pytest
+
+from kisekae.errors import KisekaeError
+from kisekae.render import Camera, DrawItem, materials, named_camera
+from kisekae.render.poke import mark_pixels, poke_mask, poke_through, poke_through_report
+
+from test_render_shapes import outward_fraction, raycast, sphere, tube
+
+
+def _item(pf, role, kind="skin"):
+    return DrawItem(pf[0], pf[1], materials.Material(kind=kind), role=role)
+
+
+def _front(points, w=160, h=120):
+    return named_camera("front", points, w / h)
+
+
+def test_shapes_are_outward():
+    p, f = sphere()
+    assert outward_fraction(p, f, (0, 0, 0)) == 1.0
+    p, f = tube()
+    c = p[f].mean(axis=1)
+    n = np.cross(p[f[:, 1]] - p[f[:, 0]], p[f[:, 2]] - p[f[:, 0]])
+    assert np.all(np.einsum("ij,ij->i", n, c * [1, 0, 1]) > 0)
+
+
+def test_enclosed_body_gives_zero_and_penetration_gives_pixels():
+    body = _item(sphere(radius=0.40), "body")
+    garment = _item(sphere(radius=0.45, nu=40, nv=20), "garment", "cloth")
+    for view in ("front", "side", "back", "three_quarter"):
+        cam = named_camera(view, garment.positions, 4 / 3)
+        res = poke_through(body, [garment], cam, (160, 120))
+        assert res.covered > 0.3 * 160 * 120
+        assert res.count == 0
+    poking = _item(sphere(center=(0, 0, 0.12), radius=0.40), "body")  # front pokes 7 cm out
+    front = poke_through(poking, [garment], named_camera("front", garment.positions, 4 / 3), (160, 120))
+    back = poke_through(poking, [garment], named_camera("back", garment.positions, 4 / 3), (160, 120))
+    assert front.count > 0.1 * front.covered
+    assert back.count == 0
+
+
+def test_open_hem_is_not_poke_through():
+    """Skin seen through the opening of a tube (a skirt hem, from below) is not covered, so not counted."""
+    legs = _item(tube(radius=0.2, y0=-0.9, y1=0.9, nv=12), "body")
+    skirt = _item(tube(radius=0.3), "garment", "cloth")
+    below = Camera(eye=(0.0, -1.6, 0.9), target=(0.0, 0.0, 0.0), fov_y=45.0)
+    res = poke_through(legs, [skirt], below, (160, 120))
+    gi_depth, gi_front = raycast(below, 160, 120, skirt.positions, skirt.faces)
+    assert (np.isfinite(gi_depth) & ~gi_front).sum() > 200  # the inside of the skirt is in view...
+    assert res.count == 0  # ...and skin seen through the hem does not count
+    bulging = _item(tube(radius=0.2, y0=-0.9, y1=0.9, nv=12, bulge=0.15), "body")
+    assert poke_through(bulging, [skirt], below, (160, 120)).count > 0
+
+
+@pytest.mark.parametrize("center", [(0.0, 0.0, 0.12), (0.09, 0.05, 0.0)])
+def test_matches_cpu_raycast(center):
+    body = _item(sphere(center=center, radius=0.40), "body")
+    garment = _item(sphere(radius=0.45, nu=40, nv=20), "garment", "cloth")
+    w, h = 96, 72
+    cam = named_camera("three_quarter", garment.positions, w / h)
+    res = poke_through(body, [garment], cam, (w, h))
+    gd, gf = raycast(cam, w, h, garment.positions, garment.faces)
+    bd, _ = raycast(cam, w, h, body.positions, body.faces)
+    ref_cov = gf
+    ref_poke = ref_cov & np.isfinite(bd) & (bd < gd - 1e-4)
+    assert ref_poke.sum() > 50
+    # pixel centres exactly on an edge may go either way; allow a thin boundary disagreement
+    assert (res.covered_mask != ref_cov).sum() <= 0.01 * ref_cov.sum() + 3
+    assert (res.mask != ref_poke).sum() <= 0.03 * ref_poke.sum() + 3
+
+
+def test_count_scales_with_resolution_and_report():
+    body = _item(sphere(center=(0, 0, 0.12), radius=0.40), "body")
+    garment = _item(sphere(radius=0.45, nu=40, nv=20), "garment", "cloth")
+    recs = poke_through_report(body, {"shell": garment}, views=("front", "knees"), sizes=("720p", "2160p"),
+                               frame_points=garment.positions)
+    assert [(r["view"], r["resolution"]) for r in recs] == [
+        ("front", "720p"), ("knees", "720p"), ("front", "2160p"), ("knees", "2160p")]
+    by = {(r["view"], r["resolution"]): r for r in recs}
+    small, big = by["front", "720p"], by["front", "2160p"]
+    assert small["width"] == 1280 and big["height"] == 2160
+    assert small["poke_through_pixels"] > 0
+    ratio = big["poke_through_pixels"] / small["poke_through_pixels"]
+    assert 8.5 < ratio < 9.5  # same area in 9x as many pixels
+
+
+def test_poke_mask_tolerance_and_validation():
+    gi = np.array([[1, 1, -1, 0]])
+    gd = np.array([[1.0, 1.0, 1.0, np.inf]])
+    bi = np.array([[1, 1, 1, 1]])
+    bd = np.array([[0.99995, 0.98, 0.5, 0.5]])
+    cov, poke = poke_mask(gi, gd, bi, bd, tolerance_m=1e-4)
+    assert cov.tolist() == [[True, True, False, False]]
+    assert poke.tolist() == [[False, True, False, False]]
+    _, poke0 = poke_mask(gi, gd, bi, bd, tolerance_m=0.0)
+    assert poke0.tolist() == [[True, True, False, False]]
+    with pytest.raises(KisekaeError, match="tolerance_m"):
+        poke_mask(gi, gd, bi, bd, tolerance_m=-1)
+    with pytest.raises(KisekaeError, match="shape"):
+        poke_mask(gi, gd[:, :2], bi, bd)
+    with pytest.raises(KisekaeError, match="garment"):
+        poke_through(_item(sphere(), "body"), [], _front(sphere()[0]))
+
+
+def test_mark_pixels():
+    img = np.zeros((5, 5, 3), np.uint8)
+    m = np.zeros((5, 5), bool)
+    m[2, 2] = True
+    out = mark_pixels(img, m)
+    assert out[2, 2].tolist() == [255, 0, 255] and out.sum() == 255 * 2
+    grown = mark_pixels(img, m, grow=1, color=(1, 2, 3))
+    assert (grown.sum(axis=2) > 0).sum() == 5
+    assert img.sum() == 0
+    with pytest.raises(KisekaeError):
+        mark_pixels(img, m[:4])
