@@ -1,0 +1,264 @@
+"""Files of a bake: PNG (8 and 16 bit), EXR (half and float), the start mesh as GLB, and a JSON sidecar.
+
+Libraries: Pillow for 8-bit PNG, pypng for 16-bit RGB PNG (Pillow has no 16-bit RGB mode), the
+Academy Software Foundation's ``OpenEXR`` bindings for EXR, pygltflib for GLB.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import KisekaeError
+
+SIDECAR_VERSION = 1
+
+
+def write_png(path, image: np.ndarray) -> Path:
+    """Write an ``(H, W, C)`` image, C in {1, 3, 4}, uint8 or uint16, as PNG (row 0 at the top)."""
+    img = np.asarray(image)
+    if img.ndim == 2:
+        img = img[:, :, None]
+    if img.ndim != 3 or img.shape[2] not in (1, 3, 4):
+        raise KisekaeError(f"expected (H, W, 1|3|4), got {img.shape}", str(path))
+    path = Path(path)
+    if img.dtype == np.uint8:
+        from PIL import Image
+        mode = {1: "L", 3: "RGB", 4: "RGBA"}[img.shape[2]]
+        Image.fromarray(img[:, :, 0] if img.shape[2] == 1 else img, mode=mode).save(path)
+    elif img.dtype == np.uint16:
+        import png
+        h, w, c = img.shape
+        writer = png.Writer(width=w, height=h, bitdepth=16, greyscale=(c == 1), alpha=(c == 4))
+        with open(path, "wb") as fh:
+            writer.write(fh, img.reshape(h, w * c).tolist())
+    else:
+        raise KisekaeError(f"PNG needs uint8 or uint16, got {img.dtype}", str(path))
+    return path
+
+
+def read_png(path) -> np.ndarray:
+    """Read a PNG written by :func:`write_png` into ``(H, W, C)`` uint8 or uint16."""
+    import png
+    w, h, rows, info = png.Reader(filename=str(path)).read()
+    planes = info["planes"]
+    arr = np.vstack([np.asarray(r, dtype=np.uint16 if info["bitdepth"] > 8 else np.uint8) for r in rows])
+    return arr.reshape(h, w, planes)
+
+
+def write_exr(path, image: np.ndarray) -> Path:
+    """Write an ``(H, W, 3)`` float16 or float32 image as an EXR (ZIP compression) with channels R, G, B."""
+    import OpenEXR
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 3 or img.dtype not in (np.float16, np.float32):
+        raise KisekaeError(f"EXR needs (H, W, 3) float16 or float32, got {img.shape} {img.dtype}", str(path))
+    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage}
+    OpenEXR.File(header, {"RGB": np.ascontiguousarray(img)}).write(str(path))
+    return Path(path)
+
+
+def read_exr(path) -> np.ndarray:
+    """Read an RGB EXR into ``(H, W, 3)`` (dtype as stored)."""
+    import OpenEXR
+    with OpenEXR.File(str(path)) as f:
+        return np.array(f.channels()["RGB"].pixels)
+
+
+def write_glb(path, vertices, faces, normals=None, uvs=(), colors=None) -> Path:
+    """Write a triangle mesh as a binary glTF.
+
+    Parameters
+    ----------
+    vertices : (N, 3) float32 metres; faces : (F, 3) int.
+    normals : (N, 3) float32, optional.
+    uvs : sequence of (N, 2) float arrays (TEXCOORD_0, TEXCOORD_1, ...); ``None`` entries become zeros.
+    colors : (N, 4) uint8, optional, COLOR_0 (normalised unsigned bytes).
+    """
+    import pygltflib as g
+
+    v = np.ascontiguousarray(vertices, dtype=np.float32)
+    f = np.ascontiguousarray(faces, dtype=np.uint32).reshape(-1)
+    blobs = []
+    accessors = []
+    views = []
+    offset = 0
+
+    def add(arr, ctype, atype, target, normalized=False, minmax=False):
+        nonlocal offset
+        data = arr.tobytes()
+        pad = (-len(data)) % 4
+        views.append(g.BufferView(buffer=0, byteOffset=offset, byteLength=len(data), target=target))
+        kw = {}
+        if minmax:
+            kw = {"min": arr.min(axis=0).tolist(), "max": arr.max(axis=0).tolist()}
+        accessors.append(g.Accessor(bufferView=len(views) - 1, componentType=ctype, count=len(arr) if arr.ndim > 1
+                                    else arr.size, type=atype, normalized=normalized or None, **kw))
+        blobs.append(data + b"\0" * pad)
+        offset += len(data) + pad
+        return len(accessors) - 1
+
+    attrs = g.Attributes(POSITION=add(v, g.FLOAT, g.VEC3, g.ARRAY_BUFFER, minmax=True))
+    if normals is not None:
+        attrs.NORMAL = add(np.ascontiguousarray(normals, dtype=np.float32), g.FLOAT, g.VEC3, g.ARRAY_BUFFER)
+    for k, uv in enumerate(uvs):
+        uv = np.zeros((len(v), 2), np.float32) if uv is None else np.ascontiguousarray(uv, dtype=np.float32)
+        setattr(attrs, f"TEXCOORD_{k}", add(uv, g.FLOAT, g.VEC2, g.ARRAY_BUFFER))
+    if colors is not None:
+        attrs.COLOR_0 = add(np.ascontiguousarray(colors, dtype=np.uint8), g.UNSIGNED_BYTE, g.VEC4,
+                            g.ARRAY_BUFFER, normalized=True)
+    ind = add(f, g.UNSIGNED_INT, g.SCALAR, g.ELEMENT_ARRAY_BUFFER)
+    gltf = g.GLTF2(
+        scene=0, scenes=[g.Scene(nodes=[0])], nodes=[g.Node(mesh=0, name="wound_start")],
+        meshes=[g.Mesh(primitives=[g.Primitive(attributes=attrs, indices=ind)])],
+        accessors=accessors, bufferViews=views, buffers=[g.Buffer(byteLength=offset)])
+    gltf.set_binary_blob(b"".join(blobs))
+    gltf.save_binary(str(path))
+    return Path(path)
+
+
+def read_glb_attributes(path) -> dict:
+    """Read back the arrays of the first primitive of a GLB written by :func:`write_glb`."""
+    import pygltflib as g
+
+    gltf = g.GLTF2().load_binary(str(path))
+    blob = gltf.binary_blob()
+    prim = gltf.meshes[0].primitives[0]
+    dt = {g.FLOAT: np.float32, g.UNSIGNED_BYTE: np.uint8, g.UNSIGNED_INT: np.uint32}
+    width = {g.SCALAR: 1, g.VEC2: 2, g.VEC3: 3, g.VEC4: 4}
+
+    def get(i):
+        a = gltf.accessors[i]
+        bv = gltf.bufferViews[a.bufferView]
+        arr = np.frombuffer(blob, dtype=dt[a.componentType], count=a.count * width[a.type],
+                            offset=bv.byteOffset + (a.byteOffset or 0))
+        return arr.reshape(a.count, width[a.type]) if width[a.type] > 1 else arr.copy()
+
+    out = {k: get(v) for k, v in prim.attributes.__dict__.items() if v is not None}
+    out["indices"] = get(prim.indices).reshape(-1, 3)
+    return out
+
+
+def write_bake(result, out_dir, stem: str = "wound") -> dict:
+    """Write a :class:`~kisekae.wound.bake.BakeResult` to ``out_dir``.
+
+    Files (``<stem>`` prefix):
+    ``_start.glb`` the start mesh (POSITION, NORMAL, TEXCOORD_0 own UVs, TEXCOORD_1 correspondence
+    UVs, TEXCOORD_2 texel address of the vertex data, COLOR_0 the 8-bit vertex colours of the
+    ``article8`` (or first) encoding: RGB positions, A body part);
+    ``_<enc>_vc.png`` vertex colours for the 8-bit encodings as an image in texel order;
+    ``_<enc>_pos.png|exr`` and ``_<enc>_nrm.png|exr`` textures;
+    ``.json`` the sidecar (bounds, encodings, correspondence report, error table).
+
+    Returns
+    -------
+    dict name -> path of everything written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    first = "article8" if "article8" in result.encodings else next(iter(result.encodings), None)
+    side = result.encodings[first].side if first else 1
+    paths["mesh"] = write_glb(out / f"{stem}_start.glb", result.start_vertices, result.start_faces,
+                              result.start_normals, uvs=(result.uv0, result.uv1, result.texel_uv(first) if first
+                                                         else None),
+                              colors=result.encodings[first].vertex_colors if first else None)
+    enc_meta = {}
+    for name, e in result.encodings.items():
+        files = {}
+        if e.position_texture is None:
+            vc = np.zeros((e.side * e.side, 4), np.uint8)
+            vc[: len(e.vertex_colors)] = e.vertex_colors
+            files["vertex_colors"] = write_png(out / f"{stem}_{name}_vc.png", vc.reshape(e.side, e.side, 4)).name
+        for kind, tex in (("positions", e.position_texture), ("normals", e.normal_texture)):
+            if tex is None:
+                continue
+            base = out / f"{stem}_{name}_{'pos' if kind == 'positions' else 'nrm'}"
+            p = write_exr(base.with_suffix(".exr"), tex) if tex.dtype.kind == "f" else write_png(
+                base.with_suffix(".png"), tex)
+            files[kind] = p.name
+        paths.update({f"{name}.{k}": out / v for k, v in files.items()})
+        enc_meta[name] = {**e.sidecar(), "files": files}
+    sidecar = {
+        "kisekae_wound": SIDECAR_VERSION,
+        "units": "metres",
+        "frame": "glTF (+Y up, right-handed, faces +Z)",
+        "start_role": result.start_role,
+        "morph_weight": "p" if result.start_role == "normal" else "1 - p",
+        "vertices": int(len(result.start_vertices)),
+        "texel_uv_side": int(side),
+        "mesh": paths["mesh"].name,
+        "mesh_attributes": {"TEXCOORD_0": "own UVs", "TEXCOORD_1": "correspondence UVs",
+                            "TEXCOORD_2": f"texel centre of the vertex data ({first})",
+                            "COLOR_0": f"{first} vertex colours: RGB positions (8-bit encodings), A body part"},
+        "correspondence": result.correspondence.summary(),
+        "encodings": enc_meta,
+        "skipped_encodings": result.skipped,
+        "errors": result.errors,
+    }
+    sp = out / f"{stem}.json"
+    sp.write_text(json.dumps(sidecar, indent=1))
+    paths["sidecar"] = sp
+    return paths
+
+
+def load_mesh(path) -> dict:
+    """Read a mesh for the command line: ``.obj`` (metres) or ``.npz`` (arrays ``vertices``, ``faces``,
+    optional ``uv0``, ``uv1``, ``parts``).
+
+    Returns
+    -------
+    dict with ``vertices`` (N, 3) float64, ``faces`` (F, 3) int32 and optional ``uv0``/``uv1``/``parts``.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise KisekaeError("file not found", str(p))
+    if p.suffix.lower() == ".npz":
+        with np.load(p) as z:
+            if "vertices" not in z or "faces" not in z:
+                raise KisekaeError("an .npz mesh needs arrays 'vertices' and 'faces'", str(p))
+            return {k: z[k] for k in ("vertices", "faces", "uv0", "uv1", "parts") if k in z}
+    if p.suffix.lower() == ".obj":
+        return _load_obj(p)
+    raise KisekaeError("unsupported mesh format (use .obj or .npz)", str(p))
+
+
+def _load_obj(p: Path) -> dict:
+    """OBJ with per-corner UVs split into per-vertex UVs (one vertex per distinct position/UV pair)."""
+    vs, vts, faces = [], [], []
+    for ln, line in enumerate(p.read_text().splitlines(), 1):
+        t = line.split()
+        if not t:
+            continue
+        try:
+            if t[0] == "v":
+                vs.append([float(x) for x in t[1:4]])
+            elif t[0] == "vt":
+                vts.append([float(x) for x in t[1:3]])
+            elif t[0] == "f":
+                corners = []
+                for c in t[1:]:
+                    parts = c.split("/")
+                    vi = int(parts[0])
+                    ti = int(parts[1]) if len(parts) > 1 and parts[1] else 0
+                    corners.append((vi - 1 if vi > 0 else len(vs) + vi,
+                                    (ti - 1 if ti > 0 else len(vts) + ti) if ti else -1))
+                for k in range(1, len(corners) - 1):
+                    faces.append((corners[0], corners[k], corners[k + 1]))
+        except (ValueError, IndexError):
+            raise KisekaeError(f"line {ln}: cannot parse {line!r}", str(p)) from None
+    if not faces:
+        raise KisekaeError("no faces", str(p))
+    keys = {}
+    out_f = []
+    for tri in faces:
+        out_f.append([keys.setdefault(c, len(keys)) for c in tri])
+    v = np.asarray(vs, dtype=np.float64)
+    key_arr = np.array(list(keys.keys()), dtype=np.int64)
+    if key_arr[:, 0].max() >= len(v) or key_arr[:, 0].min() < 0:
+        raise KisekaeError("face refers to a missing vertex", str(p))
+    mesh = {"vertices": v[key_arr[:, 0]], "faces": np.asarray(out_f, dtype=np.int32)}
+    if vts and np.all(key_arr[:, 1] >= 0):
+        mesh["uv0"] = np.asarray(vts, dtype=np.float64)[key_arr[:, 1]]
+    return mesh
