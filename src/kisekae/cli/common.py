@@ -1,0 +1,66 @@
+"""Argument helpers shared by subcommands: avatar, garments and poses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import KisekaeError
+
+
+def add_avatar_args(p, *, garments_default=("tights", "skirt")):
+    p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default=None,
+                   help="rig of the built-in avatar (default: game_engine, or cmu_mb with --bvh)")
+    p.add_argument("--garment", action="append", metavar="NAME|PATH",
+                   help=f"garment name or .mhclo file (repeatable; default: {' '.join(garments_default)})")
+    p.add_argument("--pose", action="append", metavar="NAME", help="named pose (repeatable; default: stand leg_raise crouch)")
+    p.add_argument("--pose-file", action="append", metavar="FILE", help="JSON pose file (repeatable)")
+    p.add_argument("--bvh", metavar="FILE", help="BVH clip, retargeted by joint name onto the cmu_mb rig")
+    p.add_argument("--frames", metavar="A:B", help="BVH frames to use (Python slice, B exclusive; default all)")
+    p.set_defaults(garments_default=list(garments_default))
+
+
+def load_avatar(args):
+    """The avatar named by ``--avatar``/``--rig`` with the ``--garment`` files added; returns (avatar, garment names)."""
+    from ..avatar.builtin import load_builtin_avatar
+
+    rig = args.rig or ("cmu_mb" if getattr(args, "bvh", None) else "game_engine")
+    avatar_path = getattr(args, "avatar", None)
+    if avatar_path:
+        from ..io import gltf  # noqa: F401  (provided by the glTF importer)
+
+        avatar = gltf.load_avatar(avatar_path)
+    else:
+        avatar = load_builtin_avatar(rig)
+    names = []
+    for g in args.garment or args.garments_default:
+        if g.lower().endswith(".mhclo"):
+            from ..io.mhclo import load_mhclo
+
+            garment = load_mhclo(g, avatar)
+            if garment.name not in avatar.garments:
+                avatar.add_garment(garment)
+            names.append(garment.name)
+        elif Path(g).suffix:
+            raise KisekaeError("unsupported garment file type (expected .mhclo or a garment name)", g)
+        else:
+            avatar.part(g)
+            names.append(g)
+    return avatar, names
+
+
+def load_poses(args, avatar):
+    """Poses from ``--pose``, ``--pose-file`` and ``--bvh``/``--frames``, in that order."""
+    from ..avatar.poses import VERIFICATION_POSES, load_pose_file, named_pose
+
+    poses = []
+    for name in args.pose or ([] if (args.pose_file or args.bvh) else list(VERIFICATION_POSES)):
+        poses.append(named_pose(avatar.skeleton, name))
+    for path in args.pose_file or []:
+        poses.append(load_pose_file(avatar.skeleton, path))
+    if args.bvh:
+        from ..io.bvh import load_bvh
+
+        poses.extend(load_bvh(args.bvh, avatar.skeleton, args.frames).poses)
+    elif args.frames:
+        raise KisekaeError("--frames needs --bvh", "--frames")
+    return poses

@@ -1,0 +1,22 @@
+"""``kisekae demo``: everything on the built-in avatar, written to demo-out/index.html."""
+
+from __future__ import annotations
+
+import time
+
+
+def register(sub):
+    p = sub.add_parser("demo", help="run everything on the built-in avatar and write an HTML report")
+    p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    from ..demo import run_demo
+
+    t = time.perf_counter()
+    index = run_demo(args.out, progress=not args.no_progress)
+    print(f"wrote {index} in {time.perf_counter() - t:.1f} s")
+    return 0

@@ -1,0 +1,88 @@
+"""``kisekae info [FILE]``: say what an asset contains (built-in avatar when no file is given)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import KisekaeError
+
+
+def register(sub):
+    p = sub.add_parser("info", help="describe an asset (.obj, .mhclo, .bvh, pose .json, .glb/.gltf/.vrm)")
+    p.add_argument("file", nargs="?", help="asset file; omit for the built-in avatar")
+    p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default="game_engine")
+    p.set_defaults(func=run)
+    return p
+
+
+def describe_avatar(avatar) -> list:
+    lines = [f"avatar {avatar.name!r}, rig {avatar.rig!r}: {avatar.skeleton.n_bones} bones",
+             f"  body: {avatar.body.mesh}"]
+    lo, hi = avatar.body.mesh.bounds()
+    lines.append(f"  height {hi[1] - lo[1]:.3f} m, width {hi[0] - lo[0]:.3f} m")
+    for name, g in avatar.garments.items():
+        lines.append(f"  garment {name}: {g.mesh}, {g.skin.indices.shape[1]} influences")
+    lines.append(f"  bones: {', '.join(avatar.skeleton.names[:12])}{' ...' if avatar.skeleton.n_bones > 12 else ''}")
+    return lines
+
+
+def run(args) -> int:
+    if args.file is None:
+        from ..avatar.builtin import ATTRIBUTION, load_builtin_avatar
+        from ..avatar.poses import NAMED_POSES
+
+        lines = describe_avatar(load_builtin_avatar(args.rig))
+        lines.append(f"  named poses: {', '.join(NAMED_POSES)}")
+        lines.append(f"  data: {ATTRIBUTION}")
+        print("\n".join(lines))
+        return 0
+    path = Path(args.file)
+    if not path.exists():
+        raise KisekaeError("file not found", path)
+    suffix = path.suffix.lower()
+    if suffix == ".obj":
+        from ..io.obj import read_obj
+
+        obj = read_obj(path)
+        sizes = {}
+        for i, g in enumerate(obj.groups):
+            n = int((obj.polygon_group == i).sum())
+            if n:
+                sizes[g] = n
+        print(f"{path}: OBJ, {len(obj.vertices)} vertices, {len(obj.uvs)} UVs, {len(obj.polygons)} polygons")
+        for g, n in list(sizes.items())[:40]:
+            print(f"  group {g}: {n} polygons")
+        if len(sizes) > 40:
+            print(f"  ... {len(sizes) - 40} more groups")
+    elif suffix == ".mhclo":
+        from ..io.mhclo import parse_mhclo
+
+        info = parse_mhclo(path)
+        print(f"{path}: MakeHuman garment {info['name']!r}, {len(info['refs'])} vertices, obj {info['obj_file']}, "
+              f"{len(info['delete_verts'])} hidden base vertices, base refs {info['refs'].min()}..{info['refs'].max()}")
+    elif suffix == ".bvh":
+        from ..io.bvh import JOINT_ALIASES, read_bvh
+
+        clip = read_bvh(path)
+        print(f"{path}: BVH, {len(clip.joints)} joints, {clip.n_frames} frames at {1 / clip.frame_time:.1f} fps "
+              f"({clip.n_frames * clip.frame_time:.2f} s)")
+        print("  joints: " + ", ".join(JOINT_ALIASES.get(j.name, j.name) for j in clip.joints))
+    elif suffix == ".json":
+        import json
+
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise KisekaeError(f"not valid JSON: {exc}", path) from None
+        kind = "capsule rig" if isinstance(data, dict) and "capsules" in data else "pose file"
+        keys = list(data)[:20] if isinstance(data, dict) else []
+        print(f"{path}: JSON {kind}, keys: {', '.join(map(str, keys))}")
+    elif suffix in (".glb", ".gltf", ".vrm"):
+        try:
+            from ..io import gltf
+        except ImportError:
+            raise KisekaeError("glTF support is not installed in this build", path) from None
+        print(gltf.describe(path))
+    else:
+        raise KisekaeError("unknown asset type (expected .obj, .mhclo, .bvh, .json, .glb, .gltf or .vrm)", path)
+    return 0

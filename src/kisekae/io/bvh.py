@@ -1,0 +1,324 @@
+"""BVH motion capture: parsing, and retargeting onto a skeleton by joint name.
+
+Retargeting copies *world-space bone directions*: for a skeleton bone j driven by BVH joint b,
+the rest-alignment ``A_j`` is the shortest rotation taking j's rest direction (head to tail) to
+b's rest direction (its offset to its child); the posed world rotation is then
+``W_j = Q_b · A_j · R_rest_j``, where ``Q_b`` is b's accumulated BVH rotation. So every mapped
+bone points exactly where the captured bone points, whatever the two rest poses are (the CMU
+T-pose versus MakeHuman's A-pose). Joints with several children (the hips) use ``A = I``.
+Root translation is scaled by the ratio of hip heights. BVH's axes are taken as the glTF frame
+(+Y up, character facing +Z, left on +X), which holds for the CMU conversions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..avatar.pose import Pose
+from ..avatar.skeleton import Skeleton
+from ..errors import KisekaeError
+
+#: BVH joint names that differ from the MakeHuman ``cmu_mb`` rig.
+JOINT_ALIASES = {"LeftHandIndex1": "LeftHandFinger1", "RightHandIndex1": "RightHandFinger1"}
+MAX_BVH_BYTES = 256 * 1024 * 1024
+
+_AXES = {"X": np.array([1.0, 0, 0]), "Y": np.array([0, 1.0, 0]), "Z": np.array([0, 0, 1.0])}
+
+
+@dataclass
+class BVHJoint:
+    name: str
+    parent: int
+    offset: np.ndarray
+    channels: list
+    end_offset: np.ndarray | None = None
+
+
+@dataclass
+class BVHClip:
+    """Parsed BVH: joints in file order, per-frame channel values ``(T, C)``, frame time (s)."""
+
+    joints: list
+    values: np.ndarray
+    frame_time: float
+    path: str = "<bvh>"
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.values)
+
+    def local_rotations(self, frame: int) -> tuple[np.ndarray, np.ndarray]:
+        """(J, 3, 3) local rotations and the root position for one frame."""
+        row = self.values[frame]
+        rots = np.tile(np.eye(3), (len(self.joints), 1, 1))
+        root_pos = np.zeros(3)
+        c = 0
+        for j, joint in enumerate(self.joints):
+            r = np.eye(3)
+            for ch in joint.channels:
+                v = row[c]
+                c += 1
+                if ch.endswith("rotation"):
+                    r = r @ _rot(ch[0].upper(), np.radians(v))
+                elif j == 0 and ch.endswith("position"):
+                    root_pos["XYZ".index(ch[0].upper())] = v
+            rots[j] = r
+        return rots, root_pos
+
+    def global_rotations(self, frame: int):
+        local, root = self.local_rotations(frame)
+        out = np.empty_like(local)
+        for j, joint in enumerate(self.joints):
+            out[j] = local[j] if joint.parent < 0 else out[joint.parent] @ local[j]
+        return out, root
+
+    def rest_positions(self) -> np.ndarray:
+        pos = np.zeros((len(self.joints), 3))
+        for j, joint in enumerate(self.joints):
+            pos[j] = joint.offset if joint.parent < 0 else pos[joint.parent] + joint.offset
+        return pos
+
+
+def _rot(axis: str, angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    if axis == "X":
+        return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+    if axis == "Y":
+        return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def read_bvh(path) -> BVHClip:
+    """Parse a BVH file, with clear errors naming the file and line."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_BVH_BYTES:
+            raise KisekaeError(f"file over the {MAX_BVH_BYTES} byte limit", path)
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KisekaeError("file not found", path) from None
+    except UnicodeDecodeError as exc:
+        raise KisekaeError(f"not a text BVH file ({exc.reason})", path) from None
+    return parse_bvh(text, str(path))
+
+
+def parse_bvh(text: str, source: str = "<bvh>") -> BVHClip:
+    lines = text.splitlines()
+    joints: list = []
+    stack: list = []
+    i = 0
+    pending_end = False
+
+    def fail(msg, lineno):
+        raise KisekaeError(f"line {lineno}: {msg}", source)
+
+    while i < len(lines):
+        words = lines[i].split()
+        lineno = i + 1
+        i += 1
+        if not words:
+            continue
+        key = words[0].upper()
+        if key == "HIERARCHY":
+            continue
+        if key in ("ROOT", "JOINT"):
+            if len(words) < 2:
+                fail(f"{key} needs a name", lineno)
+            if key == "ROOT" and joints:
+                fail("only one ROOT is supported", lineno)
+            parent = stack[-1] if stack else -1
+            if key == "JOINT" and parent < 0:
+                fail("JOINT outside a ROOT", lineno)
+            joints.append(BVHJoint(words[1], parent, np.zeros(3), []))
+            pending_end = False
+        elif key == "END":
+            pending_end = True
+        elif key == "{":
+            if pending_end:
+                stack.append(-2)
+            else:
+                if not joints:
+                    fail("'{' before any joint", lineno)
+                stack.append(len(joints) - 1)
+        elif key == "}":
+            if not stack:
+                fail("unbalanced '}'", lineno)
+            stack.pop()
+            pending_end = False
+        elif key == "OFFSET":
+            try:
+                off = np.array([float(w) for w in words[1:4]])
+            except ValueError:
+                fail("OFFSET needs 3 numbers", lineno)
+            if off.shape != (3,) or not np.all(np.isfinite(off)):
+                fail("OFFSET needs 3 finite numbers", lineno)
+            if stack and stack[-1] == -2:
+                owner = next(s for s in reversed(stack) if s >= 0)
+                joints[owner].end_offset = off
+            else:
+                joints[-1].offset = off
+        elif key == "CHANNELS":
+            try:
+                n = int(words[1])
+            except (IndexError, ValueError):
+                fail("CHANNELS needs a count", lineno)
+            names = words[2:]
+            if len(names) != n:
+                fail(f"CHANNELS declares {n} channels but names {len(names)}", lineno)
+            for ch in names:
+                if ch[0].upper() not in "XYZ" or ch[1:].lower() not in ("rotation", "position"):
+                    fail(f"unknown channel {ch!r}", lineno)
+            joints[-1].channels = names
+        elif key == "MOTION":
+            break
+        else:
+            fail(f"unexpected {words[0]!r} in HIERARCHY", lineno)
+    if not joints:
+        raise KisekaeError("no joints (empty or truncated HIERARCHY)", source)
+    if stack:
+        raise KisekaeError("HIERARCHY ends with unclosed '{' (truncated file?)", source)
+    n_frames, frame_time = None, None
+    values = []
+    n_channels = sum(len(j.channels) for j in joints)
+    while i < len(lines):
+        line = lines[i].strip()
+        lineno = i + 1
+        i += 1
+        if not line:
+            continue
+        if line.lower().startswith("frames:"):
+            try:
+                n_frames = int(line.split(":", 1)[1])
+            except ValueError:
+                fail("bad 'Frames:' line", lineno)
+            continue
+        if line.lower().startswith("frame time:"):
+            try:
+                frame_time = float(line.split(":", 1)[1])
+            except ValueError:
+                fail("bad 'Frame Time:' line", lineno)
+            continue
+        try:
+            row = [float(w) for w in line.split()]
+        except ValueError:
+            fail("frame values must be numbers", lineno)
+        if len(row) != n_channels:
+            fail(f"frame has {len(row)} values but the hierarchy declares {n_channels} channels", lineno)
+        if not np.all(np.isfinite(row)):
+            fail("non-finite frame value", lineno)
+        values.append(row)
+    if n_frames is None or frame_time is None:
+        raise KisekaeError("missing MOTION section with 'Frames:' and 'Frame Time:'", source)
+    if len(values) != n_frames:
+        raise KisekaeError(f"'Frames: {n_frames}' but {len(values)} frame lines (truncated file?)", source)
+    return BVHClip(joints, np.asarray(values, dtype=np.float64).reshape(len(values), n_channels), frame_time, source)
+
+
+@dataclass
+class Motion:
+    """Retargeted frames: one :class:`Pose` per selected frame, named ``<file stem>:<frame>``."""
+
+    poses: list = field(default_factory=list)
+    frame_names: list = field(default_factory=list)
+    frame_time: float = 1.0 / 30.0
+
+
+def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.linalg.norm(a)
+    b = b / np.linalg.norm(b)
+    v = np.cross(a, b)
+    c = float(np.dot(a, b))
+    if c < -1.0 + 1e-9:
+        # Opposite: rotate pi about any axis perpendicular to a.
+        axis = np.cross(a, [1.0, 0, 0])
+        if np.linalg.norm(axis) < 1e-6:
+            axis = np.cross(a, [0, 1.0, 0])
+        axis /= np.linalg.norm(axis)
+        return 2.0 * np.outer(axis, axis) - np.eye(3)
+    vx = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    return np.eye(3) + vx + vx @ vx / (1.0 + c)
+
+
+def parse_frames(spec: str | None, n_frames: int, source: str = "--frames") -> list:
+    """Frame indices from ``A:B`` (Python slice, B exclusive), ``A``, or None (all)."""
+    if spec is None or spec == "":
+        return list(range(n_frames))
+    try:
+        if ":" in spec:
+            a, b = spec.split(":", 1)
+            sl = slice(int(a) if a else None, int(b) if b else None)
+            frames = list(range(n_frames))[sl]
+        else:
+            k = int(spec)
+            if not -n_frames <= k < n_frames:
+                raise IndexError
+            frames = [k % n_frames]
+    except (ValueError, IndexError):
+        raise KisekaeError(f"bad frame selection {spec!r} for a clip of {n_frames} frames", source) from None
+    if not frames:
+        raise KisekaeError(f"frame selection {spec!r} is empty (clip has {n_frames} frames)", source)
+    return frames
+
+
+def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") -> Motion:
+    """Retarget ``clip`` onto ``skeleton`` by joint name (see module docstring)."""
+    names = [JOINT_ALIASES.get(j.name, j.name) for j in clip.joints]
+    mapping = {skeleton.index[n]: b for b, n in enumerate(names) if n in skeleton.index}
+    if not mapping:
+        raise KisekaeError(
+            f"no BVH joint name matches a bone of this rig (rig has e.g. {skeleton.names[:4]}); use the cmu_mb rig",
+            clip.path,
+        )
+    frames = list(range(clip.n_frames)) if frames is None else frames
+    rest_pos = clip.rest_positions()
+    children = {b: [c for c, j in enumerate(clip.joints) if j.parent == b] for b in range(len(clip.joints))}
+    rest_rot = skeleton.rest[:, :3, :3].astype(np.float64)
+    align = {}
+    for j, b in mapping.items():
+        kids = children[b]
+        if len(kids) == 1:
+            d_bvh = clip.joints[kids[0]].offset
+        elif not kids and clip.joints[b].end_offset is not None:
+            d_bvh = clip.joints[b].end_offset
+        else:
+            d_bvh = None
+        d_ours = rest_rot[j][:, 1]
+        if d_bvh is None or np.linalg.norm(d_bvh) < 1e-9:
+            align[j] = np.eye(3)
+        else:
+            align[j] = _shortest_rotation(d_ours, d_bvh)
+    root_b = 0
+    bvh_hip_height = rest_pos[root_b][1] if rest_pos[root_b][1] > 0 else None
+    ours_root = int(np.nonzero(skeleton.parents < 0)[0][0])
+    _, first_root = clip.global_rotations(frames[0])
+    height = bvh_hip_height or first_root[1]
+    scale = skeleton.rest[ours_root, 1, 3] / height if height > 0 else 1.0
+    stem = Path(clip.path).stem if clip.path != "<bvh>" else name
+    motion = Motion(frame_time=clip.frame_time)
+    local_rest = skeleton.local_rest[:, :3, :3]
+    for f in frames:
+        q, root = clip.global_rotations(f)
+        world = np.empty((skeleton.n_bones, 3, 3))
+        local = np.empty((skeleton.n_bones, 3, 3))
+        for j, p in enumerate(skeleton.parents):
+            parent_w = np.eye(3) if p < 0 else world[p]
+            if j in mapping:
+                world[j] = q[mapping[j]] @ align[j] @ rest_rot[j]
+            else:
+                world[j] = parent_w @ local_rest[j]
+            local[j] = local_rest[j].T @ parent_w.T @ world[j]
+        trans = np.zeros(3)
+        trans[[0, 2]] = scale * (root[[0, 2]] - first_root[[0, 2]])
+        trans[1] = scale * root[1] - skeleton.rest[ours_root, 1, 3] if height > 0 else 0.0
+        motion.poses.append(Pose(local, trans, f"{stem}:{f}"))
+        motion.frame_names.append(f"{stem}:{f}")
+    return motion
+
+
+def load_bvh(path, skeleton: Skeleton, frames: str | None = None) -> Motion:
+    """Read a BVH file and retarget the selected frames (``"A:B"``) onto ``skeleton``."""
+    clip = read_bvh(path)
+    return retarget(clip, skeleton, parse_frames(frames, clip.n_frames, f"{path} --frames"))

@@ -1,0 +1,143 @@
+"""MakeHuman clothes (``.mhclo`` + ``.obj``) fitted to an avatar built from the MakeHuman base mesh.
+
+Each garment vertex is ``wi·V[i] + wj·V[j] + wk·V[k] + offset ⊙ scale`` over base-mesh vertices
+V (or a copy ``V[i]`` for one-index lines), where the per-axis scale is
+``|V[a] − V[b]|_axis / d`` from the ``x_scale``/``y_scale``/``z_scale`` lines. Because kisekae's
+base positions are MakeHuman's times 0.1 plus a ground offset, evaluating the same formula on
+them gives the fitted garment directly in metres. Skin weights transfer with the same three
+weights, then keep the top k and renormalise. ``delete_verts`` (base vertices hidden under the
+garment) is kept as ``covered_hint`` in body-vertex ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..avatar.avatar import Avatar, SkinnedMesh
+from ..avatar.skinning import top_k_weights
+from ..errors import KisekaeError
+from .obj import obj_to_mesh, read_obj
+
+
+def parse_mhclo(path):
+    """Read an ``.mhclo`` file.
+
+    Returns
+    -------
+    dict with ``name``, ``obj_file``, ``scales`` ({axis: (a, b, d)}), ``refs`` (M, 3) int,
+    ``weights`` (M, 3), ``offsets`` (M, 3), ``delete_verts`` (K,) int.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise KisekaeError("file not found", path) from None
+    except UnicodeDecodeError as exc:
+        raise KisekaeError(f"not a text file ({exc.reason})", path) from None
+    info = {"name": path.stem, "obj_file": None, "scales": {}, "delete_verts": []}
+    refs, weights, offsets = [], [], []
+    section = "header"
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        try:
+            if words[0] == "verts":
+                section = "verts"
+                continue
+            if words[0] == "delete_verts":
+                section = "delete"
+                continue
+            if section == "verts" and words[0][0].isdigit() or (section == "verts" and words[0][0] == "-"):
+                nums = [float(w) for w in words]
+                if len(nums) == 1:
+                    refs.append([int(nums[0])] * 3)
+                    weights.append([1.0, 0.0, 0.0])
+                    offsets.append([0.0, 0.0, 0.0])
+                elif len(nums) == 9:
+                    refs.append([int(n) for n in nums[:3]])
+                    weights.append(nums[3:6])
+                    offsets.append(nums[6:9])
+                else:
+                    raise ValueError(f"a vertex line needs 1 or 9 numbers, found {len(nums)}")
+            elif section == "delete":
+                i = 0
+                while i < len(words):
+                    if i + 2 < len(words) and words[i + 1] == "-":
+                        a, b = int(words[i]), int(words[i + 2])
+                        info["delete_verts"].extend(range(a, b + 1))
+                        i += 3
+                    else:
+                        info["delete_verts"].append(int(words[i]))
+                        i += 1
+            elif words[0] in ("x_scale", "y_scale", "z_scale"):
+                if len(words) != 4:
+                    raise ValueError(f"{words[0]} needs 'a b d'")
+                a, b, d = int(words[1]), int(words[2]), float(words[3])
+                if d <= 0:
+                    raise ValueError(f"{words[0]} reference distance must be > 0")
+                info["scales"]["xyz".index(words[0][0])] = (a, b, d)
+            elif words[0] == "obj_file":
+                info["obj_file"] = " ".join(words[1:])
+            elif words[0] == "name":
+                info["name"] = " ".join(words[1:])
+        except ValueError as exc:
+            raise KisekaeError(f"line {lineno}: {exc}", path) from None
+    if not refs:
+        raise KisekaeError("no 'verts' section with vertex lines", path)
+    info["refs"] = np.asarray(refs, dtype=np.int64)
+    info["weights"] = np.asarray(weights, dtype=np.float64)
+    info["offsets"] = np.asarray(offsets, dtype=np.float64)
+    info["delete_verts"] = np.asarray(info["delete_verts"], dtype=np.int64)
+    return info
+
+
+def fit_mhclo(info: dict, base_vertices: np.ndarray, source: str = "mhclo") -> np.ndarray:
+    """Garment positions ``(M, 3)`` from parsed ``.mhclo`` data and base positions (same units)."""
+    v = np.asarray(base_vertices, dtype=np.float64)
+    n = len(v)
+    refs = info["refs"]
+    used = [refs] + [np.asarray(s[:2]) for s in info["scales"].values()]
+    hi = max(int(np.max(u)) for u in used)
+    lo = min(int(np.min(u)) for u in used)
+    if lo < 0 or hi >= n:
+        raise KisekaeError(f"refers to base vertex {hi if hi >= n else lo}, but the base mesh has {n} vertices", source)
+    scale = np.ones(3)
+    for axis, (a, b, d) in info["scales"].items():
+        scale[axis] = abs(v[a, axis] - v[b, axis]) / d
+    return np.einsum("mk,mkd->md", info["weights"], v[refs]) + info["offsets"] * scale
+
+
+def load_mhclo(path, avatar: Avatar, *, name: str | None = None, k: int = 8) -> SkinnedMesh:
+    """Load a MakeHuman garment fitted to ``avatar`` (which must come from the MakeHuman base mesh)."""
+    path = Path(path)
+    if avatar.base_vertices is None or avatar.base_skin is None:
+        raise KisekaeError("this avatar was not built from the MakeHuman base mesh; .mhclo needs it", path)
+    info = parse_mhclo(path)
+    obj_path = path.parent / (info["obj_file"] or (path.stem + ".obj"))
+    obj = read_obj(obj_path)
+    positions = fit_mhclo(info, avatar.base_vertices, str(path))
+    if len(positions) != len(obj.vertices):
+        raise KisekaeError(f"{len(positions)} vertex lines but {obj_path.name} has {len(obj.vertices)} vertices", path)
+    mesh, _ = obj_to_mesh(obj, name=name or info["name"], vertex_ids=np.arange(len(obj.vertices)))
+    mesh = mesh.with_vertices(positions.astype(np.float32))
+    n_bones = avatar.skeleton.n_bones
+    base = avatar.base_skin
+    dense = np.zeros((len(positions), n_bones))
+    for c in range(3):
+        w = info["weights"][:, c:c + 1] * base.weights[info["refs"][:, c]]
+        np.add.at(dense, (np.arange(len(positions))[:, None], base.indices[info["refs"][:, c]]), w)
+    # Fitting weights may be slightly negative (extrapolation); a negative skin weight is meaningless.
+    skin = top_k_weights(np.maximum(dense, 0.0), k, source=str(path))
+    covered = None
+    if avatar.body.source_index is not None and len(info["delete_verts"]):
+        lookup = np.full(len(avatar.base_vertices), -1, dtype=np.int64)
+        lookup[avatar.body.source_index] = np.arange(len(avatar.body.source_index))
+        dv = info["delete_verts"]
+        dv = dv[(dv >= 0) & (dv < len(lookup))]
+        covered = lookup[dv]
+        covered = covered[covered >= 0]
+    return SkinnedMesh(mesh, skin, source_index=None, covered_hint=covered)
