@@ -192,3 +192,32 @@ def test_msaa_smooths_silhouettes(ball):
     smooth = Renderer(samples=4).draw([item], cam, (64, 48)).rgb
     n_levels = lambda img: len(np.unique(img[..., 1]))  # green: 0 inside, 240 background
     assert n_levels(aliased) == 2 and n_levels(smooth) > 2
+
+
+def test_close_up_follows_landmarks():
+    rng = np.random.default_rng(5)
+    pts = rng.uniform([-0.3, 0.0, -0.15], [0.3, 1.7, 0.15], size=(4000, 3))
+    knee = np.array([[0.1, 0.9, 0.0], [0.12, 0.95, 0.05]])  # e.g. a raised leg
+    cam = named_camera("knees", pts, 16 / 9, landmarks={"knees": knee})
+    assert np.linalg.norm(np.subtract(cam.target, knee.mean(axis=0))) < 0.1
+    ndc = _project(cam, knee, 16 / 9)
+    assert np.all(np.abs(ndc[:, :2]) < 0.5)  # anchors near the image centre
+    with pytest.raises(KisekaeError, match="knees"):
+        named_camera("knees", pts, 1.0, landmarks={"knees": [[9.0, 9.0, 9.0]]})
+
+
+def test_welded_normals_are_shared():
+    p, f = sphere(nu=16, nv=8)
+    k = 16 * 4  # a vertex on the equator
+    p2 = np.vstack([p, p[k:k + 1]])  # its seam duplicate, used by one face
+    f2 = f.copy()
+    first = np.nonzero((f2 == k).any(axis=1))[0][0]
+    f2[first][f2[first] == k] = len(p)
+    weld = np.r_[np.arange(len(p)), k]
+    n = vertex_normals(p2, f2, weld)
+    radial = p[k] / np.linalg.norm(p[k])
+    assert np.allclose(n[k], n[-1]) and np.dot(n[k], radial) > 0.99
+    unwelded = vertex_normals(p2, f2)
+    assert np.dot(unwelded[k], unwelded[-1]) < 0.999  # without the weld the two halves differ
+    with pytest.raises(KisekaeError, match="weld"):
+        vertex_normals(p2, f2, weld[:-1])

@@ -33,12 +33,14 @@ BODY_VIEWS: dict[str, tuple[float, float]] = {
     "side_right": (270.0, 5.0),
 }
 
-#: Close-ups: (azimuth, elevation, height of the landmark as a fraction of the body's bounding-box
-#: height when no landmark is given, half-height of the framed band in metres).
-CLOSE_UPS: dict[str, tuple[float, float, float, float]] = {
-    "knees": (25.0, 5.0, 0.285, 0.16),
-    "hips": (25.0, 5.0, 0.50, 0.17),
-    "waist": (25.0, 5.0, 0.62, 0.15),
+#: Close-ups: (azimuth, elevation, landmark height as a fraction of the bounding-box height when no
+#: landmark is given, radius of the framed region around the landmarks in metres, half-width of the
+#: framed region without landmarks in metres). Fractions measured on the built-in avatar's joints:
+#: knees (calf heads) 0.27, hips (thigh heads) 0.52, waist (spine_02 head) 0.60.
+CLOSE_UPS: dict[str, tuple[float, float, float, float, float]] = {
+    "knees": (25.0, 5.0, 0.27, 0.16, 0.30),
+    "hips": (25.0, 5.0, 0.52, 0.17, 0.28),
+    "waist": (25.0, 5.0, 0.60, 0.15, 0.25),
 }
 
 #: Every named view, in report order (at least the 8 the poke-through check needs).
@@ -214,9 +216,10 @@ def named_camera(view: str, points, aspect: float, *, landmarks: dict | None = N
     aspect : float
         Image ``width / height``.
     landmarks : dict, optional
-        Close-up centres ``{"knees": (3,) or (K,3), "hips": ..., "waist": ...}`` in metres, e.g. posed
-        joint positions (several points are averaged). Without one, the centre is at a fixed
-        fraction of the bounding-box height (see :data:`CLOSE_UPS`), right for a standing body.
+        Close-up anchors ``{"knees": (3,) or (K,3), "hips": ..., "waist": ...}`` in metres, e.g. posed
+        joint positions; the camera frames the points near any anchor, so it follows the pose.
+        Without one, it frames a height band at a fixed fraction of the bounding-box height (see
+        :data:`CLOSE_UPS`), right for a standing body.
 
     Returns
     -------
@@ -228,20 +231,22 @@ def named_camera(view: str, points, aspect: float, *, landmarks: dict | None = N
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         return fit_camera(pts, (lo + hi) / 2.0, _direction(az, el), aspect, fov_y=fov_y, margin=margin, name=view)
     if view in CLOSE_UPS:
-        az, el, frac, half = CLOSE_UPS[view]
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        az, el, frac, radius, half_w = CLOSE_UPS[view]
         if landmarks is not None and view in landmarks:
-            c = np.asarray(landmarks[view], dtype=np.float64).reshape(-1, 3).mean(axis=0)
+            marks = as_points(np.reshape(landmarks[view], (-1, 3)), f"landmarks[{view!r}]")
+            d = np.min(np.linalg.norm(pts[:, None, :] - marks[None, :, :], axis=2), axis=1)
+            region = pts[d <= radius]
+            where = f"within {radius} m of the {view} landmarks"
         else:
+            lo, hi = pts.min(axis=0), pts.max(axis=0)
             c = np.array([(lo[0] + hi[0]) / 2.0, lo[1] + frac * (hi[1] - lo[1]), (lo[2] + hi[2]) / 2.0])
-        band = pts[np.abs(pts[:, 1] - c[1]) <= half]
-        if len(band) == 0:
-            raise KisekaeError(f"no points within {half} m of the {view} height {c[1]:.3f} m", "points")
-        blo, bhi = band.min(axis=0), band.max(axis=0)
-        target = np.array([(blo[0] + bhi[0]) / 2.0, c[1], (blo[2] + bhi[2]) / 2.0])
-        box = np.array([[x, y, z] for x in (blo[0], bhi[0]) for y in (c[1] - half, c[1] + half)
-                        for z in (blo[2], bhi[2])])
-        return fit_camera(box, target, _direction(az, el), aspect, fov_y=fov_y, margin=margin, name=view)
+            region = pts[(np.abs(pts[:, 1] - c[1]) <= radius) & (np.abs(pts[:, 0] - c[0]) <= half_w)]
+            where = f"within {radius} m of the {view} height {c[1]:.3f} m"
+        if len(region) == 0:
+            raise KisekaeError(f"no points {where}", "points")
+        blo, bhi = region.min(axis=0), region.max(axis=0)
+        box = np.array([[x, y, z] for x in (blo[0], bhi[0]) for y in (blo[1], bhi[1]) for z in (blo[2], bhi[2])])
+        return fit_camera(box, (blo + bhi) / 2.0, _direction(az, el), aspect, fov_y=fov_y, margin=margin, name=view)
     raise KisekaeError(f"unknown view {view!r}; known: {', '.join(VIEWS)}", "view")
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import KisekaeError
 from ..validate import as_faces, as_points
 
 
-def vertex_normals(positions, faces) -> np.ndarray:
+def vertex_normals(positions, faces, weld=None) -> np.ndarray:
     """Area-weighted vertex normals.
 
     Parameters
@@ -16,6 +17,9 @@ def vertex_normals(positions, faces) -> np.ndarray:
         Vertex positions, metres.
     faces : (F,3) int
         Triangles, counter-clockwise seen from outside.
+    weld : (N,) int, optional
+        Representative vertex of each position (UV-seam duplicates share one); vertices with the
+        same representative get the same normal, so shading is continuous across seams.
 
     Returns
     -------
@@ -26,9 +30,15 @@ def vertex_normals(positions, faces) -> np.ndarray:
     f = as_faces(faces, len(p), "faces")
     fn = np.cross(p[f[:, 1]] - p[f[:, 0]], p[f[:, 2]] - p[f[:, 0]])  # length = 2 * area
     n = np.zeros_like(p)
-    idx = f.ravel()
+    if weld is not None:
+        weld = np.asarray(weld, dtype=np.int64)
+        if weld.shape != (len(p),) or (len(p) and (weld.min() < 0 or weld.max() >= len(p))):
+            raise KisekaeError(f"expected {len(p)} indices in range, got shape {weld.shape}", "weld")
+    idx = (f if weld is None else weld[f]).ravel()
     for c in range(3):
         n[:, c] = np.bincount(idx, weights=np.repeat(fn[:, c], 3), minlength=len(p))
+    if weld is not None:
+        n = n[weld]
     length = np.linalg.norm(n, axis=1)
     ok = length > 1e-20
     n[ok] /= length[ok, None]
