@@ -124,8 +124,16 @@ def save_gif(frames, path, *, fps: float = 12.0, loop: int = 0) -> Path:
         raise KisekaeError(f"must be in (0, 100], got {fps!r}", "fps")
     path = Path(path)
     duration = max(20, int(round(1000.0 / float(fps) / 10.0)) * 10)
-    # one shared palette keeps colours stable between frames (no flicker)
-    pal = imgs[0].quantize(colors=255, method=2)
+    # one shared palette, built from (a sample of) all frames, keeps colours stable (no flicker)
+    from PIL import Image
+
+    step = max(1, len(imgs) // 8)
+    sample = imgs[::step]
+    w, h = imgs[0].size
+    montage = Image.new("RGB", (w, h * len(sample)))
+    for k, im in enumerate(sample):
+        montage.paste(im, (0, k * h))
+    pal = montage.quantize(colors=255, method=2)
     q = [im.quantize(palette=pal, dither=0) for im in imgs]
     q[0].save(path, save_all=True, append_images=q[1:], duration=duration, loop=int(loop), optimize=False)
     return path
