@@ -1,0 +1,165 @@
+import numpy as np
+import pytest
+
+from conftest import SHARED
+from kisekae.errors import KisekaeError
+from kisekae.io.bvh import load_bvh, parse_bvh, parse_frames, read_bvh
+from kisekae.io.makehuman import read_rig
+from kisekae.io.mhclo import fit_mhclo, load_mhclo, parse_mhclo
+from kisekae.io.obj import parse_obj, read_obj
+
+CLOTHES = SHARED / "makehuman-clothes"
+BVH = SHARED / "bvh" / "cmu_35_01_excerpt.bvh"
+
+OBJ = """g a
+v 0 0 0
+v 1 0 0
+v 1 1 0
+v 0 1 0
+v 2 0 0
+vt 0 0
+vt 1 0
+vt 1 1
+vt 0 1
+f 1/1 2/2 3/3 4/4
+g b
+f 2 5 3
+g a
+f 1 3 4
+"""
+
+
+def test_obj_groups_merge_by_name_and_quads_are_kept():
+    obj = parse_obj(OBJ)
+    assert obj.groups == ["default", "a", "b"]
+    assert list(obj.group_polygons("a")) == [0, 2]  # 'a' appears twice: merged
+    assert list(obj.group_vertices("b")) == [1, 2, 4]
+
+
+def test_truncated_obj_names_file_and_line(tmp_path):
+    p = tmp_path / "broken.obj"
+    p.write_text("v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\nf 1 2 7\n")
+    with pytest.raises(KisekaeError, match=r"broken.obj: line 5: index 7 .*truncated"):
+        read_obj(p)
+    p.write_text("v 0 0 0\nv 1 0")
+    with pytest.raises(KisekaeError, match=r"broken.obj: line 2: a vertex needs 3 coordinates"):
+        read_obj(p)
+    p.write_bytes(b"")
+    with pytest.raises(KisekaeError, match="no vertices"):
+        read_obj(p)
+
+
+def test_rig_strategies_on_a_toy_mesh():
+    obj = parse_obj(OBJ)
+    rig = {
+        "root": {"parent": "", "roll": 0.0, "head": {"strategy": "VERTEX", "vertex_index": 0},
+                 "tail": {"strategy": "MEAN", "vertex_indices": [2, 3]}},
+        "child": {"parent": "root", "roll": 0.0, "head": {"strategy": "MEAN", "vertex_indices": [2, 3]},
+                  "tail": {"strategy": "CUBE", "cube_name": "b"}},
+    }
+    s = read_rig(rig, obj)
+    np.testing.assert_allclose(s.heads[0], [0, 0, 0])
+    np.testing.assert_allclose(s.tails[0], [0.05, 0.1, 0])  # mean of (1,1,0),(0,1,0) in dm -> m
+    np.testing.assert_allclose(s.tails[1], np.array([4, 1, 0]) / 3 * 0.1)  # CUBE: mean of group b
+    rig["root"]["tail"] = {"strategy": "VERTEX", "vertex_index": 0}
+    with pytest.raises(KisekaeError, match="zero length"):
+        read_rig(rig, obj)
+    rig["root"]["tail"] = {"strategy": "VERTEX", "vertex_index": 99}
+    with pytest.raises(KisekaeError, match="outside the mesh"):
+        read_rig(rig, obj)
+
+
+def test_mhclo_formula_against_hand_computation(avatar):
+    info = parse_mhclo(CLOTHES / "female_casualsuit01.mhclo")
+    v = avatar.base_vertices.astype(np.float64)
+    pos = fit_mhclo(info, v)
+    i = 5
+    (a, b, c), (wa, wb, wc), off = info["refs"][i], info["weights"][i], info["offsets"][i]
+    sx = abs(v[5399, 0] - v[11998, 0]) / 1.3980
+    sy = abs(v[791, 1] - v[881, 1]) / 2.2048
+    sz = abs(v[962, 2] - v[5320, 2]) / 1.8461
+    expect = wa * v[a] + wb * v[b] + wc * v[c] + off * [sx, sy, sz]
+    np.testing.assert_allclose(pos[i], expect, atol=1e-9)
+
+
+def test_mhclo_garments_load(avatar):
+    from kisekae.avatar.builtin import load_builtin_avatar
+
+    av = load_builtin_avatar()
+    for name, n in (("female_casualsuit01", 2197), ("male_worksuit01", 3763)):
+        g = load_mhclo(CLOTHES / f"{name}.mhclo", av)
+        assert g.mesh.n_vertices == n
+        np.testing.assert_allclose(g.skin.weights.sum(1), 1, atol=1e-5)
+        assert len(g.covered_hint) > 1000
+        # The fitted garment sits on the body: within 10 cm of the body's box.
+        lo, hi = av.body.mesh.bounds()
+        assert np.all(g.mesh.vertices.min(0) > lo - 0.1) and np.all(g.mesh.vertices.max(0) < hi + 0.1)
+
+
+def test_mhclo_pointing_at_missing_vertices(tmp_path, avatar):
+    text = (CLOTHES / "female_casualsuit01.mhclo").read_text()
+    text = text.replace("17090 17384 17383 0.16911", "99999 17384 17383 0.16911", 1)
+    p = tmp_path / "bad.mhclo"
+    p.write_text(text)
+    (tmp_path / "female_casualsuit01.obj").write_text((CLOTHES / "female_casualsuit01.obj").read_text())
+    with pytest.raises(KisekaeError, match=r"bad.mhclo: refers to base vertex 99999, but the base mesh has 19158"):
+        load_mhclo(p, avatar)
+
+
+def test_mhclo_vertex_count_mismatch(tmp_path, avatar):
+    p = tmp_path / "g.mhclo"
+    p.write_text("obj_file g.obj\nverts 0\n1 2 3 0.3 0.3 0.4 0 0 0\n")
+    (tmp_path / "g.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    with pytest.raises(KisekaeError, match="1 vertex lines but g.obj has 3"):
+        load_mhclo(p, avatar)
+
+
+def test_bvh_parses_real_excerpt():
+    clip = read_bvh(BVH)
+    assert len(clip.joints) == 31 and clip.n_frames == 3
+    assert clip.frame_time == pytest.approx(1 / 120, rel=1e-3)
+
+
+def test_bvh_wrong_channel_count(tmp_path):
+    text = BVH.read_text().splitlines()
+    motion = text.index("MOTION")
+    text[motion + 3] = text[motion + 3] + " 1.0"
+    p = tmp_path / "bad.bvh"
+    p.write_text("\n".join(text))
+    with pytest.raises(KisekaeError, match=r"bad.bvh: line \d+: frame has 97 values but the hierarchy declares 96"):
+        read_bvh(p)
+    bad = BVH.read_text().replace("CHANNELS 3 Zrotation Yrotation Xrotation", "CHANNELS 2 Zrotation Yrotation Xrotation", 1)
+    with pytest.raises(KisekaeError, match="declares 2 channels but names 3"):
+        parse_bvh(bad, "x.bvh")
+
+
+def test_bvh_truncated(tmp_path):
+    p = tmp_path / "t.bvh"
+    p.write_text(BVH.read_text()[:400])
+    with pytest.raises(KisekaeError, match="t.bvh"):
+        read_bvh(p)
+
+
+def test_bvh_retarget_matches_bone_directions(avatar_cmu):
+    s = avatar_cmu.skeleton
+    clip = read_bvh(BVH)
+    motion = load_bvh(BVH, s, "1:3")
+    assert motion.frame_names == ["cmu_35_01_excerpt:1", "cmu_35_01_excerpt:2"]
+    # Independent check: the posed left thigh points along the BVH's posed LeftUpLeg -> LeftLeg offset.
+    q, _ = clip.global_rotations(2)
+    names = [j.name for j in clip.joints]
+    b = names.index("LeftUpLeg")
+    child = names.index("LeftLeg")
+    want = q[b] @ clip.joints[child].offset
+    w = motion.poses[1].world_matrices(s)
+    got = w[s.index["LeftUpLeg"], :3, 1]
+    np.testing.assert_allclose(got, want / np.linalg.norm(want), atol=1e-6)
+
+
+def test_frames_selection():
+    assert parse_frames("1:3", 5) == [1, 2]
+    assert parse_frames("-1", 5) == [4]
+    with pytest.raises(KisekaeError, match="empty"):
+        parse_frames("4:2", 5)
+    with pytest.raises(KisekaeError, match="bad frame"):
+        parse_frames("x", 5)
