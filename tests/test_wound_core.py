@@ -281,3 +281,21 @@ def test_morph_is_bit_identical_at_zero_and_reaches_target_at_one():
         np.testing.assert_allclose(pos[p == 1], t[p == 1], atol=1e-6)
     z_pos, _ = morph_numba(s, sn, t, tn, np.zeros(n, np.float32), np.empty_like(s), np.empty_like(s))
     assert z_pos.tobytes() == s.tobytes()
+
+
+def test_load_bake_decodes_every_encoding_from_files(tmp_path):
+    from kisekae.wound.files import load_bake
+    sv, sf, _ = grid(9, 0.5)
+    tv = sv.copy()
+    tv[:, 2] = 0.04 * np.sin(sv[:, 0] * 9)
+    parts = (sv[:, 0] > 0.25).astype(np.uint8)
+    r = bake(sv, sf, tv, sf, parts=parts)
+    paths = write_bake(r, tmp_path)
+    for name in r.encodings:
+        got = load_bake(paths["sidecar"], name)
+        pos, nrm = r.decoded(name)
+        np.testing.assert_array_equal(got["target_positions"], pos)
+        np.testing.assert_array_equal(got["target_normals"], nrm)
+        np.testing.assert_array_equal(got["parts"], parts)
+    with pytest.raises(KisekaeError, match="not in this bake"):
+        load_bake(paths["sidecar"], "nope")

@@ -262,3 +262,57 @@ def _load_obj(p: Path) -> dict:
     if vts and np.all(key_arr[:, 1] >= 0):
         mesh["uv0"] = np.asarray(vts, dtype=np.float64)[key_arr[:, 1]]
     return mesh
+
+
+def load_bake(sidecar, encoding: str | None = None) -> dict:
+    """Read a bake written by :func:`write_bake` and decode one encoding as the shader would.
+
+    Parameters
+    ----------
+    sidecar : path of the ``.json`` sidecar.
+    encoding : str, optional; default the most precise one present (float, delta16, half, delta8, article8).
+
+    Returns
+    -------
+    dict with ``vertices`` (N, 3) float32, ``faces`` (F, 3), ``normals`` (N, 3), ``parts`` (N,) uint8,
+    ``target_positions`` and ``target_normals`` (N, 3) float64, ``encoding`` and ``sidecar`` (the JSON).
+    """
+    import json
+
+    from .encode import ENCODINGS, Encoded, decode
+
+    sp = Path(sidecar)
+    if not sp.exists():
+        raise KisekaeError("file not found", str(sp))
+    try:
+        meta = json.loads(sp.read_text())
+        encs = meta["encodings"]
+    except (ValueError, KeyError) as exc:
+        raise KisekaeError(f"not a kisekae wound sidecar ({exc})", str(sp)) from None
+    if encoding is None:
+        encoding = next((k for k in ("float", "delta16", "half", "delta8", "article8") if k in encs), None)
+    if encoding not in encs:
+        raise KisekaeError(f"encoding {encoding!r} is not in this bake (has {', '.join(encs)})", str(sp))
+    e = encs[encoding]
+    d = sp.parent
+    mesh = read_glb_attributes(d / meta["mesh"])
+    n = int(meta["vertices"])
+    files = e["files"]
+    side = int(e["texture_side"])
+    pos_store = ENCODINGS[encoding][1]
+    vc = np.zeros((n, 4), np.uint8)
+    pos_tex = None
+    if pos_store == "vertex_color8":
+        vc = read_png(d / files["vertex_colors"]).reshape(-1, 4)[:n].astype(np.uint8)
+    else:
+        f = d / files["positions"]
+        pos_tex = read_exr(f) if f.suffix == ".exr" else read_png(f)
+    f = d / files["normals"]
+    nrm_tex = read_exr(f) if f.suffix == ".exr" else read_png(f)
+    if ENCODINGS[encoding][2] == "unorm8":
+        nrm_tex = nrm_tex.astype(np.uint8)
+    enc = Encoded(encoding, side, np.array(e["bounds_min_m"]), np.array(e["bounds_max_m"]), vc, pos_tex, nrm_tex)
+    tp, tn = decode(enc, mesh["POSITION"])
+    parts = mesh["COLOR_0"][:, 3].copy() if "COLOR_0" in mesh else np.zeros(n, np.uint8)
+    return {"vertices": mesh["POSITION"], "faces": mesh["indices"].astype(np.int32), "normals": mesh.get("NORMAL"),
+            "parts": parts, "target_positions": tp, "target_normals": tn, "encoding": encoding, "sidecar": meta}
