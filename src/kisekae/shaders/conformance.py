@@ -1,0 +1,466 @@
+"""Conformance of the HLSL core with the Python references, on the built-in avatar and edge cases.
+
+:func:`run_checks` executes every core function on the GPU (llvmpipe in CI) through
+:mod:`kisekae.shaders.execute` and compares it with the reference that specifies it:
+
+=====================  ==========================================  =============================
+core function          reference                                   tolerance
+=====================  ==========================================  =============================
+KisekaeCapsuleField    kisekae.fit.sdf.capsule_field               distance 1e-6 m, gradient 1e-4
+KisekaeCapsuleDistance kisekae.fit.sdf.capsule_distance, and an    distance 1e-6 m
+                       independent 1-D minimisation (min over the
+                       swept spheres)
+KisekaePushOut         kisekae.fit.pushout.push_out_reference      positions 1e-4 m
+KisekaePushAmount      kisekae.fit.pushout.push_amount             1e-6 m
+KisekaeTensionFromRatio kisekae.tension.blender.map_ratio          1e-5
+KisekaeTightLook       kisekae.shaders.reference.tight_look        colours 1/255, normals 1e-5
+KisekaeWoundP          kisekae.wound.runtime.wound_p_numpy         1e-5
+KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
+KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
+=====================  ==========================================  =============================
+
+Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
+``leg_raise`` (and more), with a capsule rig fitted here by a simple rule (one tapered capsule per
+bone with a tail, radii from the skinned vertices), plus synthetic edge cases chosen so that every
+constant of the core changes some output (see ``tests/test_shaders_mutation.py``). Gradients and
+push directions are compared only where they are well conditioned (at least 3 mm from every
+capsule axis and end centre, and not on a tie between two capsules); elsewhere only distances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from . import execute as X
+
+POSES = ("stand", "crouch", "leg_raise")
+TOL_DISTANCE = 1e-6
+TOL_POSITION = 1e-4
+TOL_GRADIENT = 1e-4
+TOL_COLOUR = 1.0 / 255.0
+TOL_TENSION = 1e-5
+
+
+@dataclass
+class Check:
+    """One comparison: the largest error found and the tolerance it must stay within."""
+
+    name: str
+    error: float
+    tolerance: float
+    count: int
+
+    @property
+    def ok(self) -> bool:
+        return bool(np.isfinite(self.error) and self.error <= self.tolerance)
+
+
+def _err(a, b) -> float:
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    if a.size == 0:
+        return 0.0
+    bad = ~(np.isfinite(a) == np.isfinite(b))
+    if bad.any():
+        return float("inf")
+    m = np.isfinite(a)
+    return float(np.max(np.abs(a[m] - b[m]), initial=0.0))
+
+
+# ------------------------------------------------------------------------------------ vectors
+def fit_simple_rig(avatar):
+    """A capsule per bone with a tail: bone space ``(bone, p0, p1, r0, r1)`` from the rest skin.
+
+    A deliberately simple rule for test vectors (kisekae.fit owns the real fitting): the segment is
+    the bone's head to tail; r0 and r1 are the median distances to the segment of the vertices whose
+    dominant bone it is, in the first and second half of the segment.
+    """
+    sk = avatar.skeleton
+    rest = sk.rest.astype(np.float64)
+    verts = avatar.body.mesh.vertices.astype(np.float64)
+    skin = avatar.body.skin
+    dom = skin.indices[np.arange(len(verts)), np.argmax(skin.weights, axis=1)]
+    bones, p0s, p1s, r0s, r1s = [], [], [], [], []
+    for b in range(sk.n_bones):
+        if sk.tails is None:
+            break
+        head = rest[b, :3, 3]
+        tail = sk.tails[b].astype(np.float64)
+        seg = tail - head
+        L = np.linalg.norm(seg)
+        vs = verts[dom == b]
+        if L < 0.03 or len(vs) < 20:
+            continue
+        u = seg / L
+        t = np.clip((vs - head) @ u / L, 0, 1)
+        dist = np.linalg.norm(vs - (head + t[:, None] * seg), axis=1)
+        first = t < 0.5
+        if first.sum() < 5 or (~first).sum() < 5:
+            continue
+        r0 = max(0.01, 0.9 * float(np.median(dist[first])))
+        r1 = max(0.01, 0.9 * float(np.median(dist[~first])))
+        if abs(r0 - r1) > 0.8 * L:
+            r1 = r0 - np.sign(r0 - r1) * 0.8 * L
+        inv = np.linalg.inv(rest[b])
+        bones.append(b)
+        p0s.append((inv @ np.append(head, 1.0))[:3])
+        p1s.append((inv @ np.append(tail, 1.0))[:3])
+        r0s.append(r0)
+        r1s.append(r1)
+    return np.array(bones, np.int32), np.array(p0s), np.array(p1s), np.array(r0s), np.array(r1s)
+
+
+@lru_cache(maxsize=1)
+def avatar_vectors(poses=POSES, per_part: int = 1500, seed: int = 0):
+    """Posed capsules and query points of the built-in avatar, one entry per pose.
+
+    Returns a tuple of dicts ``{pose, capsules (C, 8) float32, points (N, 3) float32}``. The points are
+    garment and body vertices (a fixed random subset of ``per_part`` each), plus the same vertices
+    shifted randomly by up to 3 cm, so that distances cover inside, contact band and outside.
+    """
+    from ..avatar import load_builtin_avatar
+    from ..avatar.poses import named_pose
+    from ..fit.capsules import transform_capsules
+
+    av = load_builtin_avatar()
+    rig = fit_simple_rig(av)
+    rng = np.random.default_rng(seed)
+    out = []
+    for name in poses:
+        pose = named_pose(av.skeleton, name)
+        a, b, ra, rb = transform_capsules(*rig, pose.world_matrices(av.skeleton))
+        caps = np.column_stack([a, ra, b, rb]).astype(np.float32)
+        pts = []
+        for part in ("body", *av.garments):
+            v = av.posed_vertices(part, pose)
+            idx = rng.choice(len(v), size=min(per_part, len(v)), replace=False)
+            pts.append(v[idx])
+            pts.append(v[idx[: per_part // 2]] + rng.normal(0, 0.015, (len(idx[: per_part // 2]), 3)))
+        out.append({"pose": name, "capsules": caps, "points": np.concatenate(pts).astype(np.float32)})
+    return tuple(out)
+
+
+def edge_capsules():
+    """Synthetic capsules that exercise every branch: tapered both ways, thin, long, axis-aligned."""
+    caps = np.array(
+        [
+            [0.0, 0.0, 0.0, 0.05, 0.0, 0.4, 0.0, 0.05],       # vertical cylinder
+            [0.3, 0.1, 0.0, 0.08, 0.3, 0.1, 0.35, 0.03],     # along +z, tapering
+            [-0.3, 0.0, 0.1, 0.02, -0.05, 0.2, 0.1, 0.09],   # growing, oblique
+            [0.1, 0.5, -0.2, 0.06, 0.45, 0.5, -0.2, 0.06],   # along +x (|u.x| >= 0.9)
+            [0.05, 0.05, 0.05, 0.04, 0.2, 0.3, 0.25, 0.015],  # oblique, tapering
+        ],
+        np.float32,
+    )
+    return caps
+
+
+def edge_points(caps, n: int = 3000, seed: int = 1):
+    """Points around ``caps``: random, near surfaces, on axes, and at end centres."""
+    rng = np.random.default_rng(seed)
+    lo = np.minimum(caps[:, 0:3], caps[:, 4:7]).min(0) - 0.12
+    hi = np.maximum(caps[:, 0:3], caps[:, 4:7]).max(0) + 0.12
+    pts = [rng.uniform(lo, hi, (n, 3))]
+    for c in caps:
+        t = rng.uniform(-0.3, 1.3, (n // 10, 1))
+        axis_pts = c[0:3] + t * (c[4:7] - c[0:3])
+        pts.append(axis_pts + rng.normal(0, 0.06, axis_pts.shape))
+        pts.append(np.stack([c[0:3], c[4:7]]))                       # end centres
+    pts.append(edge_fallback_points(caps))
+    return np.concatenate(pts).astype(np.float32)
+
+
+def edge_fallback_points(caps):
+    """End centres of every capsule and points exactly on the axes of the axis-aligned edge capsules."""
+    pts = [caps[:, 0:3], caps[:, 4:7]]
+    pts.append(np.array([[0.0, y, 0.0] for y in (0.1, 0.2, 0.3)]))
+    pts.append(np.array([[x, 0.5, -0.2] for x in (0.2, 0.3, 0.4)]))
+    pts.append(np.array([[0.3, 0.1, z] for z in (0.1, 0.2)]))
+    return np.concatenate(pts).astype(np.float32)
+
+
+def _exact_fallback(points, cap):
+    """Points where the gradient is a fallback that float32 computes exactly (centre, or axis-aligned axis)."""
+    p = points.astype(np.float64)
+    a, b = cap[0:3].astype(np.float64), cap[4:7].astype(np.float64)
+    aligned = np.sum(a != b) == 1
+    # at b the axial/radial split of p - a rounds, so only axis-aligned capsules are exact there
+    at_centre = np.all(p == a, axis=1) | (aligned & np.all(p == b, axis=1))
+    on_axis = aligned & (np.sum(p != a, axis=1) <= 1) & (np.sum(p != b, axis=1) <= 1)
+    return at_centre | on_axis
+
+
+def round_cone_minimize(points, cap, iterations: int = 90):
+    """Independent reference: signed distance to one capsule as ``min_t |p - c(t)| - r(t)``, t in [0, 1].
+
+    c(t) and r(t) interpolate the end spheres linearly; the round cone is the union of these spheres,
+    and for this convex shape the minimum is its exact signed distance inside and outside. Solved
+    by golden-section search (the function is convex in t), float64.
+    """
+    p = np.asarray(points, np.float64)
+    a, r0, b, r1 = cap[0:3].astype(np.float64), float(cap[3]), cap[4:7].astype(np.float64), float(cap[7])
+
+    def f(t):
+        c = a[None] + t[:, None] * (b - a)[None]
+        return np.linalg.norm(p - c, axis=1) - (r0 + t * (r1 - r0))
+
+    lo = np.zeros(len(p))
+    hi = np.ones(len(p))
+    g = (np.sqrt(5.0) - 1.0) / 2.0
+    x1 = hi - g * (hi - lo)
+    x2 = lo + g * (hi - lo)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(iterations):
+        left = f1 < f2
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+        x2n = np.where(left, x1, lo + g * (hi - lo))
+        x1n = np.where(left, hi - g * (hi - lo), x2)
+        x1, x2 = x1n, x2n
+        f1, f2 = f(x1), f(x2)
+    return np.minimum.reduce([f(np.zeros(len(p))), f(np.ones(len(p))), f1, f2])
+
+
+def _well_conditioned(points, caps, dist_all, min_clearance=0.003, tie=1e-5):
+    """Points where the field gradient is well defined: away from axes and end centres, no near tie."""
+    p = points.astype(np.float64)
+    a = caps[:, 0:3].astype(np.float64)
+    b = caps[:, 4:7].astype(np.float64)
+    ba = b - a
+    L = np.linalg.norm(ba, axis=1)
+    u = ba / L[:, None]
+    pa = p[:, None, :] - a[None]
+    x = np.einsum("ncj,cj->nc", pa, u)
+    y = np.linalg.norm(pa - x[..., None] * u[None], axis=2)
+    na = np.linalg.norm(pa, axis=2)
+    nb = np.linalg.norm(p[:, None, :] - b[None], axis=2)
+    clear = np.minimum(np.minimum(y, na), nb).min(axis=1) > min_clearance
+    if dist_all.shape[1] > 1:
+        two = np.sort(dist_all, axis=1)[:, :2]
+        clear &= (two[:, 1] - two[:, 0]) > tie
+    return clear
+
+
+# ------------------------------------------------------------------------------------ checks
+def _field_checks(label, pts, caps, k, source):
+    from ..fit import sdf
+
+    c64 = caps.astype(np.float64)
+    p64 = pts.astype(np.float64)
+    d, g, nn = X.gpu_capsule_field(pts, caps, k, source=source)
+    dall, _ = sdf.capsule_distance(p64, c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7])
+    f, G, near = sdf.smooth_union(dall, _, k) if False else sdf.capsule_field(p64, c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7], k)
+    ok = _well_conditioned(pts, caps, dall)
+    return [
+        Check(f"{label} field distance k={k:g}", _err(d, f), TOL_DISTANCE, len(pts)),
+        Check(f"{label} field gradient k={k:g}", _err(g[ok], G[ok]), TOL_GRADIENT, int(ok.sum())),
+        Check(f"{label} field nearest", float(np.sum(nn[ok] != near[ok])), 0.0, int(ok.sum())),
+    ]
+
+
+def capsule_checks(source: str = "constants", poses=POSES):
+    """Capsule field (hard and smooth union) and single-capsule distance checks."""
+    from ..fit import sdf
+
+    checks = []
+    for vec in avatar_vectors(tuple(poses)):
+        for k in (0.0, 0.01, 0.04):
+            checks += _field_checks(f"avatar {vec['pose']}", vec["points"], vec["capsules"], k, source)
+    caps = edge_capsules()
+    pts = edge_points(caps)
+    for k in (0.0, 0.005, 0.03, 0.25):
+        checks += _field_checks("edge", pts, caps, k, source)
+    # single capsules: against fit.sdf (incl. fallbacks on axes and at centres) and the 1-D minimisation
+    c64 = caps.astype(np.float64)
+    dall, gall = sdf.capsule_distance(pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7])
+    fallback = edge_fallback_points(caps)
+    e_d = e_g = e_min = e_fb = 0.0
+    n_g = 0
+    for i in range(len(caps)):
+        d, g = X.gpu_capsule_distance(pts, caps, np.full(len(pts), i), source=source)
+        ok = _well_conditioned(pts, caps[i : i + 1], dall[:, i : i + 1])
+        n_g += int(ok.sum())
+        e_d = max(e_d, _err(d, dall[:, i]))
+        e_g = max(e_g, _err(g[ok], gall[ok, i]))
+        e_min = max(e_min, _err(d, round_cone_minimize(pts, caps[i])))
+        fd, fg = X.gpu_capsule_distance(fallback, caps, np.full(len(fallback), i), source=source)
+        rd, rg = sdf.capsule_distance(fallback.astype(np.float64), c64[i : i + 1, 0:3], c64[i : i + 1, 4:7],
+                                      c64[i : i + 1, 3], c64[i : i + 1, 7])
+        exact = _exact_fallback(fallback, caps[i])
+        e_fb = max(e_fb, _err(fd, rd[:, 0]), _err(fg[exact], rg[exact, 0]))
+    checks.append(Check("edge capsule distance vs fit.sdf", e_d, TOL_DISTANCE, len(pts) * len(caps)))
+    checks.append(Check("edge capsule gradient vs fit.sdf", e_g, TOL_GRADIENT, n_g))
+    checks.append(Check("axis and centre fallbacks vs fit.sdf", e_fb, TOL_GRADIENT, len(fallback) * len(caps)))
+    checks.append(Check("edge capsule distance vs 1-D minimisation", e_min, TOL_DISTANCE, len(pts) * len(caps)))
+    # outside the reference's domain: nested end spheres degrade to the bigger sphere
+    nested = np.array([[0.0, 0.0, 0.0, 0.1, 0.0, 0.03, 0.0, 0.05], [0.0, 0.0, 0.0, 0.05, 0.002, 0.0, 0.0, 0.045],
+                       [0.0, 0.0, 0.0, 0.02, 0.0, 0.0, 0.01, 0.06], [0, 0, 0, 0.05, 0, 0, 0, 0.05]], np.float32)
+    npts = edge_points(nested, 600)
+    e_n = 0.0
+    for i in range(len(nested)):
+        d, _ = X.gpu_capsule_distance(npts, nested, np.full(len(npts), i), source=source)
+        e_n = max(e_n, _err(d, round_cone_minimize(npts, nested[i])))
+    checks.append(Check("nested-sphere capsules vs 1-D minimisation", e_n, TOL_DISTANCE, len(npts) * len(nested)))
+    # no capsules at all
+    d, g, _ = X.gpu_capsule_field(pts[:8], np.zeros((0, 8), np.float32), 0.0, source=source)
+    checks.append(Check("empty rig is +inf", 0.0 if np.all(np.isposinf(d)) else float("inf"), 0.0, 8))
+    return checks
+
+
+PUSH_CASES = (
+    dict(margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.0, smooth_k=0.0),
+    dict(margin=0.003, stiffness=0.8, max_push=0.02, skirt_bias=0.0, smooth_k=0.01),
+    dict(margin=0.015, stiffness=0.3, max_push=0.05, skirt_bias=0.6, smooth_k=0.02),
+)
+
+
+def pushout_checks(source: str = "constants", poses=POSES):
+    """Push-out on avatar vectors (positions) and the push law alone (lengths)."""
+    from ..fit import pushout
+    from ..fit import sdf
+
+    checks = []
+    rng = np.random.default_rng(7)
+    for vec in avatar_vectors(tuple(poses)):
+        pts, caps = vec["points"], vec["capsules"]
+        c64 = caps.astype(np.float64)
+        dall, _ = sdf.capsule_distance(pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7])
+        ok = _well_conditioned(pts, caps, dall)
+        tight = rng.uniform(0, 1, len(pts))
+        soft = rng.uniform(0, 1, len(pts))
+        for case in PUSH_CASES:
+            params = pushout.PushParams(**case, smooth_iterations=0)
+            ref, rpush, rd = pushout.push_out_reference(pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3],
+                                                        c64[:, 7], params, tightness=tight, softness=soft)
+            got, push, d = X.gpu_push_out(pts, caps, tightness=tight, softness=soft, source=source, **case)
+            label = f"avatar {vec['pose']} push-out b={case['skirt_bias']:g}"
+            checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_POSITION, int(ok.sum())))
+            checks.append(Check(label + " push length", _err(push, rpush), TOL_POSITION, len(pts)))
+            checks.append(Check(label + " moved set", float(np.sum((push > 0) != (rpush > 0))), 0.0, len(pts)))
+    d = np.concatenate([np.linspace(-0.12, 0.02, 1401), [0.0, 0.002, 0.003, 0.015]]).astype(np.float32)
+    t = rng.uniform(0, 1, len(d))
+    s = rng.uniform(0, 1, len(d))
+    for case in PUSH_CASES:
+        c = {k: v for k, v in case.items() if k != "smooth_k"}
+        got = X.gpu_push_amount(d, tightness=t, softness=s, **c)
+        ref = pushout.push_amount(d.astype(np.float64), c["margin"], c["stiffness"], c["max_push"], t, s, c["skirt_bias"])
+        checks.append(Check(f"push law b={c['skirt_bias']:g} m={c['margin']:g}", _err(got, ref), TOL_DISTANCE, len(d)))
+    return checks
+
+
+TENSION_CASES = ((1.0, 1.0, 1.0, 1.0), (1.5, 0.3, 2.0, 0.7), (2.0, 2.5, 0.0005, 1.3), (0.7, -1.0, 200.0, 0.5),
+                 (1.0, 1.6, 0.4, 1.0))
+
+
+def tension_checks(poses=POSES):
+    """Tension mapping on a wide ratio range and on the avatar's real ratios."""
+    from ..tension import blender
+
+    rng = np.random.default_rng(3)
+    ratios = [np.concatenate([np.linspace(0.3, 2.5, 2001), rng.uniform(0.5, 2000.0, 500), [1.0, 1 / 1.2, 1 / 0.857]])]
+    try:
+        from ..avatar import load_builtin_avatar
+        from ..avatar.poses import named_pose
+        from ..tension import tension_map
+
+        av = load_builtin_avatar()
+        rest = av.body.mesh.vertices
+        for name in poses[1:]:
+            res = tension_map(rest, av.posed_vertices("body", named_pose(av.skeleton, name)), av.body.mesh.faces)
+            ratios.append(np.asarray(res.ratio if hasattr(res, "ratio") else res[0], np.float64))
+    except ImportError:  # pragma: no cover - tension package is part of the project
+        pass
+    T = np.concatenate(ratios).astype(np.float32)
+    T = T[np.isfinite(T)]
+    checks = []
+    for prm in TENSION_CASES:
+        c, s = X.gpu_tension_from_ratio(T, falloff=prm[0], stretch_area=prm[1], compress_area=prm[2], weight_limit=prm[3])
+        ref = blender.map_ratio(T, *prm)
+        checks.append(Check(f"tension {prm} compress", _err(c, ref.compress), TOL_TENSION, len(T)))
+        checks.append(Check(f"tension {prm} stretch", _err(s, ref.stretch), TOL_TENSION, len(T)))
+    return checks
+
+
+def tight_look_checks():
+    from .reference import tight_look
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    nrm = rng.normal(size=(n, 3))
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    dent = rng.normal(size=(n, 3)) * rng.uniform(0, 1.5, (n, 1))
+    ao = rng.uniform(0, 1, n)
+    sss = rng.uniform(0, 1, n)
+    tight = rng.uniform(-0.2, 1.2, n)
+    pres = rng.uniform(-0.2, 1.2, n)
+    checks = []
+    for prm in ((0.15, 0.3, 0.25), (0.6, 0.9, 0.7)):
+        gn, gao, gsss = X.gpu_tight_look(nrm, ao, sss, dent, tight, pres, normal_strength=prm[0], ao_strength=prm[1],
+                                         sss_strength=prm[2])
+        rn, rao, rsss = tight_look(nrm.astype(np.float32), ao.astype(np.float32), sss.astype(np.float32),
+                                   dent.astype(np.float32), tight.astype(np.float32), pres.astype(np.float32),
+                                   normal_strength=prm[0], ao_strength=prm[1], sss_strength=prm[2])
+        checks.append(Check(f"tight look {prm} normal", _err(gn, rn), 1e-5, n))
+        checks.append(Check(f"tight look {prm} ao", _err(gao, rao), TOL_COLOUR, n))
+        checks.append(Check(f"tight look {prm} sss", _err(gsss, rsss), TOL_COLOUR, n))
+    return checks
+
+
+def wound_checks(source: str = "constants"):
+    from ..wound import runtime as W
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    pos = rng.uniform(-0.3, 0.3, (n, 3)).astype(np.float32)
+    parts = rng.integers(0, 4, n)
+    reach = np.array([1.0, 3.0, 1.5, 0.7])
+    gain = np.array([1.0, 0.8, 0.0, 0.35])
+    checks = []
+    for nh in (0, 1, 5, 17):
+        hits = rng.uniform(-0.3, 0.3, (nh, 3)).astype(np.float32)
+        hparts = rng.integers(0, 4, nh)
+        for size, inten in ((0.05, 20.0), (0.02, 60.0)):
+            got = X.gpu_wound_p(pos, parts, hits, hparts, hole_size=size, hole_intensity=inten, part_reach=reach,
+                                part_gain=gain, source=source)
+            ref = W.wound_p_numpy(pos, parts, hits, hparts, size, inten, reach, gain)
+            checks.append(Check(f"wound loop {nh} hits size={size:g}", _err(got, ref), TOL_TENSION, n))
+    mask = rng.uniform(0, 1, n) * (rng.uniform(0, 1, n) < 0.5)
+    hit = pos[17]
+    got = X.gpu_wound_accumulate(mask, pos, parts, hit, 1, hole_size=0.05, hole_intensity=20.0, part_reach=reach,
+                                 part_gain=gain)
+    ref = W.accumulate_hit_numba(mask.astype(np.float64).copy(), pos.astype(np.float64), parts.astype(np.int64),
+                                 hit.astype(np.float64), 1, 0.05, 20.0, reach, gain)
+    checks.append(Check("wound flat-cost accumulate", _err(got, ref), TOL_TENSION, n))
+    nrm = rng.normal(size=(n, 3)).astype(np.float32)
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    tpos = (pos + rng.normal(0, 0.02, (n, 3))).astype(np.float32)
+    tn = rng.normal(size=(n, 3)).astype(np.float32)
+    tn /= np.linalg.norm(tn, axis=1, keepdims=True)
+    p = np.where(rng.uniform(0, 1, n) < 0.3, 0.0, rng.uniform(0, 1, n)).astype(np.float32)
+    gp, gn = X.gpu_wound_morph(pos, nrm, tpos, tn, p)
+    rp, rn = W.morph_numpy(pos, nrm, tpos, tn, p)
+    checks.append(Check("wound morph positions", _err(gp, rp), TOL_DISTANCE, n))
+    checks.append(Check("wound morph normals", _err(gn, rn), 1e-5, n))
+    zero = p == 0
+    same = np.array_equal(gp[zero].view(np.uint32), pos[zero].view(np.uint32)) and np.array_equal(
+        gn[zero].view(np.uint32), nrm[zero].view(np.uint32))
+    checks.append(Check("wound morph p=0 bit-identical", 0.0 if same else 1.0, 0.0, int(zero.sum())))
+    return checks
+
+
+def run_checks(sources=("constants",), poses=POSES, core_dir=None):
+    """Run every conformance check; returns a list of :class:`Check` (see the module table)."""
+    with X.using_core(core_dir):
+        checks = []
+        for src in sources:
+            checks += [Check(f"[{src}] " + c.name, c.error, c.tolerance, c.count) for c in capsule_checks(src, poses)]
+            checks += [Check(f"[{src}] " + c.name, c.error, c.tolerance, c.count) for c in wound_checks(src)]
+        checks += pushout_checks(sources[0], poses)
+        checks += tension_checks(poses)
+        checks += tight_look_checks()
+    return checks

@@ -1,0 +1,133 @@
+// Conformance kernel: runs one core function per thread on arrays, so CI can compare the core with the
+// Python reference (kisekae.shaders.execute). Not for engines. Select the data source with
+// KISEKAE_HARNESS_SOURCE: 0 = constant arrays (cbuffer), 1 = texture, 2 = structured buffers.
+#ifndef KISEKAE_HARNESS_SOURCE
+#define KISEKAE_HARNESS_SOURCE 0
+#endif
+#if KISEKAE_HARNESS_SOURCE == 0
+#define KISEKAE_CONSTANTS_CBUFFER
+#include "../kisekae_source_constants.hlsl"
+#elif KISEKAE_HARNESS_SOURCE == 1
+#include "../kisekae_source_texture.hlsl"
+#else
+#include "../kisekae_source_structured.hlsl"
+#endif
+#include "../kisekae_core.hlsl"
+
+cbuffer KisekaeHarness
+{
+    uint gMode;          // which function to run
+    uint gCount;         // number of items
+    uint gPad0;
+    uint gPad1;
+    float4 gParams[8];   // function parameters, meaning depends on gMode
+};
+
+StructuredBuffer<float4> gIn0;
+StructuredBuffer<float4> gIn1;
+StructuredBuffer<float4> gIn2;
+StructuredBuffer<float4> gIn3;
+RWStructuredBuffer<float4> gOut0;
+RWStructuredBuffer<float4> gOut1;
+
+[numthreads(64, 1, 1)]
+void main(uint3 id : SV_DispatchThreadID)
+{
+    uint i = id.x;
+    if (i >= gCount)
+    {
+        return;
+    }
+    float4 x0 = gIn0[i];
+    float4 x1 = gIn1[i];
+    float4 x2 = gIn2[i];
+    float4 x3 = gIn3[i];
+    float4 y0 = float4(0.0, 0.0, 0.0, 0.0);
+    float4 y1 = float4(0.0, 0.0, 0.0, 0.0);
+    if (gMode == 0u)
+    {
+        // capsule field: x0.xyz = point; gParams[0].x = smooth-union width k
+        float3 g;
+        uint nearest;
+        float d = KisekaeCapsuleField(x0.xyz, gParams[0].x, g, nearest);
+        y0 = float4(g, d);
+        y1 = float4((float)nearest, 0.0, 0.0, 0.0);
+    }
+    else if (gMode == 1u)
+    {
+        // one capsule: x0.xyz = point, x0.w = capsule index
+        float3 g;
+        float d = KisekaeCapsuleDistance(x0.xyz, KISEKAE_LOAD_CAPSULE((uint)x0.w), g);
+        y0 = float4(g, d);
+    }
+    else if (gMode == 2u)
+    {
+        // tension mapping: x0.x = ratio T; gParams[0] = (falloff, stretchArea, compressArea, weightLimit)
+        KisekaeTensionParams P;
+        P.falloff = gParams[0].x;
+        P.stretchArea = gParams[0].y;
+        P.compressArea = gParams[0].z;
+        P.weightLimit = gParams[0].w;
+        KisekaeTension t = KisekaeTensionFromRatio(x0.x, P);
+        y0 = float4(t.compress, t.stretch, 0.0, 0.0);
+    }
+    else if (gMode == 3u)
+    {
+        // push-out: x0.xyz = vertex, x1.x = tightness, x1.y = softness;
+        // gParams[0] = (margin, stiffness, maxPush, skirtBias), gParams[1] = (smoothK, up)
+        KisekaePushParams P;
+        P.margin = gParams[0].x;
+        P.stiffness = gParams[0].y;
+        P.maxPush = gParams[0].z;
+        P.skirtBias = gParams[0].w;
+        P.smoothK = gParams[1].x;
+        P.up = gParams[1].yzw;
+        float push;
+        float d;
+        float3 q = KisekaePushOut(x0.xyz, x1.x, x1.y, P, push, d);
+        y0 = float4(q, push);
+        y1 = float4(d, KisekaePushAmount(x1.z, x1.x, x1.y, P), 0.0, 0.0);
+    }
+    else if (gMode == 4u)
+    {
+        // tight look: x0 = (normal, ao), x1 = (dentDir, sss), x2.x = tightness, x2.y = pressure;
+        // gParams[0] = (normalStrength, aoStrength, sssStrength, -)
+        KisekaeTightParams P;
+        P.normalStrength = gParams[0].x;
+        P.aoStrength = gParams[0].y;
+        P.sssStrength = gParams[0].z;
+        float3 n = x0.xyz;
+        float ao = x0.w;
+        float sss = x1.w;
+        KisekaeTightLook(n, ao, sss, x1.xyz, x2.x, x2.y, P);
+        y0 = float4(n, ao);
+        y1 = float4(sss, 0.0, 0.0, 0.0);
+    }
+    else if (gMode == 6u)
+    {
+        // wound loop: x0 = (position, part), x1.x = reach, x1.y = gain; gParams[0] = (holeSize, holeIntensity)
+        KisekaeWoundParams W;
+        W.holeSize = gParams[0].x;
+        W.holeIntensity = gParams[0].y;
+        y0 = float4(KisekaeWoundP(x0.xyz, (uint)x0.w, x1.x, x1.y, W), 0.0, 0.0, 0.0);
+    }
+    else if (gMode == 7u)
+    {
+        // flat-cost accumulation of one hit gParams[1] into mask x1.z: x0 = (bind position, part)
+        KisekaeWoundParams W;
+        W.holeSize = gParams[0].x;
+        W.holeIntensity = gParams[0].y;
+        y0 = float4(KisekaeAccumulateHit(x1.z, x0.xyz, (uint)x0.w, x1.x, x1.y, gParams[1], W), 0.0, 0.0, 0.0);
+    }
+    else if (gMode == 8u)
+    {
+        // morph: x0 = (position, p), x1 = normal, x2 = target position, x3 = target normal
+        float3 pos = x0.xyz;
+        float3 n = x1.xyz;
+        KisekaeWoundMorph(pos, n, x2.xyz, x3.xyz, x0.w);
+        y0 = float4(pos, 0.0);
+        y1 = float4(n, 0.0);
+    }
+    gOut0[i] = y0;
+    gOut1[i] = y1;
+}

@@ -1,0 +1,72 @@
+"""The HLSL core, executed on llvmpipe, equals the Python references (kisekae.shaders.conformance)."""
+
+import numpy as np
+import pytest
+
+from kisekae.errors import KisekaeError
+from kisekae.shaders import conformance as C
+from kisekae.shaders import execute as X
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return C.run_checks(sources=("constants", "texture", "structured"))
+
+
+def test_every_check_within_tolerance(checks):
+    bad = [f"{c.name}: {c.error:.3g} > {c.tolerance:g}" for c in checks if not c.ok]
+    assert not bad, "\n".join(bad)
+
+
+def test_checks_cover_every_function_and_source(checks):
+    names = " ".join(c.name for c in checks)
+    for part in ("field distance", "field gradient", "1-D minimisation", "fallbacks", "push-out", "push law",
+                 "tension", "tight look", "wound loop", "flat-cost", "morph", "nested"):
+        assert part in names
+    for src in ("constants", "texture", "structured"):
+        assert f"[{src}]" in names
+    for pose in C.POSES:
+        assert f"avatar {pose}" in names
+    # the comparisons are not vacuous
+    assert all(c.count > 0 for c in checks if "p=0" not in c.name)
+
+
+def test_avatar_vectors_span_inside_band_and_outside():
+    from kisekae.fit import sdf
+
+    for vec in C.avatar_vectors(C.POSES):
+        c = vec["capsules"].astype(np.float64)
+        d, _, _ = sdf.capsule_field(vec["points"].astype(np.float64), c[:, 0:3], c[:, 4:7], c[:, 3], c[:, 7])
+        assert len(c) >= 15
+        assert np.mean(d < 0) > 0.05 and np.mean((d >= 0) & (d < 0.003)) > 0.005 and np.mean(d > 0.003) > 0.05
+
+
+def test_check_detects_a_wrong_value():
+    good = C.Check("x", C._err([1.0, 2.0], [1.0, 2.0]), 1e-6, 2)
+    bad = C.Check("x", C._err([1.0, 2.0], [1.0, 2.00001]), 1e-6, 2)
+    nan = C.Check("x", C._err([1.0, np.nan], [1.0, 2.0]), 1e-6, 2)
+    assert good.ok and not bad.ok and not nan.ok
+
+
+def test_round_cone_minimize_analytic():
+    cap = np.array([0, 0, 0, 0.1, 0, 1, 0, 0.1], np.float32)
+    pts = np.array([[0.3, 0.5, 0], [0, -0.5, 0], [0, 0.5, 0.05]], np.float32)
+    assert np.allclose(C.round_cone_minimize(pts, cap), [0.2, 0.4, -0.05], atol=1e-9)
+
+
+def test_gpu_inputs_are_validated():
+    caps = C.edge_capsules()
+    with pytest.raises(KisekaeError, match="points"):
+        X.gpu_capsule_field(np.full((2, 3), np.nan), caps)
+    with pytest.raises(KisekaeError, match="capsules"):
+        X.gpu_capsule_field(np.zeros((2, 3)), caps[:, :7])
+    with pytest.raises(KisekaeError, match="radii"):
+        X.gpu_capsule_field(np.zeros((2, 3)), np.where(np.arange(8) == 3, -1.0, caps))
+    with pytest.raises(KisekaeError, match="tightness"):
+        X.gpu_push_out(np.zeros((3, 3)), caps, tightness=np.zeros(2))
+    with pytest.raises(KisekaeError, match="max_push"):
+        X.gpu_push_out(np.zeros((3, 3)), caps, margin=0.2, max_push=0.1)
+    with pytest.raises(KisekaeError, match="source"):
+        X.CoreRunner("vertex-colours")
+    with pytest.raises(KisekaeError, match="constant arrays"):
+        X.gpu_capsule_field(np.zeros((2, 3)), np.repeat(caps, 20, axis=0))
