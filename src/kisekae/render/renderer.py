@@ -162,6 +162,9 @@ class Renderer:
         self._id = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.ID_FS)
         self._cmaps: dict[str, object] = {}
         self._targets: dict[tuple, dict] = {}
+        self._meshes: dict[tuple, dict] = {}
+        #: How many meshes' GL buffers stay cached (least recently used are freed first).
+        self.mesh_cache_size = 16
 
     # ------------------------------------------------------------------ resources
     def _cmap(self, name):
@@ -211,6 +214,9 @@ class Renderer:
     def release(self):
         """Free every GL object this renderer owns."""
         self.release_targets()
+        for entry in self._meshes.values():
+            self._release_mesh(entry)
+        self._meshes.clear()
         for tex in self._cmaps.values():
             tex.release()
         self._cmaps.clear()
@@ -224,41 +230,62 @@ class Renderer:
             if name in prog:
                 prog[name].value = value
 
-    def _upload(self, item: DrawItem):
+    def _gpu_mesh(self, item: DrawItem) -> dict:
+        """Cached GL objects for an item's connectivity; the vertex data is rewritten every frame."""
+        faces = item.faces
+        key = (len(item.positions), faces.shape, hash(faces.tobytes()))
+        entry = self._meshes.pop(key, None)  # re-inserted below: most recently used last
         ctx = self.ctx
-        vbo = ctx.buffer(item.vertex_data().tobytes())
-        ibo = ctx.buffer(item.faces.tobytes())
-        return vbo, ibo
+        if entry is None:
+            vbo = ctx.buffer(reserve=len(item.positions) * _sh.STRIDE * 4, dynamic=True)
+            ibo = ctx.buffer(faces.tobytes())
+            entry = {
+                "vbo": vbo, "ibo": ibo,
+                "surface": ctx.vertex_array(self._surface, [(vbo, _sh.BUFFER_FORMAT, *[a for a, _ in _sh.ATTRIBUTES])],
+                                            index_buffer=ibo, index_element_size=4, skip_errors=True),
+                "id": ctx.vertex_array(self._id, [(vbo, f"3f {4 * (_sh.STRIDE - 3)}x", "in_position")],
+                                       index_buffer=ibo, index_element_size=4),
+                "edges": {},
+            }
+            while len(self._meshes) >= self.mesh_cache_size:
+                self._release_mesh(self._meshes.pop(next(iter(self._meshes))))
+        self._meshes[key] = entry
+        return entry
+
+    @staticmethod
+    def _release_mesh(entry):
+        for obj in [entry["surface"], entry["id"], *[v for e in entry["edges"].values() for v in e]]:
+            obj.release()
+        entry["vbo"].release()
+        entry["ibo"].release()
+
+    def _wire_vao(self, entry, item: DrawItem):
+        edges = item.edges if item.edges is not None else unique_edges(item.faces, len(item.positions))
+        ekey = (edges.shape, hash(np.ascontiguousarray(edges).tobytes()))
+        if ekey not in entry["edges"]:
+            ebo = self.ctx.buffer(np.ascontiguousarray(edges, dtype=np.int32).tobytes())
+            vao = self.ctx.vertex_array(self._wire, [(entry["vbo"], f"3f {4 * (_sh.STRIDE - 3)}x", "in_position")],
+                                        index_buffer=ebo, index_element_size=4, skip_errors=True)
+            entry["edges"][ekey] = (vao, ebo)
+        return entry["edges"][ekey][0]
 
     def _draw_surfaces(self, items, camera, aspect, vp):
-        ctx = self.ctx
         key, fill = _sh.light_directions(camera)
+        self._surface["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
         for item in items:
-            vbo, ibo = self._upload(item)
-            try:
-                vao = ctx.vertex_array(self._surface, [(vbo, _sh.BUFFER_FORMAT, *[a for a, _ in _sh.ATTRIBUTES])],
-                                       index_buffer=ibo, index_element_size=4, skip_errors=True)
-                self._surface["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
-                self._set(self._surface, self.shading.uniforms(item.material, camera.eye, key, fill))
-                if item.material.kind == "heatmap" and "u_cmap" in self._surface:
-                    self._cmap(item.material.colormap).use(0)
-                    self._surface["u_cmap"].value = 0
-                vao.render()
-                vao.release()
-                if item.material.kind == "wireframe":
-                    edges = item.edges if item.edges is not None else unique_edges(item.faces, len(item.positions))
-                    ebo = ctx.buffer(np.ascontiguousarray(edges, dtype=np.int32).tobytes())
-                    wvao = ctx.vertex_array(self._wire, [(vbo, f"3f {4 * (_sh.STRIDE - 3)}x", "in_position")],
-                                            index_buffer=ebo, index_element_size=4, skip_errors=True)
-                    self._wire["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
-                    self._wire["u_depth_bias"].value = 2e-4
-                    self._wire["u_color"].value = item.material.wire_color
-                    wvao.render(moderngl.LINES)
-                    wvao.release()
-                    ebo.release()
-            finally:
-                vbo.release()
-                ibo.release()
+            entry = self._gpu_mesh(item)
+            entry["vbo"].write(item.vertex_data().tobytes())
+            self._set(self._surface, self.shading.uniforms(item.material, camera.eye, key, fill))
+            if item.material.kind == "heatmap" and "u_cmap" in self._surface:
+                self._cmap(item.material.colormap).use(0)
+                self._surface["u_cmap"].value = 0
+            entry["surface"].render()
+            if item.material.kind == "wireframe":
+                vao = self._wire_vao(entry, item)
+                self._wire["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+                self._wire["u_depth_bias"].value = 2e-4
+                self._wire["u_color"].value = item.material.wire_color
+                vao.render(moderngl.LINES)
 
     def draw(self, meshes, camera: Camera, size="720p", *, ids: bool = False, depth: bool = False) -> Frame:
         """Render meshes seen by a camera.
@@ -333,14 +360,12 @@ class Renderer:
         self._id["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
         self._id["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
         for item, iid in zip(items, item_ids):
-            vbo = ctx.buffer(np.ascontiguousarray(item.positions, np.float32).tobytes())
-            ibo = ctx.buffer(item.faces.tobytes())
-            vao = ctx.vertex_array(self._id, [(vbo, "3f", "in_position")], index_buffer=ibo, index_element_size=4)
+            entry = self._gpu_mesh(item)
+            data = np.zeros((len(item.positions), _sh.STRIDE), np.float32)
+            data[:, :3] = item.positions
+            entry["vbo"].write(data.tobytes())
             self._id["u_id"].value = float(iid)
-            vao.render()
-            vao.release()
-            vbo.release()
-            ibo.release()
+            entry["id"].render()
         data = np.frombuffer(fbo.read(components=2, dtype="f4", alignment=1), np.float32).reshape(h, w, 2)[::-1]
         ids = data[..., 0].astype(np.int32)
         dep = data[..., 1].copy()
