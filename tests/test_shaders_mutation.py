@@ -1,0 +1,102 @@
+"""Every number in the HLSL core matters: change any one and the conformance checks fail.
+
+For each numeric literal in the core's function files (not in comments, not on lines marked
+``kisekae:guard``, which only choose a fallback direction for exactly degenerate input or spell
++infinity), a copy of the core with that literal changed is compiled and executed, and at least one
+conformance check must fail. Floats become ``1.25 v + 0.01``, integers ``n + 1``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kisekae.shaders import conformance as C
+from kisekae.shaders.toolchain import HLSL_DIR
+
+LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*|\.\d+|\d+)(u)?(?![\w.])")
+
+#: core file -> the conformance groups that exercise it
+GROUPS = {
+    "kisekae_capsule.hlsl": ("capsule", "pushout"),
+    "kisekae_pushout.hlsl": ("pushout",),
+    "kisekae_tightlook.hlsl": ("tight",),
+    "kisekae_tension.hlsl": ("tension",),
+    "kisekae_wound.hlsl": ("wound",),
+}
+
+
+def literals():
+    """(file, line number, column, literal text) of every mutable number in the core."""
+    out = []
+    for name in GROUPS:
+        for ln, line in enumerate((HLSL_DIR / name).read_text().splitlines()):
+            code = line.split("//")[0]
+            if "kisekae:guard" in line or code.strip().startswith("#"):
+                continue
+            for m in LITERAL.finditer(code):
+                out.append((name, ln, m.start(), m.group(0)))
+    return out
+
+
+def mutate(text: str) -> str:
+    if text.endswith("u"):
+        return f"{int(text[:-1]) + 1}u"
+    if "." not in text:
+        return str(int(text) + 1)
+    return repr(float(text) * 1.25 + 0.01)
+
+
+def _run_group(group, core_dir):
+    from kisekae.shaders import execute as X
+
+    poses = ("crouch",)
+    with X.using_core(core_dir):
+        if group == "capsule":
+            return C.capsule_checks("constants", poses)
+        if group == "pushout":
+            return C.pushout_checks("constants", poses)
+        if group == "tension":
+            return C.tension_checks(poses)
+        if group == "tight":
+            return C.tight_look_checks()
+        return C.wound_checks("constants")
+
+
+def test_literal_scan_finds_the_core_constants():
+    found = {(f, t) for f, _, _, t in literals()}
+    assert ("kisekae_tension.hlsl", "6.0") in found       # Blender's smin k/6
+    assert ("kisekae_tension.hlsl", "0.001") in found     # compress-area floor
+    assert ("kisekae_capsule.hlsl", "0.25") in found      # quadratic smooth-min
+    assert ("kisekae_pushout.hlsl", "0.5") in found       # tightness halves the gap
+    assert len(literals()) >= 40
+
+
+@pytest.mark.parametrize("group", sorted({g for gs in GROUPS.values() for g in gs}))
+def test_unchanged_copy_passes(tmp_path, group):
+    core = tmp_path / "core"
+    shutil.copytree(HLSL_DIR, core)
+    bad = [c.name for c in _run_group(group, core) if not c.ok]
+    assert not bad
+
+
+def test_every_literal_change_is_detected(tmp_path):
+    core = tmp_path / "core"
+    shutil.copytree(HLSL_DIR, core)
+    survivors = []
+    for name, ln, col, text in literals():
+        path = core / name
+        original = path.read_text()
+        lines = original.splitlines(keepends=True)
+        lines[ln] = lines[ln][:col] + mutate(text) + lines[ln][col + len(text):]
+        path.write_text("".join(lines))
+        try:
+            detected = any(not c.ok for g in GROUPS[name] for c in _run_group(g, core))
+        finally:
+            path.write_text(original)
+        if not detected:
+            survivors.append(f"{name}:{ln + 1}: {text} -> {mutate(text)}: {lines[ln].strip()}")
+    assert not survivors, "changed constants that no check detects:\n" + "\n".join(survivors)
