@@ -43,4 +43,4 @@ def avatar_cmu():
     return load_builtin_avatar("cmu_mb")
 
 
-SHARED = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = __import__("pathlib").Path(__file__).resolve().parents[1] / "src" / "kisekae" / "data" / "samples"

@@ -32,7 +32,7 @@ def test_check_defaults_json(tmp_path, capsys):
 
 def test_check_bvh_frames_are_named(tmp_path, capsys):
     out_json = tmp_path / "b.json"
-    code, _, _ = run(capsys, "check", "--bvh", str(SHARED / "bvh" / "cmu_35_01_excerpt.bvh"), "--frames", "1:3",
+    code, _, _ = run(capsys, "check", "--bvh", str(SHARED / "cmu_35_01_excerpt.bvh"), "--frames", "1:3",
                      "--garment", "skirt", "--json", str(out_json))
     assert code == 0
     assert [r["pose"] for r in json.loads(out_json.read_text())] == ["cmu_35_01_excerpt:1", "cmu_35_01_excerpt:2"]
@@ -65,7 +65,7 @@ def test_bad_pose_file_via_subprocess(tmp_path):
 def test_info(capsys, tmp_path):
     code, out, _ = run(capsys, "info")
     assert code == 0 and "13380 vertices" in out and "tights" in out
-    code, out, _ = run(capsys, "info", str(SHARED / "bvh" / "cmu_35_01_excerpt.bvh"))
+    code, out, _ = run(capsys, "info", str(SHARED / "cmu_35_01_excerpt.bvh"))
     assert code == 0 and "31 joints, 3 frames" in out
-    code, out, _ = run(capsys, "info", str(SHARED / "makehuman-clothes" / "male_worksuit01.mhclo"))
+    code, out, _ = run(capsys, "info", str(SHARED / "male_worksuit01.mhclo"))
     assert code == 0 and "3763 vertices" in out

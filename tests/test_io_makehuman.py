@@ -8,8 +8,8 @@ from kisekae.io.makehuman import read_rig
 from kisekae.io.mhclo import fit_mhclo, load_mhclo, parse_mhclo
 from kisekae.io.obj import parse_obj, read_obj
 
-CLOTHES = SHARED / "makehuman-clothes"
-BVH = SHARED / "bvh" / "cmu_35_01_excerpt.bvh"
+CLOTHES = SHARED
+BVH = SHARED / "cmu_35_01_excerpt.bvh"
 
 OBJ = """g a
 v 0 0 0

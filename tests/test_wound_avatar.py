@@ -9,10 +9,12 @@ from kisekae.wound import BEST_ENCODING, WoundState, bake, morph_numba
 from kisekae.wound._geom import closest_point_triangles_numpy, vertex_normals
 from kisekae.wound.damage import PART_ARM, PART_CHEST, damaged_builtin
 
-avatar_mod = pytest.importorskip("kisekae.avatar")
-poses_mod = pytest.importorskip("kisekae.avatar.poses")
+import kisekae.avatar as avatar_mod  # noqa: E402
+import kisekae.avatar.poses as poses_mod  # noqa: E402
 
-BVH = Path(__file__).resolve().parents[2] / "shared" / "data" / "bvh" / "cmu_35_01_excerpt.bvh"
+from kisekae.data import sample_path  # noqa: E402
+
+BVH = sample_path("cmu_35_01_excerpt.bvh")
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +131,8 @@ def test_hits_stay_on_the_body_point_in_every_named_pose(av):
 
 
 def test_hits_follow_every_bvh_frame():
-    bvh = pytest.importorskip("kisekae.io.bvh")
-    if not BVH.exists():
-        pytest.skip(f"{BVH} not present")
+    import kisekae.io.bvh as bvh
+
     av = avatar_mod.load_builtin_avatar("cmu_mb")
     motion = bvh.load_bvh(BVH, av.skeleton)
     faces = av.body.mesh.faces

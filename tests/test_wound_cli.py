@@ -57,7 +57,6 @@ def test_bake_cli_uv_without_uv1_is_a_clear_error(tmp_path):
 
 
 def test_hit_cli_on_builtin_with_bake(tmp_path, capsys):
-    pytest.importorskip("kisekae.avatar")
     out = tmp_path / "bake"
     assert run(["wound", "bake", "builtin", "builtin-damaged", "-o", str(out), "--encodings", "delta16"]) == 0
     npz = tmp_path / "hits.npz"
