@@ -13,9 +13,19 @@ def register(sub):
     return p
 
 
+def add_render_sections() -> None:
+    """Append the renderer's sections (pictures, poke-through pixels, tension, animation) to the demo once."""
+    from .. import demo
+    from ..render.report import SECTIONS as RENDER_SECTIONS
+
+    have = {fn for _, fn in demo.SECTIONS}
+    demo.SECTIONS.extend(item for item in RENDER_SECTIONS if item[1] not in have)
+
+
 def run(args) -> int:
     from ..demo import run_demo
 
+    add_render_sections()
     t = time.perf_counter()
     index = run_demo(args.out, progress=not args.no_progress)
     print(f"wrote {index} in {time.perf_counter() - t:.1f} s")
