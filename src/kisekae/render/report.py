@@ -180,7 +180,9 @@ def section_animation(ctx) -> str:
 
     out, r = ctx["out"], default_renderer()
     frames, note = [], ""
-    clip_path = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "bvh" / "cmu_35_01_excerpt.bvh"
+    from ..data import SAMPLE_BVH, sample_path
+
+    clip_path = Path(sample_path(SAMPLE_BVH))
     if clip_path.exists():
         from ..io.bvh import read_bvh, retarget
 
