@@ -95,6 +95,40 @@ def glsl_bindings(glsl: str) -> dict[str, tuple[str, int]]:
     return out
 
 
+_NODE = re.compile(r"^(\d+):(\d+)( +)(.*)$")
+
+
+def implicit_truncations(ast_text: str) -> list[str]:
+    """Vector truncations in glslang's AST dump (``-i``): a ``Construct vecN`` of one wider vector.
+
+    glslang accepts ``float3 q = p4;`` silently; DXC warns ("implicit truncation of vector type").
+    The core must not contain any, so :func:`compile_hlsl` rejects them. Returns ``"file-line: text"``
+    strings (``file`` is glslang's source-string number).
+    """
+    lines = ast_text.split("Linked ")[0].splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        m = _NODE.match(line)
+        if not m or not m.group(4).startswith("Construct vec"):
+            continue
+        n_out = int(m.group(4)[len("Construct vec")])
+        indent = len(m.group(3))
+        children = []
+        for nxt in lines[i + 1 :]:
+            c = _NODE.match(nxt)
+            if not c:
+                break
+            if len(c.group(3)) <= indent:
+                break
+            if len(c.group(3)) == indent + 2:
+                children.append(c.group(4))
+        if len(children) == 1:
+            w = re.search(r"(\d)-component vector", children[0])
+            if w and int(w.group(1)) > n_out:
+                found.append(f"{m.group(1)}-{m.group(2)}: {children[0].strip()}")
+    return found
+
+
 def _include_digest(include_dirs) -> str:
     h = hashlib.sha256()
     for d in include_dirs:
@@ -166,7 +200,7 @@ def compile_hlsl(
         text = str(source)
     incs = [Path(core_dir) if core_dir else HLSL_DIR] + [Path(d) for d in include_dirs] + ([base_dir] if base_dir else [])
     defines = dict(defines or {})
-    flags = ["-D", "-V", "-e", entry, "-S", stage, "--hlsl-iomap", "--auto-map-bindings", "--auto-map-locations"]
+    flags = ["-D", "-V", "-i", "-e", entry, "-S", stage, "--hlsl-iomap", "--auto-map-bindings", "--auto-map-locations"]
     for name, value in sorted(defines.items()):
         flags.append(f"-D{name}" if value is None else f"-D{name}={value}")
     for d in incs:
@@ -201,13 +235,20 @@ def compile_hlsl(
             capture_output=True,
             text=True,
         )
-        log = "\n".join(
-            line for line in (res.stdout + res.stderr).splitlines() if line.strip() and line.strip() != str(src_path) and line.strip() != src_path.name
-        )
+        messages = [
+            line for line in (res.stdout + res.stderr).splitlines()
+            if line.startswith(("ERROR", "WARNING")) or "error" in line.lower().split(":")[0]
+        ]
+        log = "\n".join(messages)
         if res.returncode != 0 or not out_spv.is_file():
             raise KisekaeError(f"glslang failed to compile:\n{log}", filename)
-        if "WARNING" in log.upper():
+        if any(line.upper().startswith("WARNING") for line in messages):
             raise KisekaeError(f"glslang warned (warnings are errors for the core):\n{log}", filename)
+        trunc = implicit_truncations(res.stdout)
+        if trunc:
+            raise KisekaeError(
+                "implicit vector truncation (DXC warns; write .xyz etc.):\n" + "\n".join(trunc), filename
+            )
         val = subprocess.run([_tool("spirv-val"), str(out_spv)], capture_output=True, text=True)
         if val.returncode != 0:
             raise KisekaeError(f"spirv-val rejected the module:\n{val.stdout}{val.stderr}", filename)

@@ -6,9 +6,21 @@
 //   kisekae_source_texture.hlsl     a small float texture read with Load (mobile included)
 //   kisekae_source_structured.hlsl  structured buffers (desktop, optional)
 // or by defining KISEKAE_CAPSULE_COUNT, KISEKAE_LOAD_CAPSULE(i), KISEKAE_HIT_COUNT, KISEKAE_LOAD_HIT(i)
-// yourself (O3DE does this from its SRG, see o3de/KisekaeSrg.azsli).
+// yourself (O3DE does this from its SRG, see o3de/KisekaeSrg.azsli), or define KISEKAE_NO_DATA when the
+// stage uses neither capsules nor hits.
 #ifndef KISEKAE_CORE_HLSL
 #define KISEKAE_CORE_HLSL
+
+#ifdef KISEKAE_NO_DATA
+// Stages that use no capsule or hit data (e.g. a skin fragment shader with the tight look only).
+#define KISEKAE_CAPSULE_COUNT 0u
+#define KISEKAE_LOAD_CAPSULE(i) KisekaeMakeCapsule(float4(0.0, 0.0, 0.0, 0.0), float4(0.0, 0.0, 0.0, 0.0))
+#define KISEKAE_HIT_COUNT 0u
+#define KISEKAE_LOAD_HIT(i) float4(0.0, 0.0, 0.0, 0.0)
+#endif
+#if !defined(KISEKAE_CAPSULE_COUNT) || !defined(KISEKAE_LOAD_CAPSULE) || !defined(KISEKAE_HIT_COUNT) || !defined(KISEKAE_LOAD_HIT)
+#error "kisekae: include a kisekae_source_*.hlsl, define the KISEKAE_* data macros, or define KISEKAE_NO_DATA"
+#endif
 
 #include "kisekae_capsule.hlsl"
 #include "kisekae_pushout.hlsl"
