@@ -69,6 +69,9 @@ class Animation:
         Largest distance (metres) between a joint's position in the file and in our pose, caused
         by what :class:`Pose` cannot hold: non-root translation or scale, and the translation of
         extra roots. 0 for animations that only rotate bones.
+    dropped_scale : float
+        Largest deviation from 1 of a joint's animated scale relative to its rest frame (scale is
+        not part of :class:`Pose`; 0 when no joint is scaled).
     """
 
     name: str
@@ -76,6 +79,7 @@ class Animation:
     poses: list
     morph_weights: dict = field(default_factory=dict)
     dropped_translation_m: float = 0.0
+    dropped_scale: float = 0.0
 
 
 @dataclass
@@ -386,18 +390,21 @@ def poses_from_world(skeleton: Skeleton, joint_world: np.ndarray, name: str) -> 
     poses : list of T Pose
     dropped : float, metres, largest joint-position difference between ``joint_world`` and the
         forward kinematics of the returned poses.
+    dropped_scale : float, largest ``|singular value - 1|`` of the joints' relative transforms.
     """
     t_count, b = joint_world.shape[:2]
     local = skeleton.local_rest
     rest = skeleton.rest.astype(np.float64)
     rots = np.empty((t_count, b, 3, 3))
     ours = np.empty((t_count, b, 4, 4))
+    scale = np.ones(t_count)
     roots = np.nonzero(skeleton.parents < 0)[0]
     trans = joint_world[:, roots[0], :3, 3] - rest[roots[0], :3, 3]
     for j, p in enumerate(skeleton.parents):
         frame = (joint_world[:, p, :3, :3] if p >= 0 else np.eye(3)) @ local[j, :3, :3]
         rel = np.linalg.inv(frame) @ joint_world[:, j, :3, :3]
-        u, _, vt = np.linalg.svd(rel)
+        u, sv, vt = np.linalg.svd(rel)
+        scale = np.maximum(scale, np.max(np.abs(sv - 1.0), axis=1) + 1.0)
         d = np.sign(np.linalg.det(u @ vt))
         d[d == 0] = 1.0
         u[:, :, 2] *= d[:, None]
@@ -411,7 +418,7 @@ def poses_from_world(skeleton: Skeleton, joint_world: np.ndarray, name: str) -> 
             ours[:, j] = ours[:, p] @ m
     dropped = float(np.max(np.linalg.norm(ours[:, :, :3, 3] - joint_world[:, :, :3, 3], axis=-1))) if b else 0.0
     poses = [Pose(rots[i], trans[i], f"{name}:{i}") for i in range(t_count)]
-    return poses, dropped
+    return poses, dropped, float(np.max(np.abs(scale - 1.0))) if b else 0.0
 
 
 # ============================================================================= meshes
@@ -784,15 +791,17 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
         t_count = len(times)
         wm = node_world_matrices(parents, order, local, trs_base, samples, t_count, root)
         if bone_nodes:
-            poses, dropped = poses_from_world(skeleton, wm[:, bone_nodes], aname)
+            poses, dropped, dscale = poses_from_world(skeleton, wm[:, bone_nodes], aname)
         else:
-            poses, dropped = [Pose.rest(skeleton, f"{aname}:{i}") for i in range(t_count)], 0.0
+            poses, dropped, dscale = [Pose.rest(skeleton, f"{aname}:{i}") for i in range(t_count)], 0.0, 0.0
         morph = {}
         for pname, j in part_nodes.items():
             role = roles.get(pname)
             if (j, "weights") in samples and role not in (None, "ignore"):
                 morph[role] = samples[(j, "weights")]
-        asset.animations.append(Animation(aname, times, poses, morph, dropped))
+        asset.animations.append(Animation(aname, times, poses, morph, dropped, dscale))
+        if dscale > 1e-4:
+            notes.append(f"animation {aname!r}: joint scale dropped (up to {dscale:.4g} from 1)")
         if dropped > 1e-4:
             notes.append(f"animation {aname!r}: non-root translation/scale not representable, joints off by up "
                          f"to {dropped:.4g} m")
