@@ -131,3 +131,28 @@ def test_no_hand_copied_core_in_the_package():
         if path.suffix == ".py" and "shaders" not in path.parts:
             text = path.read_text(errors="ignore")
             assert not any(m in text and "#version" in text for m in markers), path
+
+
+def test_unity_include_layout_compiles(tmp_path):
+    """The Unity entry include works in the documented layout (Shaders/KisekaeCore.hlsl + Shaders/hlsl/).
+
+    This only proves the include path and the constant-array source compile with glslang; Unity itself
+    is not available here.
+    """
+    unity = HLSL_DIR.parent / "unity" / "Shaders"
+    shutil.copy(unity / "KisekaeCore.hlsl", tmp_path / "KisekaeCore.hlsl")
+    shutil.copytree(HLSL_DIR, tmp_path / "hlsl")
+    (tmp_path / "probe.hlsl").write_text(
+        '#include "KisekaeCore.hlsl"\n'
+        "float4 main(float3 p : POSITION) : SV_Position {\n"
+        "    KisekaePushParams P; P.margin = 0.002; P.stiffness = 0.5; P.maxPush = 0.1; P.skirtBias = 0.0;\n"
+        "    P.smoothK = 0.0; P.up = float3(0.0, 1.0, 0.0); float push; float d;\n"
+        "    return float4(KisekaePushOut(p, 0.0, 0.0, P, push, d), 1.0); }\n"
+    )
+    c = compile_hlsl(tmp_path / "probe.hlsl", "vert", use_cache=False, core_dir=tmp_path / "hlsl")
+    assert "_KisekaeCapsuleA" in c.glsl and "_KisekaeCapsuleCount" in c.glsl
+    shader = (unity / "KisekaeClothURP.shader").read_text()
+    assert '#include "KisekaeCore.hlsl"' in shader and "KisekaePushOut(" in shader
+    cs = (HLSL_DIR.parent / "unity" / "Runtime" / "KisekaeCapsuleRig.cs").read_text()
+    for name in ("_KisekaeCapsuleA", "_KisekaeCapsuleB", "_KisekaeCapsuleCount", "_KisekaeHits", "_KisekaeHitCount"):
+        assert name in cs and name in (HLSL_DIR / "kisekae_source_constants.hlsl").read_text()
