@@ -63,7 +63,7 @@ class Limits:
         All buffers together (GLB chunk, data URIs, external files).
     max_data_uri_bytes : int, default 256 MiB
         One decoded ``data:`` URI.
-    max_accessor_elements : int, default 64 Mi
+    max_accessor_elements : int, default 16 Mi
         ``count x components`` of one accessor.
     max_nodes : int, default 100,000
         Nodes, meshes, accessors, ... per array in the JSON.
@@ -75,7 +75,7 @@ class Limits:
     max_json_bytes: int = 64 << 20
     max_buffer_bytes: int = 1 << 30
     max_data_uri_bytes: int = 256 << 20
-    max_accessor_elements: int = 64 << 20
+    max_accessor_elements: int = 16 << 20
     max_nodes: int = 100_000
     max_frames: int = 20_000
 
@@ -102,7 +102,7 @@ def get_dict(d: dict, key: str, where: str, src) -> dict:
 
 
 def get_int(d: dict, key: str, where: str, src, *, default=None, lo: int = 0, hi: int | None = None) -> int | None:
-    """``d[key]`` as an int in ``[lo, hi)`` (``default`` when absent; required when default is None... and absent)."""
+    """``d[key]`` as an int in ``[lo, hi)``, or ``default`` when the key is absent."""
     if key not in d:
         return default
     v = d[key]
@@ -492,7 +492,8 @@ def read_accessor(doc: GltfDocument, index: int) -> np.ndarray:
         vals = _read_strided(vmem, voff, scount, elem, atype, dtype, csize, src, f"{sw}.values")
         data[idx] = vals
     if ctype == 5126:
-        data = data.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # signalling NaNs raise the flag on conversion; caught below
+            data = data.astype(np.float64)
         if not np.all(np.isfinite(data)):
             raise KisekaeError(f"{where} contains NaN or infinite values", src)
     elif normalized:
