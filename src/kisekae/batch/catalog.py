@@ -1,0 +1,353 @@
+"""Catalogue files (TOML): which bodies, garments, motions and fit settings a batch run covers.
+
+A catalogue is read once by the client process and turned into
+
+* a :class:`Catalog` of plain, picklable specs (absolute paths, names, settings), shipped to every
+  worker once, and
+* a plan: one :class:`TaskKey` per (body, garment, motion, frame), each producing one row per
+  stage (``before``, and ``after`` the push-out fix).
+
+Format (paths are relative to the catalogue file)::
+
+    store = "results.sqlite"            # optional, default ./<catalogue stem>.sqlite
+    stages = ["before", "after"]        # optional, default: both when the fix is available
+
+    [fit]                               # global push-out settings (kisekae.fit.PushParams fields)
+    margin = 0.002
+
+    [[bodies]]
+    name = "makehuman"
+    builtin = true                      # the built-in avatar ...
+    rig = "auto"                        # ... game_engine | cmu_mb | auto (cmu_mb for BVH clips)
+    [[bodies]]
+    name = "alice"
+    path = "avatars/alice.vrm"          # ... or a glTF/VRM file
+
+    [[garments]]
+    name = "tights"                     # a garment the body already has
+    [[garments]]
+    path = "clothes/suit.mhclo"         # a MakeHuman garment, or a .glb/.gltf mesh
+    name = "suit"                       # optional, default the file stem
+    fit = { margin = 0.003 }            # per-garment settings override [fit]
+
+    [[motions]]
+    poses = ["stand", "crouch"]         # named poses (one motion each, frame 0)
+    [[motions]]
+    pose_file = "poses/kneel.json"      # a JSON pose file (frame 0)
+    [[motions]]
+    bvh = "clips/walk.bvh"              # a BVH clip ...
+    frames = "0:30"                     # ... with a frame range (Python slice, end exclusive)
+    name = "walk"                       # optional, default the file stem
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from ..errors import KisekaeError
+
+STAGES = ("before", "after")
+RIGS = ("auto", "game_engine", "cmu_mb")
+GLTF_SUFFIXES = (".glb", ".gltf", ".vrm")
+#: Settings the after stage accepts besides :class:`kisekae.fit.PushParams` fields.
+EXTRA_FIT_KEYS = ("mode",)
+
+_TOP_KEYS = {"store", "stages", "fit", "bodies", "garments", "motions"}
+_BODY_KEYS = {"name", "builtin", "path", "rig"}
+_GARMENT_KEYS = {"name", "path", "fit"}
+_MOTION_KEYS = {"name", "poses", "pose_file", "bvh", "frames"}
+
+
+class TaskKey(NamedTuple):
+    """One unit of work: a garment on a body in one motion frame (rows: one per stage).
+
+    ``frame`` is 0 for named poses and pose files, the clip's frame index for BVH, and -1 when
+    the clip itself could not be read (its rows then carry the error).
+    """
+
+    body: str
+    garment: str
+    motion: str
+    frame: int
+    settings_hash: str
+
+
+@dataclass
+class Catalog:
+    """A parsed catalogue: plain specs, safe to pickle and ship to workers.
+
+    Attributes
+    ----------
+    path : str
+        The catalogue file (absolute).
+    bodies, garments, motions : dict name -> spec dict
+        ``bodies[n] = {"kind": "builtin"|"gltf", "path": str|None, "rig": str}``,
+        ``garments[n] = {"kind": "builtin"|"mhclo"|"gltf", "path": str|None, "fit": dict}``,
+        ``motions[n] = {"kind": "pose"|"pose_file"|"bvh", "pose": str, "path": str, "frames": str}``.
+    stages : tuple of str
+    fit : dict
+        Global fit settings (per-garment ``fit`` overrides them key by key).
+    store : str or None
+        Store path named by the catalogue (absolute), if any.
+    """
+
+    path: str
+    bodies: dict = field(default_factory=dict)
+    garments: dict = field(default_factory=dict)
+    motions: dict = field(default_factory=dict)
+    stages: tuple = ("before",)
+    fit: dict = field(default_factory=dict)
+    store: str | None = None
+
+    def garment_settings(self, garment: str) -> dict:
+        """Effective fit settings of ``garment``: global ``[fit]`` overridden by its own ``fit``."""
+        return {**self.fit, **self.garments[garment]["fit"]}
+
+    def settings_hash(self, garment: str) -> str:
+        """16 hex digits of SHA-256 over the garment's effective settings and the stages (canonical JSON)."""
+        blob = json.dumps({"fit": self.garment_settings(garment), "stages": list(self.stages)}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def catalog_id(self) -> str:
+        """A hash of every spec: names the worker-side copy of this catalogue."""
+        blob = json.dumps([self.bodies, self.garments, self.motions, list(self.stages), self.fit], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def specs(self) -> dict:
+        """The picklable dict a worker needs (see :func:`kisekae.batch.worker.install`)."""
+        return {"id": self.catalog_id, "bodies": self.bodies, "garments": self.garments, "motions": self.motions,
+                "stages": list(self.stages),
+                "settings": {g: self.garment_settings(g) for g in self.garments}}
+
+
+def _fail(message: str, source) -> None:
+    raise KisekaeError(message, source)
+
+
+def _check_keys(entry, allowed: set, where: str, source: str) -> dict:
+    if not isinstance(entry, dict):
+        _fail(f"{where} must be a table", source)
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        _fail(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}", source)
+    return entry
+
+
+def _str(entry: dict, key: str, where: str, source: str, default=None) -> str | None:
+    v = entry.get(key, default)
+    if v is not None and (not isinstance(v, str) or not v.strip()):
+        _fail(f"{where}.{key} must be a non-empty string", source)
+    return v
+
+
+def _name(value: str, where: str, source: str) -> str:
+    if "/" in value or value != value.strip() or not value:
+        _fail(f"{where}: bad name {value!r} (no slashes, no surrounding spaces)", source)
+    return value
+
+
+def _resolve(base: Path, p: str) -> str:
+    q = Path(p).expanduser()
+    return str(q if q.is_absolute() else (base / q).resolve())
+
+
+def check_fit_settings(settings: dict, where: str, source: str) -> dict:
+    """Validate fit settings against :class:`kisekae.fit.PushParams` (field names and ranges).
+
+    Returns the settings unchanged; raises :class:`KisekaeError` naming ``where`` otherwise.
+    """
+    if not isinstance(settings, dict):
+        _fail(f"{where} must be a table of settings", source)
+    from dataclasses import fields
+
+    from ..fit import PushParams
+
+    names = {f.name for f in fields(PushParams)}
+    unknown = sorted(set(settings) - names - set(EXTRA_FIT_KEYS))
+    if unknown:
+        _fail(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(names | set(EXTRA_FIT_KEYS)))}",
+              source)
+    for k, v in settings.items():
+        if k in names and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            _fail(f"{where}.{k} must be a number, got {v!r}", source)
+        if k == "mode" and not isinstance(v, str):
+            _fail(f"{where}.mode must be a string", source)
+    return settings
+
+
+def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Catalog:
+    """Build a :class:`Catalog` from the decoded TOML ``data`` of the file ``path``.
+
+    Parameters
+    ----------
+    data : dict
+        Decoded TOML.
+    path : str or Path
+        The catalogue file; relative paths inside it are resolved against its folder.
+    fix_available : bool, optional
+        Whether the ``after`` stage can run (default: ask :func:`kisekae.batch.worker.fix_available`).
+        Only used when the catalogue does not list ``stages`` itself.
+
+    Raises
+    ------
+    KisekaeError
+        On any structural problem (unknown keys, wrong types, duplicate names, empty lists, bad
+        settings). A file that a well-formed entry points at is *not* opened here: a missing or
+        corrupt file fails only that entry's rows at run time.
+    """
+    src = str(path)
+    base = Path(path).resolve().parent
+    _check_keys(data, _TOP_KEYS, "catalogue", src)
+    cat = Catalog(path=str(Path(path).resolve()))
+    if "store" in data:
+        cat.store = _resolve(base, _str(data, "store", "catalogue", src))
+    if "stages" in data:
+        st = data["stages"]
+        if not isinstance(st, list) or not st or any(s not in STAGES for s in st) or len(set(st)) != len(st):
+            _fail(f"stages must be a non-empty list of distinct values from {list(STAGES)}, got {st!r}", src)
+        cat.stages = tuple(s for s in STAGES if s in st)
+    else:
+        if fix_available is None:
+            from .worker import fix_available as _fa
+
+            fix_available = _fa()
+        cat.stages = STAGES if fix_available else ("before",)
+    cat.fit = dict(check_fit_settings(data.get("fit", {}), "fit", src))
+
+    for kind, lst in (("bodies", "bodies"), ("garments", "garments"), ("motions", "motions")):
+        if kind not in data:
+            _fail(f"missing [[{kind}]] entries", src)
+        if not isinstance(data[kind], list) or not data[kind]:
+            _fail(f"{kind} must be a non-empty array of tables ([[{kind}]])", src)
+
+    for i, e in enumerate(data["bodies"]):
+        where = f"bodies[{i}]"
+        _check_keys(e, _BODY_KEYS, where, src)
+        p = _str(e, "path", where, src)
+        builtin = e.get("builtin", p is None)
+        if not isinstance(builtin, bool):
+            _fail(f"{where}.builtin must be true or false", src)
+        if builtin == (p is not None):
+            _fail(f"{where}: give exactly one of builtin = true or path", src)
+        rig = _str(e, "rig", where, src, "auto")
+        if rig not in RIGS:
+            _fail(f"{where}.rig must be one of {', '.join(RIGS)}, got {rig!r}", src)
+        if p is not None and "rig" in e:
+            _fail(f"{where}.rig applies to the built-in body only", src)
+        if p is not None and not p.lower().endswith(GLTF_SUFFIXES):
+            _fail(f"{where}.path: unsupported body file type (expected {', '.join(GLTF_SUFFIXES)})", src)
+        name = _name(_str(e, "name", where, src) or ("makehuman" if builtin else Path(p).stem), where, src)
+        if name in cat.bodies:
+            _fail(f"{where}: duplicate body name {name!r}", src)
+        cat.bodies[name] = {"kind": "builtin" if builtin else "gltf", "path": None if builtin else _resolve(base, p),
+                            "rig": rig}
+
+    for i, e in enumerate(data["garments"]):
+        where = f"garments[{i}]"
+        _check_keys(e, _GARMENT_KEYS, where, src)
+        p = _str(e, "path", where, src)
+        n = _str(e, "name", where, src)
+        if p is None and n is None:
+            _fail(f"{where}: give a name (a garment of the body) or a path (.mhclo, .glb, .gltf)", src)
+        if p is None:
+            kind = "builtin"
+        elif p.lower().endswith(".mhclo"):
+            kind = "mhclo"
+        elif p.lower().endswith((".glb", ".gltf")):
+            kind = "gltf"
+        else:
+            _fail(f"{where}.path: unsupported garment file type (expected .mhclo, .glb or .gltf)", src)
+        name = _name(n or Path(p).stem, where, src)
+        if name in cat.garments or name == "body":
+            _fail(f"{where}: duplicate or reserved garment name {name!r}", src)
+        fit = dict(check_fit_settings(e.get("fit", {}), f"{where}.fit", src))
+        cat.garments[name] = {"kind": kind, "path": None if p is None else _resolve(base, p), "fit": fit}
+
+    for i, e in enumerate(data["motions"]):
+        where = f"motions[{i}]"
+        _check_keys(e, _MOTION_KEYS, where, src)
+        given = [k for k in ("poses", "pose_file", "bvh") if k in e]
+        if len(given) != 1:
+            _fail(f"{where}: give exactly one of poses, pose_file or bvh", src)
+        if "frames" in e and "bvh" not in e:
+            _fail(f"{where}.frames applies to bvh clips only", src)
+        entries = []
+        if "poses" in e:
+            poses = e["poses"]
+            if isinstance(poses, str):
+                poses = [poses]
+            if not isinstance(poses, list) or not poses or not all(isinstance(x, str) and x for x in poses):
+                _fail(f"{where}.poses must be a pose name or a non-empty list of names", src)
+            if "name" in e and len(poses) != 1:
+                _fail(f"{where}.name needs a single pose (each pose is named after itself)", src)
+            entries = [(e.get("name", x), {"kind": "pose", "pose": x}) for x in poses]
+        elif "pose_file" in e:
+            p = _str(e, "pose_file", where, src)
+            entries = [(e.get("name") or Path(p).stem, {"kind": "pose_file", "path": _resolve(base, p)})]
+        else:
+            p = _str(e, "bvh", where, src)
+            frames = e.get("frames")
+            if frames is not None and not isinstance(frames, str):
+                _fail(f"{where}.frames must be a string like \"0:30\"", src)
+            entries = [(e.get("name") or Path(p).stem, {"kind": "bvh", "path": _resolve(base, p), "frames": frames})]
+        for name, spec in entries:
+            name = _name(name, where, src)
+            if name in cat.motions:
+                _fail(f"{where}: duplicate motion name {name!r}", src)
+            cat.motions[name] = spec
+    return cat
+
+
+def load_catalog(path, *, fix_available: bool | None = None) -> Catalog:
+    """Read and validate a catalogue TOML file (see the module docstring for the format)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise KisekaeError("file not found", path) from None
+    except IsADirectoryError:
+        raise KisekaeError("is a directory, expected a .toml catalogue", path) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise KisekaeError(f"not a text file ({exc.reason})", path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise KisekaeError(f"not valid TOML: {exc}", path) from None
+    return parse_catalog(data, path, fix_available=fix_available)
+
+
+def motion_frames(spec: dict) -> tuple[list, str | None]:
+    """Frame indices a motion contributes, and an error message when its file cannot be read.
+
+    Named poses and pose files have the single frame 0. A BVH clip is parsed here (not
+    retargeted) to count its frames; on failure the result is ``([-1], message)``.
+    """
+    if spec["kind"] != "bvh":
+        return [0], None
+    from ..io.bvh import parse_frames, read_bvh
+
+    try:
+        clip = read_bvh(spec["path"])
+        return parse_frames(spec.get("frames"), clip.n_frames, f"{spec['path']} frames"), None
+    except KisekaeError as exc:
+        return [-1], str(exc)
+    except (OSError, ValueError) as exc:
+        return [-1], f"{spec['path']}: {type(exc).__name__}: {exc}"
+
+
+def plan(catalog: Catalog) -> list:
+    """Every :class:`TaskKey` of the catalogue, ordered body, motion, frame, garment.
+
+    That order keeps the tasks of one posed body next to each other, so a worker's posed-body
+    cache is hit.
+    """
+    frames = {m: motion_frames(spec)[0] for m, spec in catalog.motions.items()}
+    hashes = {g: catalog.settings_hash(g) for g in catalog.garments}
+    return [TaskKey(b, g, m, f, hashes[g])
+            for b in catalog.bodies for m in catalog.motions for f in frames[m] for g in catalog.garments]

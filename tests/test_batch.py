@@ -1,0 +1,304 @@
+"""Batch catalogue runs: catalogue parsing, results against direct `check` calls, error rows,
+exactly-once store and resume, report, CLI. (Dask and kill tests: test_batch_dask.py,
+test_batch_resume.py.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kisekae.batch import (KEY_COLUMNS, METRICS, Store, load_catalog, parse_catalog, plan, run_catalog)
+from kisekae.batch.report import build_report, format_report
+from kisekae.batch.store import INFO_COLUMNS
+from kisekae.cli import main
+from kisekae.errors import KisekaeError
+
+SAMPLES = Path(__file__).resolve().parents[1] / "src" / "kisekae" / "data" / "samples"
+SUIT = SAMPLES / "female_casualsuit01.mhclo"
+BVH = SAMPLES / "cmu_35_01_excerpt.bvh"
+#: Columns that must agree between runs (not timing, worker or version).
+SAME = KEY_COLUMNS + INFO_COLUMNS + METRICS + ("error",)
+
+
+def write_catalog(folder: Path, *, garments=None, motions=None, extra: str = "", name: str = "cat.toml") -> Path:
+    garments = garments if garments is not None else ['name = "tights"', 'name = "skirt"', f'path = "{SUIT}"']
+    motions = motions if motions is not None else ['poses = ["stand", "crouch"]',
+                                                   f'bvh = "{BVH}"\nframes = "0:2"\nname = "walk"']
+    text = extra + '\n[[bodies]]\nname = "mh"\nbuiltin = true\n'
+    text += "".join(f"\n[[garments]]\n{g}\n" for g in garments)
+    text += "".join(f"\n[[motions]]\n{m}\n" for m in motions)
+    p = folder / name
+    p.write_text(text)
+    return p
+
+
+def metric_rows(store_path) -> list:
+    with Store(store_path, readonly=True) as s:
+        return [tuple(r[c] for c in SAME) for r in s.rows()]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The small catalogue run inline once: (catalogue path, store path, rows)."""
+    d = tmp_path_factory.mktemp("batch")
+    cat = write_catalog(d, extra='stages = ["before"]\n')
+    store = d / "ref.sqlite"
+    s = run_catalog(load_catalog(cat), store, executor="inline", progress=False)
+    assert s.status == "done" and s.error_rows == 0
+    return cat, store, metric_rows(store)
+
+
+# -- catalogue ------------------------------------------------------------------------------
+def test_catalog_plan_and_names(tmp_path):
+    cat = load_catalog(write_catalog(tmp_path, extra='[fit]\nmargin = 0.003\n'), fix_available=False)
+    assert list(cat.bodies) == ["mh"] and cat.bodies["mh"]["kind"] == "builtin"
+    assert list(cat.garments) == ["tights", "skirt", "female_casualsuit01"]
+    assert cat.garments["female_casualsuit01"] == {"kind": "mhclo", "path": str(SUIT), "fit": {}}
+    assert list(cat.motions) == ["stand", "crouch", "walk"]
+    assert cat.stages == ("before",)
+    keys = plan(cat)
+    # 3 garments x (2 poses + 2 BVH frames); BVH frames keep their clip index
+    assert len(keys) == 12 and len(set(keys)) == 12
+    assert sorted({k.frame for k in keys if k.motion == "walk"}) == [0, 1]
+    assert {k.frame for k in keys if k.motion != "walk"} == {0}
+    assert load_catalog(write_catalog(tmp_path), fix_available=True).stages == ("before", "after")
+
+
+def test_settings_hash_follows_effective_settings(tmp_path):
+    base = write_catalog(tmp_path, garments=['name = "tights"', 'name = "skirt"\nfit = { skirt_bias = 0.3 }'],
+                         extra='stages = ["before"]\n[fit]\nmargin = 0.002\nstiffness = 0.5\n')
+    same = write_catalog(tmp_path, garments=['name = "tights"\nfit = { stiffness = 0.5, margin = 0.002 }',
+                                             'name = "skirt"\nfit = { skirt_bias = 0.3 }'],
+                         extra='stages = ["before"]\n[fit]\nstiffness = 0.5\nmargin = 0.002\n', name="same.toml")
+    a, b = load_catalog(base), load_catalog(same)
+    assert a.settings_hash("tights") == b.settings_hash("tights")  # order and repetition do not matter
+    assert a.settings_hash("tights") != a.settings_hash("skirt")
+    assert a.garment_settings("skirt") == {"margin": 0.002, "stiffness": 0.5, "skirt_bias": 0.3}
+
+
+@pytest.mark.parametrize("body, match", [
+    ('[[bodies]]\nname = "mh"\nbuiltin = true\ncolour = 1', r"bodies\[0\]: unknown key\(s\) colour"),
+    ('[[bodies]]\nbuiltin = true\nrig = "t_rex"', r"bodies\[0\]\.rig must be one of"),
+    ('[[bodies]]\npath = "a.fbx"', "unsupported body file type"),
+    ('[[bodies]]\nbuiltin = true\npath = "a.glb"', "exactly one of builtin = true or path"),
+    ('[[bodies]]\nbuiltin = true\n[[bodies]]\nbuiltin = true', "duplicate body name 'makehuman'"),
+])
+def test_catalog_body_errors(tmp_path, body, match):
+    p = tmp_path / "c.toml"
+    p.write_text(body + '\n[[garments]]\nname = "tights"\n[[motions]]\nposes = ["stand"]\n')
+    with pytest.raises(KisekaeError, match=match) as e:
+        load_catalog(p)
+    assert str(p) in str(e.value)
+
+
+@pytest.mark.parametrize("garments, motions, extra, match", [
+    (['name = "a"', 'name = "a"'], None, "", "duplicate or reserved garment name 'a'"),
+    (['path = "x.fbx"'], None, "", "unsupported garment file type"),
+    (['name = "t"\nfit = { margn = 1 }'], None, "", r"garments\[0\]\.fit: unknown setting\(s\) margn"),
+    (['name = "t"\nfit = { margin = "thin" }'], None, "", "margin must be a number"),
+    (None, ['poses = ["stand"]\nbvh = "a.bvh"'], "", "exactly one of poses, pose_file or bvh"),
+    (None, ['poses = ["stand"]\nframes = "0:2"'], "", "frames applies to bvh clips only"),
+    (None, ['poses = []'], "", "non-empty list"),
+    (None, ['poses = ["stand", "stand"]'], "", "duplicate motion name 'stand'"),
+    (None, None, 'stages = ["during"]\n', "stages must be a non-empty list"),
+    (None, None, 'workers = 3\n', r"unknown key\(s\) workers"),
+    ([], None, "garments = []\n", "garments must be a non-empty array"),
+])
+def test_catalog_entry_errors(tmp_path, garments, motions, extra, match):
+    with pytest.raises(KisekaeError, match=match):
+        load_catalog(write_catalog(tmp_path, garments=garments, motions=motions, extra=extra))
+
+
+def test_catalog_file_errors(tmp_path):
+    with pytest.raises(KisekaeError, match="file not found"):
+        load_catalog(tmp_path / "none.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[bodies]\n")
+    with pytest.raises(KisekaeError, match="not valid TOML"):
+        load_catalog(bad)
+    with pytest.raises(KisekaeError, match="missing \\[\\[motions\\]\\]"):
+        parse_catalog({"bodies": [{"builtin": True}], "garments": [{"name": "t"}]}, tmp_path / "x.toml")
+
+
+# -- results against the direct check ------------------------------------------------------
+def test_rows_match_direct_check(small):
+    """Every stored metric equals `check_pose` run directly on the same avatar, garment and pose."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.avatar.poses import named_pose
+    from kisekae.io.bvh import load_bvh
+    from kisekae.io.mhclo import load_mhclo
+    from kisekae.qa.check import check_pose
+
+    _, store, _ = small
+    with Store(store, readonly=True) as s:
+        rows = {(r["garment"], r["motion"], r["frame"]): r for r in s.rows()}
+    assert len(rows) == 12
+    expected = {}
+    for rig, poses in (("game_engine", None), ("cmu_mb", "walk")):
+        av = load_builtin_avatar(rig)
+        av.add_garment(load_mhclo(SUIT, av))
+        if poses is None:
+            todo = [("stand", 0, named_pose(av.skeleton, "stand")), ("crouch", 0, named_pose(av.skeleton, "crouch"))]
+        else:
+            todo = [("walk", f, p) for f, p in enumerate(load_bvh(BVH, av.skeleton, "0:2").poses)]
+        for motion, frame, pose in todo:
+            for rec in check_pose(av, pose, ["tights", "skirt", "female_casualsuit01"]):
+                expected[(rec["garment"], motion, frame)] = (rig, pose.name, rec)
+    assert set(expected) == set(rows)
+    for k, (rig, pose_name, rec) in expected.items():
+        r = rows[k]
+        assert r["stage"] == "before" and r["error"] is None and r["rig"] == rig and r["pose"] == pose_name
+        for m in ("vertices", "inside_count", "inside_fraction", "max_depth_m", "p95_depth_m", "edge_crossings"):
+            assert r[m] == pytest.approx(rec[m], rel=0, abs=0), (k, m)
+        assert r["time_ms"] > 0 and r["task_ms"] >= r["time_ms"] and r["kisekae_version"]
+    # the data really clips in a crouch, so the comparison is not between zeros
+    assert rows[("skirt", "crouch", 0)]["inside_count"] > 50
+
+
+# -- broken entries ------------------------------------------------------------------------
+def test_broken_entries_fail_only_their_rows(tmp_path):
+    corrupt = tmp_path / "corrupt.mhclo"
+    corrupt.write_text("verts 0\n1 2 3 oops\n")
+    bad_bvh = tmp_path / "bad.bvh"
+    bad_bvh.write_text("HIERARCHY\nROOT Hips\n{\n")
+    cat = write_catalog(tmp_path, extra='stages = ["before"]\n', garments=[
+        'name = "tights"', f'path = "{tmp_path / "missing.mhclo"}"', f'path = "{corrupt}"', 'name = "cape"'],
+        motions=['poses = ["stand", "moonwalk"]', f'bvh = "{tmp_path / "nope.bvh"}"', f'bvh = "{bad_bvh}"'])
+    store = tmp_path / "s.sqlite"
+    s = run_catalog(load_catalog(cat), store, executor="inline", progress=False)
+    with Store(store, readonly=True) as st:
+        rows = st.rows()
+    by = {(r["garment"], r["motion"], r["frame"]): r for r in rows}
+    assert len(rows) == 4 * 4 == s.rows  # 4 garments x (stand, moonwalk, nope:-1, bad:-1)
+    ok = by[("tights", "stand", 0)]
+    assert ok["error"] is None and ok["inside_count"] is not None
+    assert "file not found" in by[("missing", "stand", 0)]["error"]
+    assert "corrupt.mhclo" in by[("corrupt", "stand", 0)]["error"]
+    assert "unknown garment 'cape'" in by[("cape", "stand", 0)]["error"]
+    assert "unknown pose 'moonwalk'" in by[("tights", "moonwalk", 0)]["error"]
+    assert "nope.bvh" in by[("tights", "nope", -1)]["error"]
+    assert "bad.bvh" in by[("tights", "bad", -1)]["error"]
+    assert sum(r["error"] is None for r in rows) == 1 and s.error_rows == 15
+    for r in rows:
+        if r["error"]:
+            assert all(r[m] is None for m in METRICS)
+    # the CLI says so with exit status 1, and the report lists the failures
+    assert main(["batch", str(cat), "--store", str(tmp_path / "cli.sqlite"), "--inline", "--no-progress"]) == 1
+    with Store(store, readonly=True) as st:
+        rep = build_report(st)
+    fails = {(f["garment"], f["motion"]): f["rows"] for f in rep["failures"]}
+    assert fails[("missing", "stand")] == 1 and sum(fails.values()) == 15
+
+
+# -- store: exactly once, resume ----------------------------------------------------------
+def test_store_primary_key_and_atomic_write(tmp_path):
+    with Store(tmp_path / "s.sqlite") as s:
+        row = {"body": "b", "garment": "g", "motion": "m", "frame": 0, "stage": "before", "settings_hash": "h",
+               "inside_count": 3}
+        assert s.write([row, {**row, "stage": "after"}]) == 2
+        s.write([{**row, "inside_count": 4}])  # the same key replaces, never duplicates
+        assert s.count() == 2 and s.rows("stage='before'")[0]["inside_count"] == 4
+        with pytest.raises(KisekaeError, match="lacks key column"):
+            s.write([{**row, "frame": 1, "stage": "before"}, {**row, "frame": 1, "stage": None}])
+        assert s.count() == 2  # the failed batch left nothing behind
+        with pytest.raises(sqlite3.IntegrityError):
+            s.db.execute("INSERT INTO results (body, garment, motion, frame, stage, settings_hash) "
+                         "VALUES ('b', 'g', 'm', 0, 'before', 'h')")
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database at all, just bytes" * 10)
+    with pytest.raises(KisekaeError, match="not a kisekae result store"):
+        Store(tmp_path / "junk.sqlite")
+    with pytest.raises(KisekaeError, match="store not found"):
+        Store(tmp_path / "none.sqlite", readonly=True)
+
+
+def test_resume_fills_only_missing_rows(small, tmp_path):
+    cat_path, ref_store, ref_rows = small
+    store = tmp_path / "s.sqlite"
+    shutil.copy(ref_store, store)
+    cat = load_catalog(cat_path)
+    with pytest.raises(KisekaeError, match="already holds results for 12 of this catalogue's 12 tasks"):
+        run_catalog(cat, store, executor="inline", progress=False)
+    with Store(store) as s:
+        s.db.execute("DELETE FROM results WHERE motion='crouch' OR (motion='walk' AND frame=1)")
+        s.db.execute("UPDATE results SET time_ms=-1")  # marks the rows that resume must keep
+        assert s.count() == 6
+    r = run_catalog(cat, store, resume=True, executor="inline", progress=False)
+    assert (r.skipped, r.ran, r.rows) == (6, 6, 6)
+    assert metric_rows(store) == ref_rows
+    with Store(store, readonly=True) as s:
+        assert sum(x["time_ms"] == -1 for x in s.rows()) == 6
+        assert [x[0] for x in s.query("SELECT status FROM runs ORDER BY run_id")] == ["done", "done"]
+    r = run_catalog(cat, store, resume=True, executor="inline", progress=False)
+    assert (r.skipped, r.ran) == (12, 0)
+    r = run_catalog(cat, store, fresh=True, executor="inline", progress=False)
+    assert (r.skipped, r.ran) == (0, 12) and metric_rows(store) == ref_rows
+
+
+def test_resume_retries_errors_and_drops_stale_error_rows(tmp_path):
+    clip = tmp_path / "clip.bvh"
+    cat = load_catalog(write_catalog(tmp_path, garments=['name = "skirt"'], extra='stages = ["before"]\n',
+                                     motions=['poses = ["stand"]', f'bvh = "{clip}"\nframes = "1:3"']))
+    store = tmp_path / "s.sqlite"
+    s = run_catalog(cat, store, executor="inline", progress=False)
+    assert s.error_rows == 1
+    with Store(store, readonly=True) as st:
+        assert [(r["motion"], r["frame"]) for r in st.rows("error IS NOT NULL")] == [("clip", -1)]
+    shutil.copy(BVH, clip)  # the missing file appears
+    s = run_catalog(cat, store, resume=True, executor="inline", progress=False)
+    assert (s.skipped, s.ran, s.error_rows) == (1, 2, 0)
+    with Store(store, readonly=True) as st:
+        assert [(r["motion"], r["frame"], r["error"]) for r in st.rows()] == [
+            ("clip", 1, None), ("clip", 2, None), ("stand", 0, None)]
+
+
+# -- report and CLI ------------------------------------------------------------------------
+def test_report_worst_cases_against_sorted_rows(small, tmp_path):
+    _, store, _ = small
+    with Store(store, readonly=True) as s:
+        rows = s.rows()
+        rep = build_report(s, top=5)
+    clipping = [r for r in rows if r["inside_count"] > 0]
+    expect = sorted(clipping, key=lambda r: (-r["max_depth_m"], -r["inside_fraction"]))[:5]
+    assert [(r["garment"], r["motion"], r["frame"]) for r in rep["worst_before"]] == \
+        [(r["garment"], r["motion"], r["frame"]) for r in expect]
+    ov = rep["overview"][0]
+    assert ov == {"stage": "before", "rows": 12, "ok": 12, "errors": 0, "clipping": len(clipping),
+                  "crossing": sum(r["edge_crossings"] > 0 for r in rows),
+                  "max_depth_m": max(r["max_depth_m"] for r in rows)}
+    g = {x["garment"]: x for x in rep["per_garment"]}
+    skirt = [r for r in rows if r["garment"] == "skirt"]
+    worst = max(skirt, key=lambda r: r["max_depth_m"])
+    assert g["skirt"]["worst"] == f"{worst['motion']}:{worst['frame']}"
+    assert g["skirt"]["clipping_frames"] == sum(r["inside_count"] > 0 for r in skirt)
+    text = format_report(rep)
+    assert "Worst cases before the fix" in text and f"{1000 * expect[0]['max_depth_m']:.1f}" in text
+
+
+def test_cli_batch_and_report(small, tmp_path, capsys):
+    cat_path, _, ref_rows = small
+    store = tmp_path / "cli.sqlite"
+    assert main(["batch", str(cat_path), "--store", str(store), "--inline", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "12 tasks run, 0 already stored, 12 planned; 12 rows written (0 with errors)" in out
+    assert metric_rows(store) == ref_rows
+    assert main(["batch", str(cat_path), "--store", str(store), "--inline", "--no-progress"]) == 2
+    assert "pass --resume" in capsys.readouterr().err
+    assert main(["batch", str(cat_path), "--store", str(store), "--resume", "--inline", "--no-progress"]) == 0
+    assert "0 tasks run, 12 already stored" in capsys.readouterr().out
+    js = tmp_path / "rep.json"
+    assert main(["batch", "report", str(store), "--top", "3", "--json", str(js)]) == 0
+    assert "Per garment" in capsys.readouterr().out
+    assert len(json.loads(js.read_text())["worst_before"]) == 3
+    for argv, msg in ((["batch", "report"], "give the result store"),
+                      (["batch", "report", str(tmp_path / "none.sqlite")], "store not found"),
+                      (["batch", "report", str(store), "--json", str(js)], "file exists"),
+                      (["batch", str(cat_path), "--json", "x.json"], "--json belongs to"),
+                      (["batch", str(cat_path), "--inline", "--workers", "2"], "--inline excludes"),
+                      (["batch", str(cat_path), "--resume", "--fresh", "--store", str(store)], "exclude each other"),
+                      (["batch", str(tmp_path / "none.toml")], "file not found")):
+        assert main(argv) == 2, argv
+        assert msg in capsys.readouterr().err, argv
