@@ -45,7 +45,7 @@ def segment_hits_triangle(p0, p1, tri, t):
 
 
 @numba.njit(cache=True)
-def _crossings(points, edges, left, right, start, count, lo, hi, tri, out):
+def _crossings(points, edges, left, right, start, count, lo, hi, tri, out, out_tri):
     stack = np.empty(128, np.int32)
     for e in range(len(edges)):
         p0 = points[edges[e, 0]]
@@ -57,6 +57,7 @@ def _crossings(points, edges, left, right, start, count, lo, hi, tri, out):
         bhi1 = max(p0[1], p1[1])
         bhi2 = max(p0[2], p1[2])
         hit = False
+        hit_t = -1
         stack[0] = 0
         top = 1
         while top > 0 and not hit:
@@ -69,18 +70,27 @@ def _crossings(points, edges, left, right, start, count, lo, hi, tri, out):
                 for t in range(start[node], start[node] + count[node]):
                     if segment_hits_triangle(p0, p1, tri, t):
                         hit = True
+                        hit_t = t
                         break
             else:
                 stack[top] = left[node]
                 stack[top + 1] = right[node]
                 top += 2
         out[e] = hit
+        out_tri[e] = hit_t
 
 
-def edge_crossings(points, edges, bvh: BVH, state: BVHState) -> np.ndarray:
-    """(E,) bool: does garment edge ``edges[e]`` (between ``points``) cross any body triangle?"""
+def edge_crossings(points, edges, bvh: BVH, state: BVHState, *, return_triangles: bool = False):
+    """(E,) bool: does garment edge ``edges[e]`` (between ``points``) cross any body triangle?
+
+    With ``return_triangles``, also return ``(E,)`` int32 ids (into the mesh's faces) of one
+    crossed triangle per crossing edge, -1 elsewhere.
+    """
     p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
     e = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
     out = np.zeros(len(e), dtype=np.bool_)
-    _crossings(p, e, bvh.left, bvh.right, bvh.start, bvh.count, state.lo, state.hi, state.tri, out)
+    out_t = np.full(len(e), -1, dtype=np.int64)
+    _crossings(p, e, bvh.left, bvh.right, bvh.start, bvh.count, state.lo, state.hi, state.tri, out, out_t)
+    if return_triangles:
+        return out, np.where(out_t >= 0, bvh.order[np.maximum(out_t, 0)], -1).astype(np.int32)
     return out

@@ -45,8 +45,18 @@ class BodyQuery:
         """(P,) unsigned distance to the body surface, metres."""
         return surface_distance(points, self.topology.bvh, self.state)[0]
 
-    def crossing_edges(self, points, edges) -> np.ndarray:
-        return edge_crossings(points, edges, self.topology.bvh, self.state)
+    def crossing_edges(self, points, edges, *, return_triangles: bool = False):
+        """(E,) bool per edge crossing a body triangle (and the crossed face ids, if asked)."""
+        return edge_crossings(points, edges, self.topology.bvh, self.state, return_triangles=return_triangles)
+
+    @property
+    def face_normals(self) -> np.ndarray:
+        """(F, 3) outward unit normals of the posed body triangles."""
+        if getattr(self, "_face_normals", None) is None:
+            from ..avatar.mesh import face_normals
+
+            self._face_normals = face_normals(self.vertices, self.topology.faces) * self.topology.orientation
+        return self._face_normals
 
 
 @dataclass
