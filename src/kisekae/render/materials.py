@@ -28,14 +28,16 @@ class Preset:
     ----------
     name : str
     dent_depth : float
-        Apparent depth of the skin dent at tightness 1, metres. It drives a normal perturbation
-        from the tightness gradient (no geometry moves).
+        Apparent depth of the skin dent at tightness 1, metres. The dent direction handed to the
+        core's tight look is ``-dent_depth * grad k`` (``k = max(tightness, pressure)``, gradient
+        along the surface, 1/m), so the normal tilts as for a height field ``-dent_depth * k``
+        (no geometry moves).
     ao_gain : float
-        Ambient-occlusion darkening at tightness 1, 0..1.
+        Ambient-occlusion darkening at tightness 1, 0..1 (the core's ``aoStrength``).
     sss : float
         Subsurface-scattering amount of skin (wrap lighting and a warm tint), 0..1.
     sss_loss : float
-        Fraction of ``sss`` removed at tightness 1 (pressed skin scatters less), 0..1.
+        Fraction of ``sss`` removed at tightness 1 (pressed skin scatters less), 0..1 (``sssStrength``).
     wrinkle_amp : float
         Height of the wrinkle pattern at compression 1, metres.
     wrinkle_freq : float
@@ -48,6 +50,8 @@ class Preset:
         Rim-light strength, 0..1.
     specular : float
         Blinn-Phong highlight strength, 0..1.
+    normal_strength : float, default 1
+        The core's ``normalStrength``: scale of the dent's normal tilt at tightness 1.
     """
 
     name: str
@@ -61,6 +65,7 @@ class Preset:
     contrast: float
     rim: float
     specular: float
+    normal_strength: float = 1.0
 
 
 #: The seed note's two looks. Anime: stronger normals, higher shading contrast, little SSS.
@@ -117,6 +122,9 @@ class Material:
     shaded : bool, optional
         Light the ``heatmap`` / ``tension`` colours. Default: shaded heat maps, unshaded tension
         (so that pixel colours are the map's values, as Blender's Tension Map shows them).
+    tension_params : (4,) float, default (1, 1, 1, 1)
+        The Tension Map node group's falloff, stretch area, compress area and weight limit. Used by
+        the shader core when a mesh carries the tension ratio ``T`` (attribute ``ratio``).
     """
 
     kind: str = "skin"
@@ -128,6 +136,7 @@ class Material:
     wound_color: tuple = (0.42, 0.04, 0.05)
     wrinkles: bool = True
     shaded: bool | None = None
+    tension_params: tuple = (1.0, 1.0, 1.0, 1.0)
 
     def __post_init__(self):
         if self.shaded is None:
@@ -142,6 +151,11 @@ class Material:
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
             raise KisekaeError(f"need finite lo < hi, got {self.heat_range!r}", "material.heat_range")
         object.__setattr__(self, "heat_range", (lo, hi))
+        tp = np.asarray(self.tension_params, dtype=np.float64)
+        if tp.shape != (4,) or not np.all(np.isfinite(tp)) or tp.min() < 0:
+            raise KisekaeError(f"expected 4 finite numbers >= 0 (falloff, stretch area, compress area, weight "
+                               f"limit), got {self.tension_params!r}", "material.tension_params")
+        object.__setattr__(self, "tension_params", tuple(float(x) for x in tp))
         if self.colormap not in COLORMAPS:
             raise KisekaeError(f"unknown colormap {self.colormap!r}; known: {', '.join(COLORMAPS)}",
                                "material.colormap")

@@ -27,8 +27,79 @@ from .geometry import unique_edges, vertex_normals
 from .materials import Material, colormap_table
 
 #: Per-vertex attribute names a :class:`DrawItem` may carry (all optional, default 0).
-EFFECT_ATTRIBUTES = ("tightness", "compress", "stretch", "wound")
+EFFECT_ATTRIBUTES = ("tightness", "pressure", "compress", "stretch", "ratio", "heat", "wound")
 ROLES = ("body", "garment", "other")
+
+
+@dataclass
+class WoundMorph:
+    """Wound morph inputs of a mesh, run by the shader core's vertex functions.
+
+    Parameters
+    ----------
+    target_positions : (N,3) float
+        Damaged shape per vertex, metres, posed like the mesh (e.g. the bake's target skinned with
+        the same matrices).
+    target_normals : (N,3) float, optional
+        Unit normals of the damaged shape; computed from ``target_positions`` when omitted.
+    parts : (N,) int, optional
+        Body part id per vertex (hit loop), default 0.
+    part_reach, part_gain : (P,) float, optional
+        Per body part: hole-size multiplier for hits on the same part, damage multiplier (default 1).
+    hits : (H,4) float, optional
+        Posed hit points (metres) and the part id each hit landed on; at most 32. The vertex stage
+        runs the core's hit loop and morphs by ``max(p, loop)``, ``p`` being the ``wound`` attribute.
+    hole_size : float, default 0.03
+        Fully damaged radius, metres.
+    hole_intensity : float, default 40
+        1 / fall-off width, 1/metres.
+    """
+
+    target_positions: object
+    target_normals: object = None
+    parts: object = None
+    part_reach: object = (1.0,)
+    part_gain: object = (1.0,)
+    hits: object = None
+    hole_size: float = 0.03
+    hole_intensity: float = 40.0
+
+    def check(self, n: int, faces, label: str) -> "WoundMorph":
+        """Validate against a mesh of ``n`` vertices (returns self, arrays converted)."""
+        from ..validate import positive
+        from .shading import MAX_HITS
+
+        self.target_positions = as_points(self.target_positions, f"{label}.wound.target_positions", dtype=np.float32)
+        if len(self.target_positions) != n:
+            raise KisekaeError(f"expected {n} target positions, got {len(self.target_positions)}",
+                               f"{label}.wound.target_positions")
+        if self.target_normals is None:
+            self.target_normals = vertex_normals(self.target_positions, faces)
+        else:
+            self.target_normals = as_per_vertex(self.target_normals, n, f"{label}.wound.target_normals",
+                                                dtype=np.float32)
+        reach = np.atleast_1d(np.asarray(self.part_reach, np.float32))
+        gain = np.atleast_1d(np.asarray(self.part_gain, np.float32))
+        if reach.ndim != 1 or gain.shape != reach.shape or not (np.all(np.isfinite(reach)) and np.all(np.isfinite(gain))):
+            raise KisekaeError(f"part_reach and part_gain must be equal-length finite vectors, got {reach.shape} "
+                               f"and {gain.shape}", f"{label}.wound")
+        self.part_reach, self.part_gain = reach, gain
+        parts = np.zeros(n, np.int64) if self.parts is None else np.asarray(self.parts)
+        if parts.shape != (n,) or not np.issubdtype(parts.dtype, np.integer):
+            raise KisekaeError(f"expected ({n},) integer part ids, got {parts.shape} {parts.dtype}", f"{label}.wound.parts")
+        if n and (parts.min() < 0 or parts.max() >= len(reach)):
+            raise KisekaeError(f"part ids must be in 0..{len(reach) - 1}", f"{label}.wound.parts")
+        self.parts = parts.astype(np.int64)
+        if self.hits is not None:
+            h = np.asarray(self.hits, np.float32)
+            if h.ndim != 2 or h.shape[1] != 4 or not np.all(np.isfinite(h)):
+                raise KisekaeError(f"expected (H,4) finite hits (x, y, z, part), got {h.shape}", f"{label}.wound.hits")
+            if len(h) > MAX_HITS:
+                raise KisekaeError(f"at most {MAX_HITS} hits per draw, got {len(h)}", f"{label}.wound.hits")
+            self.hits = h
+        self.hole_size = positive(self.hole_size, f"{label}.wound.hole_size", allow_zero=True)
+        self.hole_intensity = positive(self.hole_intensity, f"{label}.wound.hole_intensity")
+        return self
 
 
 @dataclass
@@ -45,13 +116,18 @@ class DrawItem:
     normals : (N,3) float, optional
         Unit vertex normals; computed (area-weighted) when omitted.
     attributes : dict[str, (N,) float], optional
-        ``tightness``, ``compress``, ``stretch``, ``wound`` (each 0..1) and ``heat`` (any scalar).
+        ``tightness`` (garment tightness mask) and ``pressure`` (body pressure map), 0..1: the skin's
+        tight look; ``compress`` and ``stretch`` (0..1) or ``ratio`` (the tension ratio T, mapped by
+        the shader core with the material's ``tension_params``; 0 = not given): tension colours and
+        the wrinkle blend; ``wound`` (0..1): the wound morph parameter p; ``heat``: any scalar.
     edges : (E,2) int, optional
         Edges drawn by the ``wireframe`` material (e.g. quad edges); default: triangle edges.
     role : str, default ``"other"``
         ``body``, ``garment`` or ``other``; the poke-through check uses it.
     name : str
         Label.
+    wound : WoundMorph, optional
+        Damaged target (and optional hits) for the core's wound morph in the vertex stage.
     """
 
     positions: object
@@ -62,6 +138,7 @@ class DrawItem:
     edges: object = None
     role: str = "other"
     name: str = ""
+    wound: WoundMorph | None = None
 
     def __post_init__(self):
         label = self.name or "mesh"
@@ -77,8 +154,8 @@ class DrawItem:
                 raise KisekaeError(f"expected shape ({n}, 3), got {self.normals.shape}", f"{label}.normals")
         attrs = {}
         for key, value in (self.attributes or {}).items():
-            if key not in EFFECT_ATTRIBUTES and key != "heat":
-                raise KisekaeError(f"unknown attribute {key!r}; known: {', '.join(EFFECT_ATTRIBUTES + ('heat',))}",
+            if key not in EFFECT_ATTRIBUTES:
+                raise KisekaeError(f"unknown attribute {key!r}; known: {', '.join(EFFECT_ATTRIBUTES)}",
                                    f"{label}.attributes")
             a = as_per_vertex(value, n, f"{label}.attributes[{key!r}]", dtype=np.float32)
             if a.ndim != 1:
@@ -89,18 +166,33 @@ class DrawItem:
             self.edges = as_faces(self.edges, n, f"{label}.edges", corners=2)
         if self.role not in ROLES:
             raise KisekaeError(f"unknown role {self.role!r}; known: {', '.join(ROLES)}", f"{label}.role")
+        if self.wound is not None:
+            if not isinstance(self.wound, WoundMorph):
+                raise KisekaeError(f"expected a WoundMorph, got {type(self.wound).__name__}", f"{label}.wound")
+            self.wound.check(n, self.faces, label)
 
     def vertex_data(self) -> np.ndarray:
         """Interleaved vertex buffer, (N, :data:`~kisekae.render.shading.STRIDE`) float32."""
         n = len(self.positions)
         out = np.zeros((n, _sh.STRIDE), np.float32)
+        normals = self.normals if self.normals is not None else vertex_normals(self.positions, self.faces)
         out[:, 0:3] = self.positions
-        out[:, 3:6] = self.normals if self.normals is not None else vertex_normals(self.positions, self.faces)
-        for i, key in enumerate(EFFECT_ATTRIBUTES):
+        out[:, 3:6] = normals
+        for col, key in ((6, "tightness"), (7, "pressure"), (8, "compress"), (9, "stretch"), (10, "ratio"),
+                         (11, "heat"), (12, "wound")):
             if key in self.attributes:
-                out[:, 6 + i] = self.attributes[key]
-        if "heat" in self.attributes:
-            out[:, 10] = self.attributes["heat"]
+                out[:, col] = self.attributes[key]
+        if self.wound is not None:
+            w = self.wound
+            out[:, 13] = w.parts
+            out[:, 14:17] = w.target_positions
+            out[:, 17:20] = w.target_normals
+            out[:, 20] = w.part_reach[w.parts]
+            out[:, 21] = w.part_gain[w.parts]
+        else:
+            out[:, 14:17] = self.positions
+            out[:, 17:20] = normals
+            out[:, 20:22] = 1.0
         return out
 
 
@@ -144,8 +236,9 @@ class Renderer:
         Defaults to the process-wide EGL context (:func:`kisekae.render.context.shared_context`).
     samples : int, default 4
         MSAA samples for colour images (clamped to what the driver offers; 0 disables MSAA).
-    shading : object, default :class:`~kisekae.render.shading.BuiltinShading`
-        The shading backend (program sources and per-material uniforms).
+    shading : CoreShading, optional
+        The surface program, cross-compiled from the HLSL shader core (default
+        :class:`~kisekae.render.shading.CoreShading` on the installed core).
     background : (3,) float, default light grey
         Clear colour, 0..1.
     """
@@ -153,11 +246,15 @@ class Renderer:
     def __init__(self, ctx=None, *, samples: int = 4, shading=None, background=(0.93, 0.93, 0.94)):
         self.ctx = ctx or shared_context()
         self.samples = int(max(0, min(int(samples), self.ctx.max_samples)))
-        self.shading = shading or _sh.BuiltinShading()
+        self.shading = shading or _sh.CoreShading()
         self.background = tuple(float(c) for c in background)
         ctx = self.ctx
         self._surface = ctx.program(vertex_shader=self.shading.vertex_shader,
                                     fragment_shader=self.shading.fragment_shader)
+        self._surface[_sh.VERTEX_BLOCK].binding = _sh.VERTEX_BINDING
+        self._surface[_sh.PIXEL_BLOCK].binding = _sh.PIXEL_BINDING
+        self._vubo = ctx.buffer(reserve=self._surface[_sh.VERTEX_BLOCK].size)
+        self._pubo = ctx.buffer(reserve=self._surface[_sh.PIXEL_BLOCK].size)
         self._wire = ctx.program(vertex_shader=_sh.WIRE_VS, fragment_shader=_sh.WIRE_FS)
         self._id = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.ID_FS)
         self._cmaps: dict[str, object] = {}
@@ -220,7 +317,7 @@ class Renderer:
         for tex in self._cmaps.values():
             tex.release()
         self._cmaps.clear()
-        for p in (self._surface, self._wire, self._id):
+        for p in (self._surface, self._wire, self._id, self._vubo, self._pubo):
             p.release()
 
     # ------------------------------------------------------------------ drawing
@@ -271,14 +368,22 @@ class Renderer:
 
     def _draw_surfaces(self, items, camera, aspect, vp):
         key, fill = _sh.light_directions(camera)
-        self._surface["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+        self._vubo.bind_to_uniform_block(_sh.VERTEX_BINDING)
+        self._pubo.bind_to_uniform_block(_sh.PIXEL_BINDING)
+        if _sh.COLORMAP_SAMPLER in self._surface:
+            self._surface[_sh.COLORMAP_SAMPLER].value = 0
         for item in items:
             entry = self._gpu_mesh(item)
             entry["vbo"].write(item.vertex_data().tobytes())
-            self._set(self._surface, self.shading.uniforms(item.material, camera.eye, key, fill))
-            if item.material.kind == "heatmap" and "u_cmap" in self._surface:
-                self._cmap(item.material.colormap).use(0)
-                self._surface["u_cmap"].value = 0
+            w = item.wound
+            if w is None:
+                self._vubo.write(self.shading.vertex_block(vp))
+            else:
+                self._vubo.write(self.shading.vertex_block(vp, hole_size=w.hole_size, hole_intensity=w.hole_intensity,
+                                                           hits=w.hits))
+            self._pubo.write(self.shading.pixel_block(item.material, camera.eye, key, fill,
+                                                      ratio="ratio" in item.attributes))
+            self._cmap(item.material.colormap).use(0)
             entry["surface"].render()
             if item.material.kind == "wireframe":
                 vao = self._wire_vao(entry, item)

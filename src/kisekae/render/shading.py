@@ -1,169 +1,117 @@
-"""GLSL programs of the renderer, behind a swappable shading backend.
+"""Shader programs of the renderer: the surface program is cross-compiled from the HLSL shader core.
 
-The renderer asks a :class:`ShadingBackend` for the surface program and for the uniforms of one
-material. :class:`BuiltinShading` is this module's own GLSL 3.30. A backend built from the
-cross-compiled HLSL core (``kisekae.shaders``) plugs in the same way: it provides sources whose
-vertex stage reads the attributes in :data:`ATTRIBUTES` and whose fragment stage writes one
-``vec4`` colour, and a ``uniforms(material, camera, ...)`` mapping.
+The surface program (every material) is ``hlsl/kisekae_render.vert.hlsl`` and
+``hlsl/kisekae_render.frag.hlsl`` in this package. Both ``#include`` the shader core
+(``kisekae/shaders/hlsl/kisekae_core.hlsl``) and call its functions for the effects: the wound morph
+and hit loop in the vertex stage, the skin's tight look and the Tension Map mapping in the fragment
+stage. :func:`core_program` compiles them at run time with :func:`kisekae.shaders.compile_hlsl`
+(glslang HLSL front end -> spirv-val -> spirv-cross GLSL 4.10), cached under a key that hashes this
+entry source and every core file, so the renderer always runs the core as it is on disk; there is no
+GLSL copy of the effects here. Only two tiny helper programs below are plain GLSL: the wireframe
+lines and the id/linear-depth pass (no effects in either).
 
-Per-vertex attribute layout (interleaved float32, 12 floats per vertex)::
+Per-vertex attribute layout (interleaved float32, :data:`STRIDE` floats per vertex)::
 
-    in_position (3)  metres, world
-    in_normal   (3)  unit
-    in_effect   (4)  tightness, compress, stretch, wound   (each 0..1)
-    in_heat     (1)  any scalar (heat maps)
-    in_pad      (1)  reserved (0)
+    v_position      (3)  metres, world (posed)
+    v_normal        (3)  unit
+    v_look          (4)  tightness, pressure, compress, stretch          (each 0..1)
+    v_extra         (4)  tension ratio T (0 = none), heat scalar, wound p, body part id
+    v_woundPosition (3)  damaged target position, metres (= v_position when there is no wound)
+    v_woundNormal   (3)  damaged target normal
+    v_woundPart     (2)  reach, gain of the vertex's body part (hit loop)
+
+Uniform blocks (std140): ``KisekaeRenderVertex`` (binding 0: view-projection, wound parameters, hits)
+and ``KisekaeRenderPixel`` (binding 1: material, lights, core parameters); see :meth:`CoreShading.vertex_block`
+and :meth:`CoreShading.pixel_block`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from .materials import KINDS, Material
 
-#: Attribute names and widths, in buffer order.
+#: Folder of the renderer's HLSL entry files (they include the shader core).
+RENDER_HLSL_DIR = Path(__file__).resolve().parent / "hlsl"
+VERTEX_HLSL = RENDER_HLSL_DIR / "kisekae_render.vert.hlsl"
+FRAGMENT_HLSL = RENDER_HLSL_DIR / "kisekae_render.frag.hlsl"
+#: Most hits the vertex stage's hit loop reads per draw (``KISEKAE_RENDER_MAX_HITS``).
+MAX_HITS = 32
+
+#: Attribute names and widths, in buffer order (names as spirv-cross emits them).
 ATTRIBUTES: tuple[tuple[str, int], ...] = (
-    ("in_position", 3), ("in_normal", 3), ("in_effect", 4), ("in_heat", 1), ("in_pad", 1))
+    ("v_position", 3), ("v_normal", 3), ("v_look", 4), ("v_extra", 4), ("v_woundPosition", 3),
+    ("v_woundNormal", 3), ("v_woundPart", 2))
 #: Floats per vertex.
 STRIDE = sum(n for _, n in ATTRIBUTES)
 #: moderngl buffer format string for :data:`ATTRIBUTES`.
-BUFFER_FORMAT = "3f 3f 4f 1f 1f"
+BUFFER_FORMAT = " ".join(f"{n}f" for _, n in ATTRIBUTES)
+#: Uniform block bindings.
+VERTEX_BLOCK, PIXEL_BLOCK = "KisekaeRenderVertex", "KisekaeRenderPixel"
+VERTEX_BINDING, PIXEL_BINDING = 0, 1
+#: Sampler of the heat-map colours in the generated GLSL (spirv-cross combined image-sampler).
+COLORMAP_SAMPLER = "SPIRV_Cross_Combined_Colormap_ColormapSampler"
 
-SURFACE_VS = """
-#version 330
-uniform mat4 u_view_proj;
-in vec3 in_position;
-in vec3 in_normal;
-in vec4 in_effect;
-in float in_heat;
-out vec3 v_pos;
-out vec3 v_nrm;
-out vec4 v_effect;
-out float v_heat;
-void main() {
-    v_pos = in_position;
-    v_nrm = in_normal;
-    v_effect = in_effect;
-    v_heat = in_heat;
-    gl_Position = u_view_proj * vec4(in_position, 1.0);
-}
-"""
 
-SURFACE_FS = """
-#version 330
-in vec3 v_pos;
-in vec3 v_nrm;
-in vec4 v_effect;
-in float v_heat;
-out vec4 f_color;
+@dataclass(frozen=True)
+class CoreProgram:
+    """GLSL of the renderer's surface program, generated from the HLSL entry files and the core.
 
-uniform int u_kind;            // 0 skin, 1 cloth, 2 wireframe base, 3 heat map, 4 tension
-uniform vec3 u_base;           // sRGB 0..1
-uniform vec3 u_eye;            // world, metres
-uniform vec3 u_key_dir;        // unit, toward the key light
-uniform vec3 u_fill_dir;       // unit, toward the fill light
-uniform float u_dent_depth;    // metres at tightness 1
-uniform float u_ao_gain;
-uniform float u_sss;
-uniform float u_sss_loss;
-uniform float u_wrinkle_amp;   // metres at compress 1
-uniform float u_wrinkle_freq;  // ridges per metre
-uniform float u_bands;         // 0 = smooth
-uniform float u_contrast;
-uniform float u_rim;
-uniform float u_specular;
-uniform int u_shaded;
-uniform vec3 u_wound_color;    // sRGB
-uniform vec2 u_heat_range;
-uniform sampler2D u_cmap;      // 256 x 1 colormap
+    Attributes
+    ----------
+    vertex_shader, fragment_shader : str
+        GLSL 4.10 from spirv-cross.
+    key : str
+        Cache key (SHA-256 over the entry source, every core ``.hlsl`` file, flags and tool versions)
+        of the vertex and fragment stages, joined by ``+``.
+    """
 
-vec3 to_linear(vec3 c) { return pow(c, vec3(2.2)); }
-vec3 to_srgb(vec3 c) { return pow(clamp(c, 0.0, 1.0), vec3(1.0 / 2.2)); }
+    vertex_shader: str
+    fragment_shader: str
+    key: str
 
-// Bump a normal by the screen-space gradient of a height field h (metres along n),
-// using the surface-gradient formulation (no tangent frame needed).
-vec3 bump(vec3 n, float h) {
-    vec3 dpdx = dFdx(v_pos);
-    vec3 dpdy = dFdy(v_pos);
-    vec3 r1 = cross(dpdy, n);
-    vec3 r2 = cross(n, dpdx);
-    float det = dot(dpdx, r1);
-    if (abs(det) < 1e-20) return n;
-    vec3 grad = sign(det) * (dFdx(h) * r1 + dFdy(h) * r2);
-    return normalize(abs(det) * n - grad);
-}
 
-// Procedural wrinkle height in -1..1: ridges across the vertical axis, warped so they read as folds.
-float wrinkle_pattern(vec3 p) {
-    float k = 6.2831853 * u_wrinkle_freq;
-    float warp = 0.35 * sin(0.37 * k * p.x + 1.3) + 0.25 * sin(0.29 * k * p.z + 0.4);
-    return sin(k * p.y + 3.0 * warp);
-}
+_PROGRAMS: dict[tuple, CoreProgram] = {}
 
-float toon(float x) {
-    if (u_bands < 0.5) return x;
-    float q = x * u_bands;
-    float w = max(fwidth(q), 1e-4);
-    float base = floor(q);
-    return (base + smoothstep(0.5 - w, 0.5 + w, fract(q) - 0.0)) / u_bands;
-}
 
-void main() {
-    vec3 n = normalize(v_nrm);
-    if (!gl_FrontFacing) n = -n;
-    float tight = clamp(v_effect.x, 0.0, 1.0);
-    float compress = clamp(v_effect.y, 0.0, 1.0);
-    float stretch = clamp(v_effect.z, 0.0, 1.0);
-    float wound = clamp(v_effect.w, 0.0, 1.0);
+def core_program(*, core_dir=None, use_cache: bool = True) -> CoreProgram:
+    """Cross-compile the renderer's surface program from HLSL (memoised per core folder).
 
-    vec3 base = u_base;
-    if (u_kind == 3) {
-        float t = clamp((v_heat - u_heat_range.x) / (u_heat_range.y - u_heat_range.x), 0.0, 1.0);
-        base = texture(u_cmap, vec2((t * 255.0 + 0.5) / 256.0, 0.5)).rgb;
-    } else if (u_kind == 4) {
-        base = vec3(compress, stretch, 0.0);
-    }
-    if ((u_kind == 3 || u_kind == 4) && u_shaded == 0) { f_color = vec4(base, 1.0); return; }
+    Parameters
+    ----------
+    core_dir : path, optional
+        Another copy of the shader core (tests); default the installed ``kisekae/shaders/hlsl``.
+    use_cache : bool
+        Use the on-disk shader cache of :func:`kisekae.shaders.compile_hlsl`.
 
-    float ao = 1.0;
-    float sss = 0.0;
-    if (u_kind == 0) {
-        // tight look: a dent where the garment presses (normal from the tightness gradient), darker AO,
-        // less scattering under pressure
-        n = bump(n, -u_dent_depth * tight);
-        ao = 1.0 - u_ao_gain * tight;
-        sss = u_sss * (1.0 - u_sss_loss * tight);
-        base = mix(base, u_wound_color, wound);
-        ao *= 1.0 - 0.35 * wound;
-    }
-    if ((u_kind == 0 || u_kind == 1) && u_wrinkle_amp > 0.0) {
-        n = bump(n, u_wrinkle_amp * compress * wrinkle_pattern(v_pos));
-    }
+    Returns
+    -------
+    CoreProgram
 
-    vec3 v = normalize(u_eye - v_pos);
-    float ndl = dot(n, u_key_dir);
-    float wrap = sss;
-    float diffuse = max((ndl + wrap) / (1.0 + wrap), 0.0);
-    diffuse = pow(toon(diffuse), u_contrast);
-    float fill = max(dot(n, u_fill_dir), 0.0) * 0.25;
-    float spec = 0.0;
-    if (ndl > 0.0 && u_kind != 2) {
-        vec3 h = normalize(u_key_dir + v);
-        spec = u_specular * pow(max(dot(n, h), 0.0), 48.0);
-        if (u_bands > 0.5) spec = step(0.5 * u_specular, spec) * u_specular;
-    }
-    float rim = u_rim * pow(1.0 - max(dot(n, v), 0.0), 3.0);
+    Raises
+    ------
+    KisekaeError
+        When the HLSL tools are missing (the message names the packages) or the core does not compile.
+    """
+    from ..shaders import compile_hlsl
 
-    vec3 albedo = to_linear(base);
-    vec3 light = vec3(0.16) * ao + vec3(diffuse * 0.9 + fill) * ao;
-    if (u_kind == 0) {
-        // warm scattered light on the shadow side
-        light += sss * vec3(0.35, 0.08, 0.05) * (1.0 - max(ndl, 0.0)) * ao;
-    }
-    vec3 c = albedo * light + vec3(spec) + vec3(rim) * ao;
-    f_color = vec4(to_srgb(c), 1.0);
-}
-"""
+    defines = {"KISEKAE_RENDER_MAX_HITS": MAX_HITS}
+    memo = (str(core_dir), use_cache)
+    # the compile itself is cached by content hash; the memo only skips re-hashing within a process,
+    # and is bypassed whenever a core folder is given explicitly
+    if core_dir is None and memo in _PROGRAMS:
+        return _PROGRAMS[memo]
+    vs = compile_hlsl(VERTEX_HLSL, "vert", defines=defines, glsl_version=410, core_dir=core_dir, use_cache=use_cache)
+    fs = compile_hlsl(FRAGMENT_HLSL, "frag", defines=defines, glsl_version=410, core_dir=core_dir,
+                      use_cache=use_cache)
+    prog = CoreProgram(vs.glsl, fs.glsl, vs.key + "+" + fs.key)
+    if core_dir is None:
+        _PROGRAMS[memo] = prog
+    return prog
+
 
 WIRE_VS = """
 #version 330
@@ -205,37 +153,77 @@ void main() { f_id_depth = vec2(gl_FrontFacing ? u_id : -u_id, v_depth); }
 """
 
 
-class BuiltinShading:
-    """The renderer's own GLSL 3.30 shading (skin, cloth, wireframe, heat map, tension)."""
+class CoreShading:
+    """The renderer's surface shading, generated from the HLSL shader core (see the module notes).
 
-    name = "builtin-glsl"
-    vertex_shader = SURFACE_VS
-    fragment_shader = SURFACE_FS
+    Parameters
+    ----------
+    program : CoreProgram, optional
+        Default :func:`core_program` (the installed core).
+    """
 
-    def uniforms(self, material: Material, eye, key_dir, fill_dir) -> dict:
-        """Uniform values for one material, as ``{name: value}``."""
+    name = "hlsl-core"
+
+    def __init__(self, program: CoreProgram | None = None):
+        prog = program or core_program()
+        self.vertex_shader = prog.vertex_shader
+        self.fragment_shader = prog.fragment_shader
+        self.key = prog.key
+
+    @staticmethod
+    def vertex_block(view_proj, *, hole_size: float = 0.0, hole_intensity: float = 1.0, hits=None) -> bytes:
+        """std140 bytes of ``KisekaeRenderVertex``.
+
+        Parameters
+        ----------
+        view_proj : (4,4) float
+            World -> clip on column vectors.
+        hole_size : float
+            Fully damaged radius of a hit, metres.
+        hole_intensity : float
+            1 / fall-off width, 1/metres.
+        hits : (H,4) float, optional
+            Posed hit points (metres) and body part ids; at most :data:`MAX_HITS`.
+        """
+        block = np.zeros((4 + 1 + MAX_HITS, 4), np.float32)
+        block[:4] = np.asarray(view_proj, np.float32).T  # HLSL column_major packing = GLSL's column order
+        h = np.zeros((0, 4), np.float32) if hits is None else np.asarray(hits, np.float32).reshape(-1, 4)
+        block[4] = (hole_size, hole_intensity, float(len(h)), 0.0)
+        block[5:5 + len(h)] = h
+        return block.tobytes()
+
+    @staticmethod
+    def pixel_block(material: Material, eye, key_dir, fill_dir, *, ratio: bool = False) -> bytes:
+        """std140 bytes of ``KisekaeRenderPixel`` for one material.
+
+        Parameters
+        ----------
+        material : Material
+        eye : (3,) float
+            Camera position, metres.
+        key_dir, fill_dir : (3,) float
+            Unit directions towards the key and fill lights.
+        ratio : bool
+            The mesh carries the tension ratio T: the core maps it with the material's tension parameters.
+        """
         p = material.preset
-        wrinkles = material.wrinkles and material.kind in ("skin", "cloth")
-        return {
-            "u_kind": KINDS[material.kind],
-            "u_base": material.color,
-            "u_eye": tuple(float(x) for x in eye),
-            "u_key_dir": tuple(float(x) for x in key_dir),
-            "u_fill_dir": tuple(float(x) for x in fill_dir),
-            "u_dent_depth": p.dent_depth,
-            "u_ao_gain": p.ao_gain,
-            "u_sss": p.sss,
-            "u_sss_loss": p.sss_loss,
-            "u_wrinkle_amp": p.wrinkle_amp if wrinkles else 0.0,
-            "u_wrinkle_freq": p.wrinkle_freq,
-            "u_bands": float(p.bands) if material.kind in ("skin", "cloth") else 0.0,
-            "u_contrast": p.contrast if material.kind in ("skin", "cloth") else 1.0,
-            "u_rim": p.rim if material.kind in ("skin", "cloth") else 0.0,
-            "u_specular": p.specular,
-            "u_shaded": int(bool(material.shaded)),
-            "u_wound_color": material.wound_color,
-            "u_heat_range": material.heat_range,
-        }
+        surface = material.kind in ("skin", "cloth")
+        wrinkles = material.wrinkles and surface
+        shaded = 1.0 if material.shaded else 0.0
+        lo, hi = material.heat_range
+        t = material.tension_params
+        block = np.array([
+            (*material.color, KINDS[material.kind]),
+            (*(float(x) for x in eye), shaded),
+            (*(float(x) for x in key_dir), float(p.bands) if surface else 0.0),
+            (*(float(x) for x in fill_dir), p.contrast if surface else 1.0),
+            (p.normal_strength, p.ao_gain, p.sss_loss, p.dent_depth),
+            (p.sss, p.rim if surface else 0.0, p.specular, p.wrinkle_amp if wrinkles else 0.0),
+            (p.wrinkle_freq, 1.0 if ratio else 0.0, lo, hi),
+            (t[0], t[1], t[2], t[3]),
+            (*material.wound_color, 0.35),
+        ], np.float32)
+        return block.tobytes()
 
 
 def light_directions(camera) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,68 @@
+// kisekae_render.vert.hlsl - vertex stage of the kisekae Python renderer (kisekae.render).
+//
+// Runs the shader core's wound functions on every vertex: the morph parameter p is the vertex's own
+// p (a baked or CPU-computed value) combined with the core's hit loop (KisekaeWoundP over up to
+// KISEKAE_RENDER_MAX_HITS hits), then KisekaeWoundMorph moves the position and normal towards the
+// damaged target. Positions arrive posed (world space, metres); targets are posed the same way.
+// Cross-compiled at run time (HLSL -> SPIR-V -> GLSL) by kisekae.render.shading, cached by the hash
+// of this file and every core file, so the renderer always runs the current core.
+
+#ifndef KISEKAE_RENDER_MAX_HITS
+#define KISEKAE_RENDER_MAX_HITS 32
+#endif
+
+cbuffer KisekaeRenderVertex : register(b0)
+{
+    float4x4 _ViewProj;                       // world -> clip, column vectors
+    float4 _Wound;                            // holeSize (m), holeIntensity (1/m), hit count, -
+    float4 _Hits[KISEKAE_RENDER_MAX_HITS];    // xyz = posed hit point (m), w = body part id
+};
+
+// The core's data macros, fed from the block above (no capsules in the render pass).
+#define KISEKAE_CAPSULE_COUNT 0u
+#define KISEKAE_LOAD_CAPSULE(i) KisekaeMakeCapsule(float4(0.0, 0.0, 0.0, 0.0), float4(0.0, 0.0, 0.0, 0.0))
+#define KISEKAE_HIT_COUNT min((uint)_Wound.z, (uint)KISEKAE_RENDER_MAX_HITS)
+#define KISEKAE_LOAD_HIT(i) _Hits[(i)]
+#include "kisekae_core.hlsl"
+
+struct VertexIn
+{
+    float3 position : POSITION;        // posed world position (m)
+    float3 normal : NORMAL;            // posed unit normal
+    float4 look : TEXCOORD0;           // tightness, pressure, compress, stretch (0..1)
+    float4 extra : TEXCOORD1;          // tension ratio T (0 = none), heat scalar, wound p, body part id
+    float3 woundPosition : TEXCOORD2;  // damaged target position (m), posed
+    float3 woundNormal : TEXCOORD3;    // damaged target normal, posed
+    float2 woundPart : TEXCOORD4;      // reach, gain of the vertex's body part
+};
+
+struct VertexOut
+{
+    float4 clip : SV_Position;
+    float3 world : TEXCOORD0;          // morphed world position (m)
+    float3 normal : TEXCOORD1;         // morphed normal
+    float4 look : TEXCOORD2;           // passed through
+    float4 extra : TEXCOORD3;          // ratio, heat, final wound p, -
+};
+
+VertexOut main(VertexIn v)
+{
+    KisekaeWoundParams W;
+    W.holeSize = _Wound.x;
+    W.holeIntensity = _Wound.y;
+    float p = saturate(v.extra.z);
+    if (_Wound.z > 0.5)
+    {
+        p = max(p, KisekaeWoundP(v.position, (uint)(v.extra.w + 0.5), v.woundPart.x, v.woundPart.y, W));
+    }
+    float3 position = v.position;
+    float3 normal = v.normal;
+    KisekaeWoundMorph(position, normal, v.woundPosition, v.woundNormal, p);
+    VertexOut o;
+    o.world = position;
+    o.normal = normal;
+    o.look = v.look;
+    o.extra = float4(v.extra.x, v.extra.y, p, 0.0);
+    o.clip = mul(_ViewProj, float4(position, 1.0));
+    return o;
+}
