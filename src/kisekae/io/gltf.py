@@ -810,7 +810,13 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
     if "capsules" in ours:
         from ..fit.capsules import CapsuleRig
 
-        rig = CapsuleRig.from_json_dict(ours["capsules"], source=f"{src}: extras.{EXTRAS_KEY}.capsules")
+        where = f"{src}: extras.{EXTRAS_KEY}.capsules"
+        try:
+            rig = CapsuleRig.from_json_dict(ours["capsules"], source=where)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            if isinstance(exc, KisekaeError):
+                raise
+            raise KisekaeError(f"malformed capsule rig ({type(exc).__name__}: {str(exc)[:80]})", where) from None
         asset.capsules = rig.remap(skeleton.names) if rig.bone_names else rig
     elif vrm is not None and vrm.colliders:
         asset.capsules = vrm_mod.colliders_to_rig(vrm, bone_of_node, world, skeleton, src, parents)

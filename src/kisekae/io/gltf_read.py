@@ -208,7 +208,7 @@ def _check_json(doc, src, limits: Limits) -> dict:
     if major != "2":
         raise KisekaeError(f"glTF version {asset['version']!r} is not supported (need 2.x)", src)
     required = get_list(doc, "extensionsRequired", "glTF", src, limits)
-    unsupported = [e for e in required if e not in SUPPORTED_REQUIRED_EXTENSIONS]
+    unsupported = [e for e in required if not isinstance(e, str) or e not in SUPPORTED_REQUIRED_EXTENSIONS]
     if unsupported:
         raise KisekaeError(f"the file requires extensions kisekae cannot read: {', '.join(map(str, unsupported))}", src)
     return doc
@@ -363,7 +363,7 @@ def _accessor_header(acc: dict, where: str, src, limits: Limits) -> tuple:
     if ctype not in COMPONENT_TYPES:
         raise KisekaeError(f"{where}.componentType {ctype} is not a glTF component type", src)
     atype = acc.get("type")
-    if atype not in TYPE_SIZES:
+    if not isinstance(atype, str) or atype not in TYPE_SIZES:
         raise KisekaeError(f"{where}.type {atype!r:.40} is not a glTF accessor type", src)
     count = need_int(acc, "count", where, src, lo=1)
     normalized = acc.get("normalized", False)
