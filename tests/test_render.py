@@ -99,7 +99,7 @@ def test_material_validation():
     with pytest.raises(KisekaeError, match="heat_range"):
         materials.heatmap((1, 1))
     assert materials.PRESETS["anime"].bands > 0 and materials.PRESETS["realistic"].bands == 0
-    assert materials.PRESETS["anime"].dent_depth > materials.PRESETS["realistic"].dent_depth
+    assert materials.PRESETS["anime"].normal_strength > materials.PRESETS["realistic"].normal_strength
     assert materials.PRESETS["anime"].sss < materials.PRESETS["realistic"].sss
 
 

@@ -164,3 +164,13 @@ def test_wound_and_material_validation(ball):
         DrawItem(p, f, wound=WoundMorph(p, parts=np.full(len(p), 3)))
     with pytest.raises(KisekaeError, match="tension_params"):
         materials.tension(tension_params=(1, 1, 1))
+
+
+def test_presets_use_the_pressure_modules_strengths():
+    from kisekae.fit import pressure
+
+    for name in ("anime", "realistic"):
+        p, ref = materials.PRESETS[name], pressure.PRESETS[name]
+        assert (p.normal_strength, p.ao_gain, p.sss_loss) == (ref["normal_strength"], ref["ao_strength"],
+                                                               ref["sss_strength"])
+        assert p.dent_depth == pressure.RADIUS

@@ -69,12 +69,17 @@ class Preset:
 
 
 #: The seed note's two looks. Anime: stronger normals, higher shading contrast, little SSS.
-#: Realistic: subtle normals, SSS and small AO for a natural dent.
+#: Realistic: subtle normals, SSS and small AO for a natural dent. The tight-look strengths
+#: (``normal_strength``, ``ao_gain``, ``sss_loss``) are those of :data:`kisekae.fit.pressure.PRESETS`
+#: and ``dent_depth`` is its splat radius, so the rendered dent is the pressure module's reference
+#: tight look (``D = -radius * grad P``).
 PRESETS: dict[str, Preset] = {
-    "realistic": Preset("realistic", dent_depth=0.0025, ao_gain=0.25, sss=0.45, sss_loss=0.3,
-                        wrinkle_amp=0.0012, wrinkle_freq=55.0, bands=0, contrast=1.0, rim=0.08, specular=0.12),
-    "anime": Preset("anime", dent_depth=0.006, ao_gain=0.35, sss=0.1, sss_loss=0.5,
-                    wrinkle_amp=0.0025, wrinkle_freq=40.0, bands=3, contrast=1.6, rim=0.35, specular=0.3),
+    "realistic": Preset("realistic", dent_depth=0.02, ao_gain=0.12, sss=0.45, sss_loss=0.30,
+                        wrinkle_amp=0.0012, wrinkle_freq=55.0, bands=0, contrast=1.0, rim=0.08, specular=0.12,
+                        normal_strength=0.08),
+    "anime": Preset("anime", dent_depth=0.02, ao_gain=0.45, sss=0.1, sss_loss=0.40,
+                    wrinkle_amp=0.0025, wrinkle_freq=40.0, bands=3, contrast=1.6, rim=0.35, specular=0.3,
+                    normal_strength=0.35),
 }
 
 
