@@ -718,7 +718,7 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
             s = int(node["skin"])
             joints = skin_data[s][0]
             skin = _skin_rows(merged, np.asarray([bone_of_node[x] for x in joints]), src, where)
-            xf = skin_fix[s]
+            xf = skin_fix[s] if root is None else skin_fix[s] @ root  # bind-space vertices turn with the model
         else:
             p = j
             while p >= 0 and p not in bone_of_node:
