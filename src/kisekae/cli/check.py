@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import add_avatar_args, load_avatar, load_poses
+from .common import add_avatar_args, add_push_args, load_avatar, load_poses, push_params
 
 
 def register(sub):
@@ -16,6 +16,11 @@ def register(sub):
                                    "edges crossing body triangles.")
     p.add_argument("--avatar", metavar="FILE", help="avatar file (.glb/.gltf/.vrm) instead of the built-in one")
     add_avatar_args(p)
+    p.add_argument("--fix", action="store_true",
+                   help="apply the push-out solver and report each (pose, garment) before and after")
+    p.add_argument("--layered", action="store_true",
+                   help="treat the garments as one stack, innermost first (implies --fix)")
+    add_push_args(p)
     p.add_argument("--json", metavar="FILE", help="write one record per (pose, garment) as a JSON list")
     p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
     p.set_defaults(func=run)
@@ -31,8 +36,24 @@ def run(args) -> int:
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
     records = []
+    fix = args.fix or args.layered
+    params = push_params(args)
     for pose in poses:
-        records.extend(check_pose(avatar, pose, garments))
+        before = check_pose(avatar, pose, garments)
+        if not fix:
+            records.extend(before)
+            continue
+        from ..fit.fix import fix_pose
+
+        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
+        after = check_pose(avatar, pose, garments, posed_garments={k: v.positions for k, v in fixed.items()})
+        for b, a in zip(before, after):
+            b["stage"] = "before"
+            a["stage"] = "after"
+            a.update(fixed[a["garment"]].metrics)
+            if args.layered:
+                a["layered"] = True
+            records.extend([b, a])
     print(format_table(records))
     if args.json:
         Path(args.json).write_text(json.dumps([json_record(r) for r in records], indent=1))

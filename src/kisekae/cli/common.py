@@ -64,3 +64,26 @@ def load_poses(args, avatar):
     elif args.frames:
         raise KisekaeError("--frames needs --bvh", "--frames")
     return poses
+
+
+def add_push_args(p):
+    """Push-out parameters (metres; masks 0..1). Unset values keep the solver's defaults."""
+    g = p.add_argument_group("push-out parameters (defaults from the seed note; skirts get skirt-bias 0.3)")
+    g.add_argument("--margin", type=float, metavar="M", help="minimum clearance from the body, metres (0.002)")
+    g.add_argument("--stiffness", type=float, metavar="S", help="0..1, how firmly clearance is kept (0.5)")
+    g.add_argument("--max-push", type=float, metavar="M", help="cap on any displacement, metres (0.10)")
+    g.add_argument("--skirt-bias", type=float, metavar="B", help="0..1 outward bulge for skirts (0.3 for skirts, else 0)")
+    g.add_argument("--tightness", type=float, metavar="T", help="0..1 uniform tightness (0)")
+    g.add_argument("--softness", type=float, metavar="S", help="0..1 uniform softness (0)")
+
+
+def push_params(args):
+    """A PushParams from the command line, or None when no parameter was given (per-garment defaults)."""
+    from ..fit.pushout import PushParams
+
+    names = {"margin": "margin", "stiffness": "stiffness", "max_push": "max_push", "skirt_bias": "skirt_bias",
+             "tightness": "tightness", "softness": "softness"}
+    given = {k: getattr(args, a) for a, k in names.items() if getattr(args, a, None) is not None}
+    if not given:
+        return None
+    return PushParams(**given)

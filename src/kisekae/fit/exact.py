@@ -4,21 +4,28 @@ Capsules only approximate the body. This solver judges against the posed body tr
 themselves, with the same inside test the penetration check uses (generalized winding number,
 :mod:`kisekae.qa`), so "outside" means the same thing for the solver and for the check.
 
-Per pose:
+The body a garment must stay outside is the *union* of the posed body parts. Where linear blend
+skinning makes the body overlap itself (the thigh sinks into the belly in a crouch) the nearest
+body surface can itself be inside another part, so pushing to the nearest surface - what
+Blender's Shrinkwrap "nearest surface point, outside" does - leaves vertices inside. This solver
+projects onto the union's boundary instead. Per pose:
 
-1. Signed distance of every garment vertex to the posed body: unsigned distance and nearest
-   triangle from the BVH, sign from the winding number (correct where the posed body overlaps
-   itself, e.g. thigh against belly in a crouch).
-2. Every vertex with ``d < margin`` moves along the direction from its closest surface point
-   (outward; the triangle normal when it lies on the surface) by the push law of
-   :func:`kisekae.fit.pushout.push_amount`.
-3. A vertex can land inside another body part; steps 1-2 repeat for the vertices still inside
-   (up to ``max_rounds``).
-4. The displacement of moved vertices is smoothed over moved neighbours, keeping each vertex's
-   required push (:func:`kisekae.fit.pushout.smooth_displacement`); vertices that did not need
-   to move are never touched. A final round re-checks insideness.
-5. Garment edges that still cross the body (both ends outside, the edge through a thin part
-   or a crease) get both end vertices pushed out again along the crossed triangle's normal.
+1. Signed distance of every garment vertex (unsigned distance and closest point from the BVH,
+   sign from the winding number).
+2. *Contact* vertices - closer than ``margin``, or an end of an edge that crosses the body - move
+   by the push law of :func:`kisekae.fit.pushout.push_amount` along the outward direction at
+   their closest surface point (skirt-biased when ``skirt_bias > 0``).
+3. A pushed vertex that is still inside (it reached a surface buried in another part) is
+   projected onto the nearest *exposed* body point: a posed body vertex whose point one gap out
+   along its normal is outside the union (tested lazily, only near such vertices), plus the gap.
+   Candidates farther than ``max_push`` are not taken.
+4. The displacement is smoothed over contact neighbours; a vertex that smoothing would put back
+   inside keeps its unsmoothed position. Vertices that were clear never move.
+5. Garment edges that still cross the body (a thin part or a crease between two vertices) get
+   both ends pushed outward in growing steps until no edge crosses, within ``max_push``.
+
+Every displacement is capped at ``max_push``; the returned info says what, if anything, could
+not be resolved within it.
 """
 
 from __future__ import annotations
@@ -26,10 +33,17 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.spatial import cKDTree
 
+from ..avatar.mesh import face_normals, vertex_normals as mesh_vertex_normals
 from ..errors import KisekaeError
 from ..validate import as_points
 from .pushout import PushParams, bias_direction, push_amount, resolve_mask, smooth_displacement
+
+#: Displacements below this are numerical noise, not moves (metres).
+MOVE_EPS = 1e-5
+#: The "moved unnecessarily" threshold of the issue (metres).
+UNNECESSARY = 1e-4
 
 
 def closest_points_on_triangles(points, tri):
@@ -116,16 +130,174 @@ def signed_body_distance(query, points):
     return sign * dist, n, inside
 
 
-def _garment_normals(p, faces, rows):
-    """Unit area-weighted normals of the posed garment at vertices ``rows``."""
-    from .pushout import vertex_normals
 
-    return vertex_normals(p, faces)[rows].astype(np.float64)
+def _cap(p, p0, max_push):
+    """Scale displacements longer than ``max_push`` back onto the cap (in place)."""
+    disp = p - p0
+    ln = np.linalg.norm(disp, axis=1)
+    over = ln > max_push
+    if over.any():
+        p[over] = p0[over] + disp[over] * (max_push / ln[over])[:, None]
+    return p
+
+
+class _Exposure:
+    """Lazily tested *exposed* body points: vertex + gap·normal that lie outside the union."""
+
+    def __init__(self, query, offset):
+        self.query = query
+        self.v = np.asarray(query.vertices, dtype=np.float64)
+        self.n = mesh_vertex_normals(self.v, query.topology.faces).astype(np.float64) * query.topology.orientation
+        self.offset = offset
+        self.state = np.full(len(self.v), -1, dtype=np.int8)  # -1 unknown, 0 buried, 1 exposed
+        self.tree = cKDTree(self.v)
+
+    def nearest(self, points, radius, k=6, labels=None, body_labels=None, compatible=None):
+        """For each point the up to ``k`` nearest exposed offset points within ``radius`` (sorted).
+
+        With part labels, exposed points of compatible parts come first (a thigh's garment slides
+        along the thigh to where it leaves the belly rather than jumping onto the belly).
+        """
+        pts = np.asarray(points, dtype=np.float64)
+        near = self.tree.query_ball_point(pts, r=radius)
+        ids = np.unique(np.concatenate([np.asarray(x, dtype=np.int64) for x in near])) if len(pts) else []
+        ids = np.asarray(ids, dtype=np.int64)
+        unknown = ids[self.state[ids] < 0]
+        if unknown.size:
+            probe = self.v[unknown] + self.n[unknown] * self.offset
+            self.state[unknown] = (~self.query.inside(probe)).astype(np.int8)
+        exposed = ids[self.state[ids] == 1]
+        out = []
+        if exposed.size == 0:
+            return [np.zeros(0, np.int64) for _ in range(len(pts))]
+        kk = min(max(k, 64 if labels is not None else k), exposed.size)
+        sub = cKDTree(self.v[exposed] + self.n[exposed] * self.offset)
+        dist, idx = sub.query(pts, k=kk, distance_upper_bound=radius)
+        dist = dist.reshape(len(pts), -1)
+        idx = idx.reshape(len(pts), -1)
+        for i, (row_d, row_i) in enumerate(zip(dist, idx)):
+            ok = np.isfinite(row_d)
+            cand = exposed[row_i[ok]]
+            if labels is not None and cand.size:
+                good = compatible[labels[i], body_labels[cand]]
+                cand = np.concatenate([cand[good][:k], cand[~good][:k]])
+            out.append(cand[: 2 * k])
+        return out
+
+
+#: Step (metres) of the march along a preferred direction out of the body union.
+MARCH_STEP = 0.003
+
+
+def march_out(query, starts, directions, max_length: float, step: float = MARCH_STEP):
+    """Where rays first leave the body (the union of overlapping parts), by winding number.
+
+    Parameters
+    ----------
+    query : BodyQuery
+    starts : (P, 3) points (usually inside), metres
+    directions : (P, 3) unit directions
+    max_length : float, metres
+
+    Returns
+    -------
+    exit_points : (P, 3), the first outside sample refined by bisection
+    distance : (P,) metres along the ray, ``inf`` where no exit lies within ``max_length``
+    """
+    starts = np.asarray(starts, dtype=np.float64)
+    dirs = np.asarray(directions, dtype=np.float64)
+    t = np.arange(1, int(np.ceil(max_length / step)) + 1) * step
+    t = t[t <= max_length + 1e-12]
+    if len(starts) == 0 or len(t) == 0:
+        return starts.copy(), np.full(len(starts), np.inf)
+    pts = starts[:, None, :] + t[None, :, None] * dirs[:, None, :]
+    inside = query.inside(pts.reshape(-1, 3)).reshape(len(starts), len(t))
+    outside = ~inside
+    found = outside.any(axis=1)
+    j = np.argmax(outside, axis=1)
+    hi = np.where(found, t[j], np.inf)
+    lo = np.where(j > 0, t[np.maximum(j - 1, 0)], 0.0)
+    rows = np.flatnonzero(found)
+    for _ in range(4):
+        if rows.size == 0:
+            break
+        mid = 0.5 * (lo[rows] + hi[rows])
+        ins = query.inside(starts[rows] + mid[:, None] * dirs[rows])
+        lo[rows] = np.where(ins, mid, lo[rows])
+        hi[rows] = np.where(ins, hi[rows], mid)
+    exit_points = starts + np.where(found, hi, 0.0)[:, None] * dirs
+    return exit_points, hi
+
+
+#: Samples along a crossing edge used to find where it first enters the body.
+EDGE_SAMPLES = 16
+#: An edge end displaced more than this (metres) is "loose": it may be pulled back to its neighbour's side.
+LOOSE = 0.005
+
+
+def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
+    """One round of resolving garment edges that cross the body, in place. Returns False when none cross.
+
+    For a crossing edge whose ends were moved far (a *loose* end, e.g. projected across a crease),
+    the looser end is pulled back to just before the point where the edge first enters the body
+    seen from the other end, then lifted one gap along the crossed triangle's normal: edges get
+    shorter, so the rounds converge. When both ends are anchored near their skinned positions the
+    body bulges between them (a thin part, a crease): both ends move out along the crossed
+    triangle's normal by the depth of the edge's deepest sample plus the gap.
+    """
+    cross, tri = query.crossing_edges(p, edges, return_triangles=True)
+    if not cross.any():
+        return False
+    ce = edges[cross]
+    nrm = query.face_normals[tri[cross]]
+    move = np.linalg.norm(p - p0, axis=1)
+    a, b = ce[:, 0].copy(), ce[:, 1].copy()
+    swap = move[a] > move[b]  # make b the looser end
+    a[swap], b[swap] = ce[swap, 1], ce[swap, 0]
+    s = np.arange(1, EDGE_SAMPLES + 1) / EDGE_SAMPLES
+    samples = p[a][:, None, :] + s[None, :, None] * (p[b] - p[a])[:, None, :]
+    inside = query.inside(samples.reshape(-1, 3)).reshape(len(ce), EDGE_SAMPLES)
+    loose = move[b] > LOOSE
+    done = np.zeros(len(p), dtype=bool)
+    for k in np.flatnonzero(loose & inside.any(axis=1)):
+        if done[b[k]]:
+            continue
+        j = int(np.argmax(inside[k]))
+        t_first = max(s[j] - 1.0 / EDGE_SAMPLES, 0.0)
+        # Closest to the loose end first; t = 0 collapses it onto the other end (always outside).
+        for t in (t_first, 0.5 * t_first, 0.0):
+            target = p[a[k]] + t * (p[b[k]] - p[a[k]])
+            if np.linalg.norm(target - p0[b[k]]) > max_push:
+                continue
+            if t > 0 and query.inside(target[None])[0]:
+                continue
+            p[b[k]] = target
+            done[b[k]] = True
+            contact[b[k]] = True
+            break
+    rest = np.flatnonzero(~done[b] & ~done[a])
+    if rest.size:
+        depth = np.zeros(len(ce))
+        mids = samples[rest][:, EDGE_SAMPLES // 2 - 1]
+        d, _, _ = signed_body_distance(query, mids)
+        depth[rest] = np.maximum(-d, 0.0)
+        lift = depth + np.maximum(gap[a], 1e-3)
+        delta = np.zeros((len(p), 3))
+        count = np.zeros(len(p))
+        for col in (a, b):
+            np.add.at(delta, col[rest], lift[rest, None] * nrm[rest])
+            np.add.at(count, col[rest], 1.0)
+        m = count > 0
+        p[m] += delta[m] / count[m, None]
+        contact[m] = True
+    _cap(p, p0, max_push)
+    return True
 
 
 def push_out_exact(query, points, edges, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
-                   max_rounds: int = 6, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 6):
-    """Push a posed garment outside the posed body surface.
+                   max_rounds: int = 4, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 12,
+                   part_labels=None, directions=None):
+    """Push a posed garment outside the posed body surface (see the module docstring).
 
     Parameters
     ----------
@@ -134,27 +306,35 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
     points : array_like (N, 3)
         Posed garment vertices, metres.
     edges : array_like int (E, 2)
-        Welded garment edges (for smoothing and the crossing fix).
+        Welded garment edges (smoothing and the crossing fix).
     params : PushParams, optional
     tightness, softness : None, float, (N,) or texture
         Masks (see :func:`kisekae.fit.pushout.resolve_mask`).
     uvs : array_like (N, 2), optional
+        Needed when a mask is a texture.
     max_rounds : int
-        Rounds of re-pushing vertices that are still inside.
+        Rounds of re-projecting vertices that are still inside.
     up : array_like (3,)
         World up (skirt bias).
-    garment_faces : array_like int (F, 3), optional
-        Garment triangles; their normals are a fallback push direction for vertices whose
-        closest surface belongs to another body part.
+    garment_faces : ignored
+        Kept for compatibility.
     crossing_rounds : int
         Rounds of the edge-crossing fix.
+    directions : (N, 3) array, optional
+        Preferred outward directions, consistent over the garment (e.g. the garment's rest normals
+        carried by skinning). A vertex trapped where body parts overlap marches along its own
+        preferred direction to where it leaves the body, so neighbours stay neighbours.
+    part_labels : tuple (garment_labels (N,), body_labels (Nb,), compatible (L, L) bool), optional
+        Body-part labels (e.g. the dominant bone of each vertex). A garment vertex trapped where
+        body parts overlap is projected preferably onto exposed skin of a compatible part.
 
     Returns
     -------
     new_points : ndarray float32 (N, 3)
     info : dict
-        ``push`` (N,) displacement length, ``d_before`` (N,) signed distance before, ``moved``
-        (N,) bool, ``rounds`` int, ``time_ms`` float.
+        ``push`` (N,) displacement length (m), ``d_before`` (N,) signed distance before (m),
+        ``moved`` (N,) bool, ``contact`` (N,) bool (needed to move), ``unresolved`` (N,) bool
+        (still inside after the solver), ``rounds`` int, ``time_ms`` float.
     """
     t0 = time.perf_counter()
     params = params or PushParams()
@@ -164,103 +344,121 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if e.size and (e.min() < 0 or e.max() >= n):
         raise KisekaeError(f"edge index out of range for {n} vertices", "edges")
-    t = resolve_mask(tightness, n, "tightness", uvs, default=params.tightness)
-    s = resolve_mask(softness, n, "softness", uvs, default=params.softness)
+    tight = resolve_mask(tightness, n, "tightness", uvs, default=params.tightness)
+    soft = resolve_mask(softness, n, "softness", uvs, default=params.softness)
     up = np.asarray(up, dtype=np.float64)
+    margin, max_push = params.margin, params.max_push
+    gap = params.stiffness * (1.0 - 0.5 * tight) * margin
+    probe_gap = max(float(gap.max(initial=0.0)), 0.25 * margin, 1e-4)
 
-    d0, n0, _ = signed_body_distance(query, p0)
-    moved = d0 < params.margin
+    d0, n0, inside0 = signed_body_distance(query, p0)
+    crossing0 = query.crossing_edges(p0, e) if e.size else np.zeros(0, bool)
+    contact = d0 < margin
+    if crossing0.any():
+        contact[e[crossing0].ravel()] = True
     p = p0.copy()
-    floor = np.zeros(n)
+    idx = np.flatnonzero(contact)
     dirs = np.zeros((n, 3))
-    idx = np.flatnonzero(moved)
+    floor = np.zeros(n)
     if idx.size:
-        amt = push_amount(d0[idx], params.margin, params.stiffness, params.max_push, t[idx], s[idx], params.skirt_bias)
-        dd = bias_direction(n0[idx], params.skirt_bias, up)
-        p[idx] += amt[:, None] * dd
-        floor[idx] = amt
-        dirs[idx] = dd
-    rounds = 1
+        amount = push_amount(d0[idx], margin, params.stiffness, max_push, tight[idx], soft[idx], params.skirt_bias)
+        direction = bias_direction(n0[idx], params.skirt_bias, up)
+        p[idx] += amount[:, None] * direction
+        dirs[idx] = direction
+        floor[idx] = amount
+    exposure = None
+    pref = None
+    if directions is not None:
+        pref = as_points(directions, "directions")
+        if len(pref) != n:
+            raise KisekaeError(f"expected {n} directions, got {len(pref)}", "directions")
+        pref = pref / np.maximum(np.linalg.norm(pref, axis=1, keepdims=True), 1e-12)
 
-    def repush(p):
-        """Move allowed vertices that are still inside out of the body; returns how many were inside.
-
-        Candidates, tried in order for each vertex: the closest surface point (when the vertex is
-        behind that triangle) plus the gap, then marching along the garment normal, towards and away
-        from the closest surface (the latter where body parts overlap) by growing steps up to ``max_push`` - whichever first lands
-        outside by the winding-number test.
-        """
-        cand = np.flatnonzero(moved)
+    def reproject(p):
+        """Project contact vertices that are still inside onto the nearest exposed body point."""
+        nonlocal exposure
+        cand = np.flatnonzero(contact)
         if cand.size == 0:
             return 0
-        d, nn, inside = signed_body_distance(query, p[cand])
-        bad = cand[inside]
+        bad = cand[query.inside(p[cand])]
         if bad.size == 0:
             return 0
-        gap = params.stiffness * (1.0 - 0.5 * t[bad]) * params.margin
-        gn = _garment_normals(p, faces, bad) if faces is not None else nn[inside]
-        todo = np.ones(bad.size, dtype=bool)
-        trials = [(nn[inside], -d[inside] + gap)]
-        for step in (0.004, 0.008, 0.016, 0.03, 0.05, 0.075, params.max_push):
-            if step > params.max_push:
-                continue
-            for direction in (gn, nn[inside], -nn[inside]):
-                trials.append((direction, np.full(bad.size, step) + gap))
-        for direction, amount in trials:
-            if not todo.any():
+        # First try: the closest surface point plus the gap (one body part).
+        d, nn, inside = signed_body_distance(query, p[bad])
+        trial = p[bad] + (np.maximum(-d, 0.0) + gap[bad])[:, None] * nn
+        ok = (np.linalg.norm(trial - p0[bad], axis=1) <= max_push) & ~query.inside(trial)
+        p[bad[ok]] = trial[ok]
+        bad = bad[~ok]
+        if bad.size == 0:
+            return 0
+        # Then: march along the preferred direction to where the union ends.
+        if pref is not None:
+            ex, dist = march_out(query, p[bad], pref[bad], max_push)
+            trial = ex + gap[bad][:, None] * pref[bad]
+            ok = np.isfinite(dist) & (np.linalg.norm(trial - p0[bad], axis=1) <= max_push)
+            ok[ok] = ~query.inside(trial[ok])
+            p[bad[ok]] = trial[ok]
+            bad = bad[~ok]
+            if bad.size == 0:
+                return 0
+        # Then: the nearest exposed point of the union's boundary.
+        if exposure is None:
+            exposure = _Exposure(query, probe_gap)
+        if part_labels is not None:
+            g_lab, b_lab, compat = part_labels
+            near = exposure.nearest(p[bad], radius=max_push + probe_gap, labels=np.asarray(g_lab)[bad],
+                                    body_labels=np.asarray(b_lab), compatible=np.asarray(compat, dtype=bool))
+        else:
+            near = exposure.nearest(p[bad], radius=max_push + probe_gap)
+        for i, cands in zip(bad, near):
+            for v in cands:
+                target = exposure.v[v] + exposure.n[v] * max(gap[i], 1e-4)
+                if np.linalg.norm(target - p0[i]) > max_push:
+                    continue
+                if gap[i] != probe_gap and query.inside(target[None])[0]:
+                    continue
+                p[i] = target
                 break
-            rows = np.flatnonzero(todo)
-            newp = p[bad[rows]] + amount[rows, None] * direction[rows]
-            disp = newp - p0[bad[rows]]
-            ln = np.linalg.norm(disp, axis=1)
-            ok = ln <= params.max_push
-            rows, newp = rows[ok], newp[ok]
-            if rows.size == 0:
-                continue
-            out = ~query.inside(newp)
-            p[bad[rows[out]]] = newp[out]
-            todo[rows[out]] = False
         return int(bad.size)
 
-    faces = None if garment_faces is None else np.asarray(garment_faces, dtype=np.int64)
-    while rounds < max_rounds and repush(p):
-        rounds += 1
-    if params.smooth_iterations > 0 and idx.size:
-        disp = smooth_displacement(p - p0, moved, e, params.smooth_iterations, 0.5, floor, dirs)
-        ln = np.linalg.norm(disp, axis=1)
-        disp *= np.minimum(1.0, params.max_push / np.maximum(ln, 1e-30))[:, None]
-        p = p0 + disp
+    rounds = 0
+    smooth_iters = max(int(params.smooth_iterations), 0)
+    for sweep in range(3):
         r = 0
-        while r < max_rounds and repush(p):
+        while r < max_rounds and reproject(p):
             r += 1
         rounds += r
-    # edges that still cross the body: push both ends out by the depth of the edge's deepest sample
+        if smooth_iters == 0 or idx.size == 0:
+            break
+        # Relax the displacement over contact neighbours so projected vertices form a coherent
+        # sheet; a vertex that relaxing puts back inside keeps its previous position.
+        before = p.copy()
+        disp = smooth_displacement(p - p0, contact, e, smooth_iters, 0.5, floor, dirs)
+        p = _cap(p0 + disp, p0, max_push)
+        c = np.flatnonzero(contact)
+        back = c[query.inside(p[c])]
+        p[back] = before[back]
+        if back.size == 0:
+            break
+    # Edges that still cross the body (see _fix_crossings).
     if e.size:
         for _ in range(crossing_rounds):
-            cross = query.crossing_edges(p, e)
-            if not np.any(cross):
+            if not _fix_crossings(query, p, p0, e, contact, gap, max_push):
                 break
-            ce = e[cross]
-            best_d = np.full(len(ce), np.inf)
-            best_n = np.zeros((len(ce), 3))
-            for f in (0.25, 0.5, 0.75):
-                d, nn, _ = signed_body_distance(query, (1 - f) * p[ce[:, 0]] + f * p[ce[:, 1]])
-                better = d < best_d
-                best_d[better] = d[better]
-                best_n[better] = nn[better]
-            amount = np.maximum(0.0, -best_d) + params.margin * max(params.stiffness, 0.25)
-            for col in (0, 1):
-                v = ce[:, col]
-                allowed = moved[v] | (d0[v] < params.margin)
-                newp = p[v] + amount[:, None] * best_n
-                ok = allowed & (np.linalg.norm(newp - p0[v], axis=1) <= params.max_push)
-                p[v[ok]] = newp[ok]
-                moved[v[ok]] = True
+            r = 0
+            while r < max_rounds and reproject(p):
+                r += 1
     push = np.linalg.norm(p - p0, axis=1)
+    unresolved = np.zeros(n, dtype=bool)
+    if contact.any():
+        c = np.flatnonzero(contact)
+        unresolved[c] = query.inside(p[c])
     return p.astype(np.float32), {
         "push": push,
         "d_before": d0,
-        "moved": push > 0,
+        "moved": push > MOVE_EPS,
+        "contact": contact,
+        "unresolved": unresolved,
         "rounds": rounds,
         "time_ms": (time.perf_counter() - t0) * 1e3,
     }

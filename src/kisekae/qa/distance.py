@@ -8,7 +8,7 @@ import numpy as np
 from .bvh import BVH, BVHState
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def point_triangle_distance2(px, py, pz, tri, t):
     """Squared distance from p to triangle ``tri[t]`` (Ericson, Real-Time Collision Detection 5.1.5)."""
     ax, ay, az = tri[t, 0, 0], tri[t, 0, 1], tri[t, 0, 2]
@@ -29,7 +29,7 @@ def point_triangle_distance2(px, py, pz, tri, t):
             qx, qy, qz = bx, by, bz
         else:
             vc = d1 * d4 - d3 * d2
-            if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+            if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0 and d1 - d3 > 0.0:
                 v = d1 / (d1 - d3)
                 qx, qy, qz = ax + v * abx, ay + v * aby, az + v * abz
             else:
@@ -40,17 +40,17 @@ def point_triangle_distance2(px, py, pz, tri, t):
                     qx, qy, qz = cx, cy, cz
                 else:
                     vb = d5 * d2 - d1 * d6
-                    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+                    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0 and d2 - d6 > 0.0:
                         w = d2 / (d2 - d6)
                         qx, qy, qz = ax + w * acx, ay + w * acy, az + w * acz
                     else:
                         va = d3 * d6 - d5 * d4
-                        if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+                        if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0 and (d4 - d3) + (d5 - d6) > 0.0:
                             w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
                             qx, qy, qz = bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
                         else:
                             den = va + vb + vc
-                            if den == 0.0:  # degenerate triangle: fall back to its first corner
+                            if not den > 0.0:  # degenerate triangle: fall back to its first corner
                                 qx, qy, qz = ax, ay, az
                             else:
                                 v = vb / den
