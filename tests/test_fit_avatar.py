@@ -38,5 +38,9 @@ def test_exact_mode_stand_pose(avatar):
     new, info = push_out_exact(q, x, part.mesh.edges, params, garment_faces=part.mesh.faces)
     assert q.inside(new).sum() == 0
     assert info["push"].max() <= params.max_push + 1e-7
-    far = info["d_before"] >= params.margin
+    # Clear vertices (farther than margin, and not the end of an edge that crosses the body) never move.
+    far = ~info["contact"]
     assert np.abs(new[far] - x[far]).max() < 1e-4
+    crossing_ends = np.unique(part.mesh.edges[q.crossing_edges(x, part.mesh.edges)].ravel())
+    assert set(np.flatnonzero(info["contact"] & (info["d_before"] >= params.margin))) <= set(crossing_ends)
+    assert q.crossing_edges(new, part.mesh.edges).sum() == 0
