@@ -17,4 +17,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+# The Khronos glTF validator (npm) for the glTF round-trip tests.
+if ! command -v node >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q nodejs npm >/dev/null
+fi
+if [ ! -d cache/node/node_modules/gltf-validator ]; then
+  npm install --no-audit --no-fund --silent --prefix cache/node gltf-validator@2.0.0-dev.3.10 >/dev/null 2>&1 \
+    || echo "bootstrap: warning: could not install gltf-validator (npm); the validator test will say how"
+fi
 .venv/bin/python -c "import kisekae" && echo "bootstrap: ready (.venv)"
