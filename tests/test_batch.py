@@ -302,3 +302,70 @@ def test_cli_batch_and_report(small, tmp_path, capsys):
                       (["batch", str(tmp_path / "none.toml")], "file not found")):
         assert main(argv) == 2, argv
         assert msg in capsys.readouterr().err, argv
+
+
+# -- the after stage -----------------------------------------------------------------------
+def test_after_stage_plumbing_with_a_known_fix(tmp_path, monkeypatch):
+    """A stand-in fix that lifts the garment 10 m away: the after row must show it clear of the body
+    and carry the fix's own metrics; a fix that raises fails only the after rows."""
+    import numpy as np
+
+    from kisekae.batch import worker
+
+    calls = []
+
+    def far_fix(avatar, pose, garment, settings):
+        calls.append((garment, pose.name, dict(settings)))
+        pts = avatar.posed_vertices(garment, pose) + np.float32([10.0, 0.0, 0.0])
+        return pts, {"max_push_m": 10.0, "moved_fraction": 1.0, "moved_unnecessarily": len(pts)}
+
+    monkeypatch.setattr(worker, "fix_function", lambda: far_fix)
+    cat = load_catalog(write_catalog(tmp_path, garments=['name = "skirt"\nfit = { margin = 0.003 }'],
+                                     motions=['poses = ["crouch"]'], extra='stages = ["before", "after"]\n'))
+    run_catalog(cat, tmp_path / "s.sqlite", executor="inline", progress=False)
+    with Store(tmp_path / "s.sqlite", readonly=True) as s:
+        before, after = s.rows(order="stage DESC")
+    assert (before["stage"], after["stage"]) == ("before", "after")
+    assert calls == [("skirt", "crouch", {"margin": 0.003})]
+    assert before["inside_count"] > 50 and before["max_push_m"] is None
+    assert (after["inside_count"], after["edge_crossings"], after["max_depth_m"]) == (0, 0, 0.0)
+    assert (after["max_push_m"], after["moved_fraction"], after["moved_unnecessarily"]) == (10.0, 1.0, 720)
+    assert after["vertices"] == before["vertices"] == 720 and after["settings_hash"] == before["settings_hash"]
+
+    def broken_fix(avatar, pose, garment, settings):
+        raise FloatingPointError("solver diverged")
+
+    monkeypatch.setattr(worker, "fix_function", lambda: broken_fix)
+    run_catalog(cat, tmp_path / "s2.sqlite", executor="inline", progress=False)
+    with Store(tmp_path / "s2.sqlite", readonly=True) as s:
+        before, after = s.rows(order="stage DESC")
+    assert before["error"] is None and before["inside_count"] > 50
+    assert after["error"] == "FloatingPointError: solver diverged" and after["inside_count"] is None
+
+
+def test_after_stage_matches_the_fix_solver(tmp_path):
+    """With kisekae.fit's solver present, after rows equal fix_pose + check_pose run directly."""
+    fix_mod = pytest.importorskip("kisekae.fit.fix")
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.avatar.poses import named_pose
+    from kisekae.qa.check import check_pose
+
+    cat = load_catalog(write_catalog(tmp_path, garments=['name = "skirt"', 'name = "tights"\nfit = { margin = 0.003 }'],
+                                     motions=['poses = ["leg_raise"]'], extra='stages = ["before", "after"]\n'))
+    run_catalog(cat, tmp_path / "s.sqlite", executor="inline", progress=False)
+    with Store(tmp_path / "s.sqlite", readonly=True) as s:
+        rows = {r["garment"]: r for r in s.rows("stage = 'after'")}
+    av = load_builtin_avatar()
+    pose = named_pose(av.skeleton, "leg_raise")
+    from kisekae.fit import PushParams
+
+    for g, params in (("skirt", None), ("tights", PushParams(margin=0.003))):
+        res = fix_mod.fix_pose(av, pose, [g], params)[g]
+        rec = check_pose(av, pose, [g], posed_garments={g: res.positions})[0]
+        r = rows[g]
+        assert r["error"] is None
+        for m in ("inside_count", "inside_fraction", "max_depth_m", "edge_crossings"):
+            assert r[m] == rec[m], (g, m)
+        for m in ("max_push_m", "moved_fraction", "moved_unnecessarily"):
+            assert r[m] == res.metrics[m], (g, m)
+        assert r["max_push_m"] > 0.001  # leg_raise really moves both garments

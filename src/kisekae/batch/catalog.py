@@ -54,8 +54,8 @@ from ..errors import KisekaeError
 STAGES = ("before", "after")
 RIGS = ("auto", "game_engine", "cmu_mb")
 GLTF_SUFFIXES = (".glb", ".gltf", ".vrm")
-#: Settings the after stage accepts besides :class:`kisekae.fit.PushParams` fields.
-EXTRA_FIT_KEYS = ("mode",)
+#: Settings the after stage accepts besides :class:`kisekae.fit.PushParams` fields (none yet).
+EXTRA_FIT_KEYS: tuple = ()
 
 _TOP_KEYS = {"store", "stages", "fit", "bodies", "garments", "motions"}
 _BODY_KEYS = {"name", "builtin", "path", "rig"}
@@ -158,7 +158,8 @@ def _resolve(base: Path, p: str) -> str:
 
 
 def check_fit_settings(settings: dict, where: str, source: str) -> dict:
-    """Validate fit settings against :class:`kisekae.fit.PushParams` (field names and ranges).
+    """Validate fit settings against :class:`kisekae.fit.PushParams` (field names and types; ranges
+    are checked on each garment's effective settings by :func:`parse_catalog`).
 
     Returns the settings unchanged; raises :class:`KisekaeError` naming ``where`` otherwise.
     """
@@ -176,8 +177,6 @@ def check_fit_settings(settings: dict, where: str, source: str) -> dict:
     for k, v in settings.items():
         if k in names and (isinstance(v, bool) or not isinstance(v, (int, float))):
             _fail(f"{where}.{k} must be a number, got {v!r}", source)
-        if k == "mode" and not isinstance(v, str):
-            _fail(f"{where}.mode must be a string", source)
     return settings
 
 
@@ -268,6 +267,14 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
             _fail(f"{where}: duplicate or reserved garment name {name!r}", src)
         fit = dict(check_fit_settings(e.get("fit", {}), f"{where}.fit", src))
         cat.garments[name] = {"kind": kind, "path": None if p is None else _resolve(base, p), "fit": fit}
+        effective = cat.garment_settings(name)
+        if effective:
+            from ..fit import PushParams
+
+            try:
+                PushParams(**{k: v for k, v in effective.items() if k not in EXTRA_FIT_KEYS})
+            except KisekaeError as exc:
+                _fail(f"{where}: fit settings {effective}: {exc}", src)
 
     for i, e in enumerate(data["motions"]):
         where = f"motions[{i}]"

@@ -184,16 +184,30 @@ def _pose(cid: str, body: str, rig: str, avatar, motion: str, frame: int):
 
 
 def fix_function():
-    """The push-out entry point of :mod:`kisekae.fit` used by the ``after`` stage, or None.
+    """The ``after`` stage's fix, or None when this installation's :mod:`kisekae.fit` lacks it.
 
-    It is ``kisekae.fit.fix_garment(avatar, pose, garment, settings) -> (positions (N, 3), metrics)``
-    where ``metrics`` holds :data:`FIX_METRICS`.
+    Returns ``fix(avatar, pose, garment, settings) -> (positions (N, 3) float32, metrics dict)``, a
+    thin wrapper of :func:`kisekae.fit.fix.fix_pose` (the solver of ``kisekae check --fix``) for one
+    garment. With empty ``settings`` the solver's own defaults apply (skirt mode for skirt-like
+    names); otherwise ``settings`` override those defaults field by field
+    (:class:`kisekae.fit.PushParams`).
     """
     try:
-        from .. import fit
-    except ImportError:  # pragma: no cover
+        from ..fit.fix import fix_pose, params_for
+        from ..fit.pushout import PushParams
+    except ImportError:
         return None
-    return getattr(fit, "fix_garment", None)
+
+    def fix(avatar, pose, garment: str, settings: dict):
+        params = None
+        if settings:
+            from dataclasses import asdict
+
+            params = PushParams(**{**asdict(params_for(garment, None)), **settings})
+        result = fix_pose(avatar, pose, [garment], params)[garment]
+        return result.positions, result.metrics
+
+    return fix
 
 
 def fix_available() -> bool:
