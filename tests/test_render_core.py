@@ -52,12 +52,12 @@ def test_edited_core_changes_the_rendered_pixels(tmp_path, ball):
     text = tl.read_text()
     assert "ao = saturate(ao * (1.0 - P.aoStrength * k));" in text
     tl.write_text(text.replace("ao = saturate(ao * (1.0 - P.aoStrength * k));", "ao = ao;"))
-    edited = S.core_program(core_dir=core, use_cache=False)
-    assert edited.key != S.core_program().key
+    edited = S.CoreShading(core_dir=core, use_cache=False)
+    assert edited.key != S.CoreShading().key
     item = DrawItem(p, f, materials.skin(FLAT), attributes={"tightness": np.ones(len(p))})
     plain = DrawItem(p, f, materials.skin(FLAT))
     r_core = Renderer(samples=0)
-    r_edit = Renderer(samples=0, shading=S.CoreShading(edited))
+    r_edit = Renderer(samples=0, shading=edited)
     a = r_core.draw([item], cam, (64, 48)).rgb[24, 32].astype(int)
     b = r_edit.draw([item], cam, (64, 48)).rgb[24, 32].astype(int)
     c = r_core.draw([plain], cam, (64, 48)).rgb[24, 32].astype(int)

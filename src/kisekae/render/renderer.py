@@ -29,6 +29,7 @@ from .materials import Material, colormap_table
 #: Per-vertex attribute names a :class:`DrawItem` may carry (all optional, default 0).
 EFFECT_ATTRIBUTES = ("tightness", "pressure", "compress", "stretch", "ratio", "heat", "wound")
 ROLES = ("body", "garment", "other")
+_DRAW_ORDER = {"garment": 0, "other": 1, "body": 2}
 
 
 @dataclass
@@ -249,12 +250,10 @@ class Renderer:
         self.shading = shading or _sh.CoreShading()
         self.background = tuple(float(c) for c in background)
         ctx = self.ctx
-        self._surface = ctx.program(vertex_shader=self.shading.vertex_shader,
-                                    fragment_shader=self.shading.fragment_shader)
-        self._surface[_sh.VERTEX_BLOCK].binding = _sh.VERTEX_BINDING
-        self._surface[_sh.PIXEL_BLOCK].binding = _sh.PIXEL_BINDING
-        self._vubo = ctx.buffer(reserve=self._surface[_sh.VERTEX_BLOCK].size)
-        self._pubo = ctx.buffer(reserve=self._surface[_sh.PIXEL_BLOCK].size)
+        self._programs: dict[tuple, object] = {}
+        ref = self._program(_sh.ALL_FEATURES)
+        self._vubo = ctx.buffer(reserve=ref[_sh.VERTEX_BLOCK].size)
+        self._pubo = ctx.buffer(reserve=ref[_sh.PIXEL_BLOCK].size)
         self._wire = ctx.program(vertex_shader=_sh.WIRE_VS, fragment_shader=_sh.WIRE_FS)
         self._id = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.ID_FS)
         self._cmaps: dict[str, object] = {}
@@ -264,6 +263,21 @@ class Renderer:
         self.mesh_cache_size = 16
 
     # ------------------------------------------------------------------ resources
+    def _program(self, features):
+        """The linked GL program of one fragment variant (see :func:`kisekae.render.shading.features_of`)."""
+        prog = self._programs.get(features)
+        if prog is None:
+            src = self.shading.program(features)
+            prog = self.ctx.program(vertex_shader=src.vertex_shader, fragment_shader=src.fragment_shader)
+            if _sh.VERTEX_BLOCK in prog:
+                prog[_sh.VERTEX_BLOCK].binding = _sh.VERTEX_BINDING
+            if _sh.PIXEL_BLOCK in prog:
+                prog[_sh.PIXEL_BLOCK].binding = _sh.PIXEL_BINDING
+            if _sh.COLORMAP_SAMPLER in prog:
+                prog[_sh.COLORMAP_SAMPLER].value = 0
+            self._programs[features] = prog
+        return prog
+
     def _cmap(self, name):
         tex = self._cmaps.get(name)
         if tex is None:
@@ -317,8 +331,9 @@ class Renderer:
         for tex in self._cmaps.values():
             tex.release()
         self._cmaps.clear()
-        for p in (self._surface, self._wire, self._id, self._vubo, self._pubo):
+        for p in (*self._programs.values(), self._wire, self._id, self._vubo, self._pubo):
             p.release()
+        self._programs.clear()
 
     # ------------------------------------------------------------------ drawing
     @staticmethod
@@ -338,8 +353,7 @@ class Renderer:
             ibo = ctx.buffer(faces.tobytes())
             entry = {
                 "vbo": vbo, "ibo": ibo,
-                "surface": ctx.vertex_array(self._surface, [(vbo, _sh.BUFFER_FORMAT, *[a for a, _ in _sh.ATTRIBUTES])],
-                                            index_buffer=ibo, index_element_size=4, skip_errors=True),
+                "surface": {},  # fragment variant -> vertex array
                 "id": ctx.vertex_array(self._id, [(vbo, f"3f {4 * (_sh.STRIDE - 3)}x", "in_position")],
                                        index_buffer=ibo, index_element_size=4),
                 "edges": {},
@@ -351,7 +365,7 @@ class Renderer:
 
     @staticmethod
     def _release_mesh(entry):
-        for obj in [entry["surface"], entry["id"], *[v for e in entry["edges"].values() for v in e]]:
+        for obj in [*entry["surface"].values(), entry["id"], *[v for e in entry["edges"].values() for v in e]]:
             obj.release()
         entry["vbo"].release()
         entry["ibo"].release()
@@ -370,9 +384,8 @@ class Renderer:
         key, fill = _sh.light_directions(camera)
         self._vubo.bind_to_uniform_block(_sh.VERTEX_BINDING)
         self._pubo.bind_to_uniform_block(_sh.PIXEL_BINDING)
-        if _sh.COLORMAP_SAMPLER in self._surface:
-            self._surface[_sh.COLORMAP_SAMPLER].value = 0
-        for item in items:
+        # garments first: the body fragments they hide then fail the early depth test (less shading)
+        for item in sorted(items, key=lambda it: _DRAW_ORDER[it.role]):
             entry = self._gpu_mesh(item)
             entry["vbo"].write(item.vertex_data().tobytes())
             w = item.wound
@@ -381,10 +394,16 @@ class Renderer:
             else:
                 self._vubo.write(self.shading.vertex_block(vp, hole_size=w.hole_size, hole_intensity=w.hole_intensity,
                                                            hits=w.hits))
-            self._pubo.write(self.shading.pixel_block(item.material, camera.eye, key, fill,
-                                                      ratio="ratio" in item.attributes))
+            self._pubo.write(self.shading.pixel_block(item.material, camera.eye, key, fill))
             self._cmap(item.material.colormap).use(0)
-            entry["surface"].render()
+            features = _sh.features_of(item)
+            vao = entry["surface"].get(features)
+            if vao is None:
+                vao = self.ctx.vertex_array(self._program(features),
+                                            [(entry["vbo"], _sh.BUFFER_FORMAT, *[a for a, _ in _sh.ATTRIBUTES])],
+                                            index_buffer=entry["ibo"], index_element_size=4, skip_errors=True)
+                entry["surface"][features] = vao
+            vao.render()
             if item.material.kind == "wireframe":
                 vao = self._wire_vao(entry, item)
                 self._wire["u_view_proj"].write(vp.T.astype(np.float32).tobytes())

@@ -56,32 +56,60 @@ VERTEX_BINDING, PIXEL_BINDING = 0, 1
 COLORMAP_SAMPLER = "SPIRV_Cross_Combined_Colormap_ColormapSampler"
 
 
+#: Feature switches of the fragment stage (``KISEKAE_RENDER_<name>``), in variant-tuple order.
+FEATURES = ("MAP", "DENT", "WRINKLE", "RATIO", "WOUND")
+#: Every feature on (the reference variant; its uniform blocks size the renderer's buffers).
+ALL_FEATURES = (True,) * len(FEATURES)
+
+
+def features_of(item) -> tuple:
+    """The fragment variant a :class:`~kisekae.render.renderer.DrawItem` needs, a tuple of bools.
+
+    A software rasterizer (llvmpipe) executes both sides of every branch, so code for effects a mesh
+    does not carry is compiled out instead of skipped: ``MAP`` heat-map/tension kinds, ``DENT`` skin
+    with ``tightness``/``pressure``, ``WRINKLE`` skin/cloth with ``compress``/``ratio`` and a wrinkle
+    height, ``RATIO`` meshes with ``ratio``, ``WOUND`` skin with ``wound`` or a wound morph.
+    """
+    m, a = item.material, item.attributes
+    surface = m.kind in ("skin", "cloth")
+    return (m.kind in ("heatmap", "tension"),
+            m.kind == "skin" and ("tightness" in a or "pressure" in a),
+            surface and m.wrinkles and m.preset.wrinkle_amp > 0 and ("compress" in a or "ratio" in a),
+            "ratio" in a,
+            m.kind == "skin" and ("wound" in a or item.wound is not None))
+
+
 @dataclass(frozen=True)
 class CoreProgram:
-    """GLSL of the renderer's surface program, generated from the HLSL entry files and the core.
+    """GLSL of one variant of the renderer's surface program, generated from the HLSL files and the core.
 
     Attributes
     ----------
     vertex_shader, fragment_shader : str
         GLSL 4.10 from spirv-cross.
     key : str
-        Cache key (SHA-256 over the entry source, every core ``.hlsl`` file, flags and tool versions)
-        of the vertex and fragment stages, joined by ``+``.
+        Cache keys (SHA-256 over the entry source, every core ``.hlsl`` file, defines, flags and tool
+        versions) of the vertex and fragment stages, joined by ``+``.
+    features : tuple of bool
+        The variant, see :data:`FEATURES`.
     """
 
     vertex_shader: str
     fragment_shader: str
     key: str
+    features: tuple = ALL_FEATURES
 
 
 _PROGRAMS: dict[tuple, CoreProgram] = {}
 
 
-def core_program(*, core_dir=None, use_cache: bool = True) -> CoreProgram:
-    """Cross-compile the renderer's surface program from HLSL (memoised per core folder).
+def core_program(features=ALL_FEATURES, *, core_dir=None, use_cache: bool = True) -> CoreProgram:
+    """Cross-compile one variant of the renderer's surface program from HLSL.
 
     Parameters
     ----------
+    features : tuple of bool, default all on
+        Which ``KISEKAE_RENDER_*`` switches are on, in :data:`FEATURES` order.
     core_dir : path, optional
         Another copy of the shader core (tests); default the installed ``kisekae/shaders/hlsl``.
     use_cache : bool
@@ -96,18 +124,25 @@ def core_program(*, core_dir=None, use_cache: bool = True) -> CoreProgram:
     KisekaeError
         When the HLSL tools are missing (the message names the packages) or the core does not compile.
     """
+    from ..errors import KisekaeError
     from ..shaders import compile_hlsl
 
-    defines = {"KISEKAE_RENDER_MAX_HITS": MAX_HITS}
-    memo = (str(core_dir), use_cache)
-    # the compile itself is cached by content hash; the memo only skips re-hashing within a process,
+    features = tuple(bool(f) for f in features)
+    if len(features) != len(FEATURES):
+        raise KisekaeError(f"expected {len(FEATURES)} switches ({', '.join(FEATURES)}), got {len(features)}",
+                           "features")
+    memo = (features, use_cache)
+    # compile_hlsl caches by content hash; this memo only skips re-hashing the files within a process
     # and is bypassed whenever a core folder is given explicitly
     if core_dir is None and memo in _PROGRAMS:
         return _PROGRAMS[memo]
-    vs = compile_hlsl(VERTEX_HLSL, "vert", defines=defines, glsl_version=410, core_dir=core_dir, use_cache=use_cache)
+    defines = {"KISEKAE_RENDER_MAX_HITS": MAX_HITS}
+    defines.update({f"KISEKAE_RENDER_{name}": int(on) for name, on in zip(FEATURES, features)})
+    vs = compile_hlsl(VERTEX_HLSL, "vert", defines={"KISEKAE_RENDER_MAX_HITS": MAX_HITS}, glsl_version=410,
+                      core_dir=core_dir, use_cache=use_cache)
     fs = compile_hlsl(FRAGMENT_HLSL, "frag", defines=defines, glsl_version=410, core_dir=core_dir,
                       use_cache=use_cache)
-    prog = CoreProgram(vs.glsl, fs.glsl, vs.key + "+" + fs.key)
+    prog = CoreProgram(vs.glsl, fs.glsl, vs.key + "+" + fs.key, features)
     if core_dir is None:
         _PROGRAMS[memo] = prog
     return prog
@@ -158,17 +193,29 @@ class CoreShading:
 
     Parameters
     ----------
-    program : CoreProgram, optional
-        Default :func:`core_program` (the installed core).
+    core_dir : path, optional
+        Another copy of the shader core (tests); default the installed one.
+    use_cache : bool
+        Use the on-disk shader cache.
     """
 
     name = "hlsl-core"
 
-    def __init__(self, program: CoreProgram | None = None):
-        prog = program or core_program()
-        self.vertex_shader = prog.vertex_shader
-        self.fragment_shader = prog.fragment_shader
-        self.key = prog.key
+    def __init__(self, *, core_dir=None, use_cache: bool = True):
+        self.core_dir = core_dir
+        self.use_cache = use_cache
+        self._variants: dict[tuple, CoreProgram] = {}
+        ref = self.program(ALL_FEATURES)
+        self.vertex_shader = ref.vertex_shader
+        self.fragment_shader = ref.fragment_shader
+        self.key = ref.key
+
+    def program(self, features) -> CoreProgram:
+        """The :class:`CoreProgram` of one variant (compiled on first use)."""
+        features = tuple(bool(f) for f in features)
+        if features not in self._variants:
+            self._variants[features] = core_program(features, core_dir=self.core_dir, use_cache=self.use_cache)
+        return self._variants[features]
 
     @staticmethod
     def vertex_block(view_proj, *, hole_size: float = 0.0, hole_intensity: float = 1.0, hits=None) -> bytes:
@@ -193,7 +240,7 @@ class CoreShading:
         return block.tobytes()
 
     @staticmethod
-    def pixel_block(material: Material, eye, key_dir, fill_dir, *, ratio: bool = False) -> bytes:
+    def pixel_block(material: Material, eye, key_dir, fill_dir) -> bytes:
         """std140 bytes of ``KisekaeRenderPixel`` for one material.
 
         Parameters
@@ -203,8 +250,6 @@ class CoreShading:
             Camera position, metres.
         key_dir, fill_dir : (3,) float
             Unit directions towards the key and fill lights.
-        ratio : bool
-            The mesh carries the tension ratio T: the core maps it with the material's tension parameters.
         """
         p = material.preset
         surface = material.kind in ("skin", "cloth")
@@ -212,16 +257,17 @@ class CoreShading:
         shaded = 1.0 if material.shaded else 0.0
         lo, hi = material.heat_range
         t = material.tension_params
+        linear = lambda c: tuple(float(x) ** 2.2 for x in c)  # noqa: E731 - sRGB-ish 2.2 gamma, as the shader
         block = np.array([
-            (*material.color, KINDS[material.kind]),
+            (*linear(material.color), KINDS[material.kind]),
             (*(float(x) for x in eye), shaded),
             (*(float(x) for x in key_dir), float(p.bands) if surface else 0.0),
             (*(float(x) for x in fill_dir), p.contrast if surface else 1.0),
             (p.normal_strength, p.ao_gain, p.sss_loss, p.dent_depth),
             (p.sss, p.rim if surface else 0.0, p.specular, p.wrinkle_amp if wrinkles else 0.0),
-            (p.wrinkle_freq, 1.0 if ratio else 0.0, lo, hi),
+            (p.wrinkle_freq, 0.0, lo, hi),
             (t[0], t[1], t[2], t[3]),
-            (*material.wound_color, 0.35),
+            (*linear(material.wound_color), 0.35),
         ], np.float32)
         return block.tobytes()
 

@@ -5,12 +5,35 @@
 // carries the ratio T) and the wound morph parameter from the vertex stage. This file adds only what
 // a picture needs around them: lights, toon bands, rim, a procedural wrinkle normal pattern blended by
 // compression, heat-map colours and sRGB output.
+//
+// Feature switches (0/1; the renderer compiles one variant per combination it draws, because a software
+// rasterizer such as llvmpipe runs both sides of every branch):
+//   KISEKAE_RENDER_MAP      heat-map / Tension Map colours (kinds 3, 4)
+//   KISEKAE_RENDER_DENT     the core's tight look (the mesh has tightness or pressure)
+//   KISEKAE_RENDER_WRINKLE  the wrinkle normal blend (the mesh has compression)
+//   KISEKAE_RENDER_RATIO    the core's Tension Map from the ratio T (the mesh has T)
+//   KISEKAE_RENDER_WOUND    wound tint by the morph parameter p
+#ifndef KISEKAE_RENDER_MAP
+#define KISEKAE_RENDER_MAP 1
+#endif
+#ifndef KISEKAE_RENDER_DENT
+#define KISEKAE_RENDER_DENT 1
+#endif
+#ifndef KISEKAE_RENDER_WRINKLE
+#define KISEKAE_RENDER_WRINKLE 1
+#endif
+#ifndef KISEKAE_RENDER_RATIO
+#define KISEKAE_RENDER_RATIO 1
+#endif
+#ifndef KISEKAE_RENDER_WOUND
+#define KISEKAE_RENDER_WOUND 1
+#endif
 #define KISEKAE_NO_DATA
 #include "kisekae_core.hlsl"
 
 cbuffer KisekaeRenderPixel : register(b1)
 {
-    float4 _Base;       // rgb = base colour (sRGB 0..1), a = material kind (0 skin, 1 cloth, 2 wire, 3 heat, 4 tension)
+    float4 _Base;       // rgb = base colour (linear 0..1), a = material kind (0 skin, 1 cloth, 2 wire, 3 heat, 4 tension)
     float4 _Eye;        // xyz = camera position (m), w = 1 to light heat-map/tension colours
     float4 _KeyDir;     // xyz = unit direction towards the key light, w = toon bands (0 = smooth)
     float4 _FillDir;    // xyz = unit direction towards the fill light, w = contrast exponent
@@ -18,7 +41,7 @@ cbuffer KisekaeRenderPixel : register(b1)
     float4 _Look;       // SSS amount, rim strength, specular strength, wrinkle height at compress 1 (m)
     float4 _Wrinkle;    // wrinkle ridges per metre, 1 = tension from the ratio T, heat range lo, hi
     float4 _Tension;    // core tension params: falloff, stretchArea, compressArea, weightLimit
-    float4 _WoundColor; // rgb = wound colour at p = 1 (sRGB), a = AO loss at p = 1
+    float4 _WoundColor; // rgb = wound colour at p = 1 (linear), a = AO loss at p = 1
 };
 
 Texture2D<float4> _Colormap : register(t0);      // 256 x 1 heat-map colours
@@ -79,7 +102,8 @@ float4 main(PixelIn i) : SV_Target
     // tension: the core's Tension Map from the ratio T, or the mesh's own compress/stretch
     float compress = saturate(i.look.z);
     float stretch = saturate(i.look.w);
-    if (_Wrinkle.y > 0.5 && i.extra.x > 0.0)
+#if KISEKAE_RENDER_RATIO
+    if (i.extra.x > 0.0)
     {
         KisekaeTensionParams TP;
         TP.falloff = _Tension.x;
@@ -90,72 +114,63 @@ float4 main(PixelIn i) : SV_Target
         compress = t.compress;
         stretch = t.stretch;
     }
-    // derivatives first (uniform control flow)
+#endif
+#if KISEKAE_RENDER_DENT || KISEKAE_RENDER_WRINKLE
     float3 dpdx = ddx(i.world);
     float3 dpdy = ddy(i.world);
+#endif
+    float3 albedo = _Base.rgb;  // linear
+#if KISEKAE_RENDER_MAP
+    if (kind == 3 || kind == 4)
+    {
+        float3 mapped = float3(compress, stretch, 0.0);  // the Tension Map colour (display values)
+        if (kind == 3)
+        {
+            float t = saturate((i.extra.y - _Wrinkle.z) / (_Wrinkle.w - _Wrinkle.z));
+            mapped = _Colormap.SampleLevel(_ColormapSampler, float2((t * 255.0 + 0.5) / 256.0, 0.5), 0.0).rgb;
+        }
+        if (_Eye.w < 0.5)
+        {
+            return float4(mapped, 1.0);
+        }
+        albedo = ToLinear(mapped);
+    }
+#endif
+    float ao = 1.0;
+    float sss = kind == 0 ? _Look.x : 0.0;
+#if KISEKAE_RENDER_DENT
+    // the core's tight look; the dent's slope points away from the pressed centre (down the gradient of k)
     float k = saturate(max(i.look.x, i.look.y));
     float3 gradK = SurfaceGradient(n, dpdx, dpdy, ddx(k), ddy(k));
-    float wrinkleH = _Look.w * compress * WrinklePattern(i.world, _Wrinkle.x);
-    float3 gradW = SurfaceGradient(n, dpdx, dpdy, ddx(wrinkleH), ddy(wrinkleH));
-    float diffuseWidth = 0.0;
-
-    float3 base = _Base.rgb;
-    if (kind == 3)
-    {
-        float t = saturate((i.extra.y - _Wrinkle.z) / (_Wrinkle.w - _Wrinkle.z));
-        base = _Colormap.SampleLevel(_ColormapSampler, float2((t * 255.0 + 0.5) / 256.0, 0.5), 0.0).rgb;
-    }
-    else if (kind == 4)
-    {
-        base = float3(compress, stretch, 0.0);
-    }
-    if ((kind == 3 || kind == 4) && _Eye.w < 0.5)
-    {
-        return float4(base, 1.0);
-    }
-
-    float ao = 1.0;
-    float sss = 0.0;
+    KisekaeTightParams P;
+    P.normalStrength = _Tight.x;
+    P.aoStrength = _Tight.y;
+    P.sssStrength = _Tight.z;
+    KisekaeTightLook(n, ao, sss, -_Tight.w * gradK, i.look.x, i.look.y, P);
+#endif
+#if KISEKAE_RENDER_WOUND
     float wound = saturate(i.extra.z);
-    if (kind == 0)
-    {
-        // the core's tight look; the dent's slope points away from the pressed centre (down the gradient of k)
-        sss = _Look.x;
-        KisekaeTightParams P;
-        P.normalStrength = _Tight.x;
-        P.aoStrength = _Tight.y;
-        P.sssStrength = _Tight.z;
-        KisekaeTightLook(n, ao, sss, -_Tight.w * gradK, i.look.x, i.look.y, P);
-        base = lerp(base, _WoundColor.rgb, wound);
-        ao *= 1.0 - _WoundColor.a * wound;
-    }
-    if ((kind == 0 || kind == 1) && _Look.w > 0.0)
-    {
-        n = normalize(n - gradW);
-    }
+    albedo = lerp(albedo, _WoundColor.rgb, wound);
+    ao *= 1.0 - _WoundColor.a * wound;
+#endif
+#if KISEKAE_RENDER_WRINKLE
+    float wrinkleH = _Look.w * compress * WrinklePattern(i.world, _Wrinkle.x);
+    n = normalize(n - SurfaceGradient(n, dpdx, dpdy, ddx(wrinkleH), ddy(wrinkleH)));
+#endif
 
     float3 v = normalize(_Eye.xyz - i.world);
     float ndl = dot(n, _KeyDir.xyz);
     float diffuse = max((ndl + sss) / (1.0 + sss), 0.0);
-    diffuse = pow(Toon(diffuse, _KeyDir.w, fwidth(diffuse)), _FillDir.w);
+    diffuse = Toon(diffuse, _KeyDir.w, fwidth(diffuse));
+    diffuse = pow(max(diffuse, 1e-8), _FillDir.w);
     float fill = max(dot(n, _FillDir.xyz), 0.0) * 0.25;
-    float spec = 0.0;
-    if (ndl > 0.0 && kind != 2)
-    {
-        float3 h = normalize(_KeyDir.xyz + v);
-        spec = _Look.z * pow(max(dot(n, h), 0.0), 48.0);
-        if (_KeyDir.w > 0.5)
-        {
-            spec = step(0.5 * _Look.z, spec) * _Look.z;
-        }
-    }
-    float rim = _Look.y * pow(1.0 - max(dot(n, v), 0.0), 3.0);
-    float3 albedo = ToLinear(base);
+    float3 h = normalize(_KeyDir.xyz + v);
+    float spec = ndl > 0.0 && kind != 2 ? _Look.z * pow(max(dot(n, h), 1e-8), 48.0) : 0.0;
+    spec = _KeyDir.w > 0.5 ? step(0.5 * _Look.z, spec) * _Look.z : spec;
+    float grazing = 1.0 - max(dot(n, v), 0.0);
+    float rim = _Look.y * grazing * grazing * grazing;
     float3 light = (0.16 + diffuse * 0.9 + fill) * ao;
-    if (kind == 0)
-    {
-        light += sss * float3(0.35, 0.08, 0.05) * (1.0 - max(ndl, 0.0)) * ao;  // warm scattered light on the shadow side
-    }
+    light += sss * float3(0.35, 0.08, 0.05) * (1.0 - max(ndl, 0.0)) * ao;  // warm scattered light on the shadow side
     float3 c = albedo * light + spec + rim * ao;
     return float4(ToSrgb(c), 1.0);
 }
