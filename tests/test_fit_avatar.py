@@ -44,3 +44,40 @@ def test_exact_mode_stand_pose(avatar):
     crossing_ends = np.unique(part.mesh.edges[q.crossing_edges(x, part.mesh.edges)].ravel())
     assert set(np.flatnonzero(info["contact"] & (info["d_before"] >= params.margin))) <= set(crossing_ends)
     assert q.crossing_edges(new, part.mesh.edges).sum() == 0
+
+
+def test_medial_fit_covers_torso_and_stays_inside(avatar):
+    from kisekae.qa import BodyQuery
+    from kisekae.qa.check import body_topology
+
+    sk, body = avatar.skeleton, avatar.body
+    args = (body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest)
+    old = {r["bone"]: r for r in fit_report(fit_capsules(*args[:4], sk.names), *args)}
+    rig = fit_capsules(*args, sk.names, faces=body.mesh.faces)
+    assert len(rig) <= 2 * sk.n_bones
+    q = BodyQuery(body_topology(avatar), body.mesh.vertices)
+    rep = {r["bone"]: r for r in fit_report(rig, *args, body_query=q)}
+    # measured: pelvis 20 mm, spine_01 13, spine_02 10, spine_03 34 (quantile method: 79, 77, 63, 64)
+    for bone in ("pelvis", "spine_01", "spine_02", "spine_03"):
+        assert rep[bone]["outside_p95_m"] < 0.6 * old[bone]["outside_p95_m"], bone
+        assert rep[bone]["capsules"] >= 2, bone
+    # capsules stay inside the body up to the 2 mm bulge allowance (and sampling slack)
+    assert max(r["bulge_max_m"] for r in rep.values()) < 0.004
+    assert np.median([r["bulge_p95_m"] for r in rep.values()]) < 0.002
+
+
+def test_radius_program_analytic():
+    from kisekae.fit.fitting import _fit_radii
+
+    t = np.linspace(0.0, 0.2, 21)
+    # constant depth: both radii equal depth + bulge
+    r = _fit_radii(t, np.full(21, 0.05), 0.0, 0.2, 0.002, 0.001)
+    np.testing.assert_allclose(r, (0.052, 0.052), atol=1e-9)
+    # linear depth 3 cm -> 7 cm: the taper follows it exactly
+    r = _fit_radii(t, 0.03 + 0.2 * t, 0.0, 0.2, 0.0, 0.001)
+    np.testing.assert_allclose(r, (0.03, 0.07), atol=1e-9)
+    # a dip in the middle limits the sum: r0 + r1 <= 2 * depth(mid)
+    depth = 0.05 - 0.02 * np.exp(-((t - 0.1) / 0.01) ** 2)
+    r = _fit_radii(t, depth, 0.0, 0.2, 0.0, 0.001)
+    assert r[0] + r[1] == pytest.approx(2 * 0.03, abs=1e-9)
+    assert _fit_radii(t, np.full(21, -0.01), 0.0, 0.2, 0.0, 0.001) is None

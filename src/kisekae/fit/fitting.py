@@ -1,6 +1,11 @@
 """Fit tapered capsules to a skinned body, and report how well they fit.
 
-For each bone, the body vertices it dominates (largest skin weight, at least ``min_weight``) are
+Two methods. The *medial* method (:func:`fit_capsules_medial`, used by :func:`fit_capsules` when
+the body triangles are given) keeps every capsule inside the body up to a small ``bulge`` and
+covers flat parts (the torso) with up to three parallel capsule chains per bone. The *quantile*
+method (no triangles needed) follows.
+
+Quantile method: for each bone, the body vertices it dominates (largest skin weight, at least ``min_weight``) are
 moved into the bone's rest space. Their principal axis gives the capsule axis; the extent along
 it (trimmed by ``trim`` quantiles) gives the segment; the radius at each end is the
 ``radius_quantile`` of the radial distances of the points in the first / last ``end_fraction``
@@ -21,8 +26,12 @@ from .sdf import capsule_field
 
 def fit_capsules(vertices, skin_indices, skin_weights, rest_matrices, bone_names=None, *, min_weight: float = 0.5,
                  min_points: int = 30, radius_quantile: float = 0.35, trim: float = 0.02, end_fraction: float = 0.25,
-                 max_per_bone: int = 2, split_ratio: float = 5.0) -> CapsuleRig:
+                 max_per_bone: int = 2, split_ratio: float = 5.0, faces=None, bulge: float = 0.002,
+                 max_lanes: int = 3) -> CapsuleRig:
     """Fit a capsule rig from rest-pose body vertices and skin weights.
+
+    With ``faces`` (the closed body surface) the *medial* method is used (recommended; see
+    :func:`fit_capsules_medial`); without, the quantile method described in the module docstring.
 
     Parameters
     ----------
@@ -46,14 +55,24 @@ def fit_capsules(vertices, skin_indices, skin_weights, rest_matrices, bone_names
     end_fraction : float
         Fraction of the segment used to measure each end radius.
     max_per_bone : int
-        Most capsules per bone.
+        Most capsules per bone (along its axis; per lane in the medial method).
     split_ratio : float
         A bone gets ``ceil(length / (split_ratio * mean radius))`` capsules (capped).
+    faces : array_like int (F, 3), optional
+        Body triangles; selects the medial method.
+    bulge : float
+        Medial method: how far (metres) a capsule may reach outside the body. Default 2 mm.
+    max_lanes : int
+        Medial method: most parallel capsule chains per bone (1, 2 or 3).
 
     Returns
     -------
     CapsuleRig
     """
+    if faces is not None:
+        return fit_capsules_medial(vertices, faces, skin_indices, skin_weights, rest_matrices, bone_names,
+                                   min_weight=min_weight, min_points=min_points, trim=trim, max_per_bone=max_per_bone,
+                                   bulge=bulge, max_lanes=max_lanes)
     v = as_points(vertices, "body vertices")
     idx = np.asarray(skin_indices)
     w = np.asarray(skin_weights, dtype=np.float64)
@@ -172,3 +191,229 @@ def fit_report(rig: CapsuleRig, vertices, skin_indices, skin_weights, rest_matri
             rec["bulge_max_m"] = float(bulge.max())
         out.append(rec)
     return out
+
+
+# --------------------------------------------------------------------------- medial method
+def _signed_depth(query, pts):
+    """Distance to the body surface, positive inside, negative outside (metres)."""
+    d = query.distance(pts)
+    return np.where(query.inside(pts), d, -d)
+
+
+def _fit_radii(t, depth, t0, t1, bulge, min_radius):
+    """Largest ``r0 + r1`` with the linearly tapered radius below ``depth + bulge`` on ``[t0, t1]``.
+
+    A sphere whose radius is at most the depth of its centre lies inside the body, so the capsule
+    reaches at most ``bulge`` outside (up to the small difference between the round cone and the
+    swept sphere). Returns ``None`` when no radius >= ``min_radius`` fits.
+    """
+    from scipy.optimize import linprog
+
+    L = t1 - t0
+    sel = (t >= t0 - 1e-12) & (t <= t1 + 1e-12)
+    lam = (t[sel] - t0) / L
+    a_ub = np.column_stack([1 - lam, lam])
+    b_ub = depth[sel] + bulge
+    # |r0 - r1| < L keeps the round cone valid (neither end sphere inside the other)
+    a_ub = np.vstack([a_ub, [1, -1], [-1, 1]])
+    b_ub = np.concatenate([b_ub, [0.9 * L, 0.9 * L]])
+    res = linprog([-1.0, -1.0], A_ub=a_ub, b_ub=b_ub, bounds=[(min_radius, None), (min_radius, None)], method="highs")
+    if res.status != 0:
+        return None
+    return float(res.x[0]), float(res.x[1])
+
+
+def _lane_capsules(query, ctr, e1, offset, lo, hi, max_pieces, bulge, min_radius, samples=48):
+    """Capsules along one axis line ``ctr + offset + t e1``, ``t`` in ``[lo, hi]`` (world space)."""
+    t = np.linspace(lo, hi, samples)
+    pts = ctr + offset + t[:, None] * e1
+    depth = _signed_depth(query, pts)
+    ok = depth > min_radius
+    if not ok.any():
+        return []
+    # the longest run of axis samples that lie inside the body
+    best_len, best = 0, (0, 0)
+    i = 0
+    while i < samples:
+        if ok[i]:
+            j = i
+            while j + 1 < samples and ok[j + 1]:
+                j += 1
+            if j - i > best_len or best_len == 0:
+                best_len, best = j - i, (i, j)
+            i = j + 1
+        else:
+            i += 1
+    i0, i1 = best
+    if i1 - i0 < 2:
+        return []
+    t, depth = t[i0:i1 + 1], depth[i0:i1 + 1]
+    pieces = int(max_pieces)
+    edges = np.linspace(t[0], t[-1], pieces + 1)
+    out = []
+    for k in range(pieces):
+        a, c = edges[k], edges[k + 1]
+        mid = 0.5 * (a + c)
+        first = (t >= a - 1e-12) & (t <= mid)
+        last = (t >= mid) & (t <= c + 1e-12)
+        if not first.any() or not last.any():
+            continue
+        # end spheres where they reach farthest along the axis (a sphere of radius depth(t))
+        t0 = t[first][np.argmin(t[first] - depth[first])] if k == 0 else a
+        t1 = t[last][np.argmax(t[last] + depth[last])] if k == pieces - 1 else c
+        if t1 - t0 < 1e-3:
+            continue
+        radii = _fit_radii(t, depth, t0, t1, bulge, min_radius)
+        if radii is None:
+            continue
+        out.append((ctr + offset + t0 * e1, ctr + offset + t1 * e1, radii[0], radii[1]))
+    return out
+
+
+def _lane_offsets(query, pts, ctr, e1, e2, x_mid, max_lanes, grid=25):
+    """Greedy lane placement in the bone's mid cross-section (offsets from ``ctr``, world vectors).
+
+    The cross-section plane (through ``ctr + x_mid e1``, spanned by ``e2`` and ``e3 = e1 x e2``)
+    is sampled on a ``grid x grid`` raster over the bone's vertices' extent. Each inside sample
+    ``c`` is the centre of an inscribed disc of radius ``depth(c)``. The first lane is the
+    deepest sample; each next one is the sample whose disc adds the most not-yet-covered inside
+    area. Returns up to ``max_lanes`` offsets (vectors orthogonal to ``e1``, plus ``x_mid e1``
+    is *not* included).
+    """
+    e3 = np.cross(e1, e2)
+    rel = pts - ctr
+    u, w = rel @ e2, rel @ e3
+    us = np.linspace(u.min(), u.max(), grid)
+    ws = np.linspace(w.min(), w.max(), grid)
+    uu, ww = (g.ravel() for g in np.meshgrid(us, ws, indexing="ij"))
+    samples = ctr + x_mid * e1 + uu[:, None] * e2 + ww[:, None] * e3
+    depth = _signed_depth(query, samples)
+    inside = depth > 0
+    if not inside.any():
+        return [np.zeros(3)]
+    cu, cw, cd = uu[inside], ww[inside], depth[inside]
+    dist = np.hypot(cu[:, None] - cu[None], cw[:, None] - cw[None])
+    cover = dist <= cd[:, None]  # cover[i, j]: disc i covers sample j
+    covered = np.zeros(len(cu), dtype=bool)
+    out = []
+    for k in range(max_lanes):
+        gain = cover[:, ~covered].sum(axis=1) if k else cd
+        i = int(np.argmax(gain))
+        if k and gain[i] == 0:
+            break
+        covered |= cover[i]
+        out.append(cu[i] * e2 + cw[i] * e3)
+    return out
+
+
+def _outside_p95(points, caps):
+    if not caps:
+        return np.inf
+    a = np.array([c[0] for c in caps])
+    b = np.array([c[1] for c in caps])
+    ra = np.array([c[2] for c in caps])
+    rb = np.array([c[3] for c in caps])
+    f, _, _ = capsule_field(points, a, b, ra, rb)
+    return float(np.percentile(np.maximum(f, 0.0), 95))
+
+
+def fit_capsules_medial(vertices, faces, skin_indices, skin_weights, rest_matrices, bone_names=None, *,
+                        min_weight: float = 0.5, min_points: int = 30, trim: float = 0.02, max_per_bone: int = 2,
+                        bulge: float = 0.002, max_lanes: int = 3, min_radius: float = 0.002,
+                        capsule_penalty: float = 0.002) -> CapsuleRig:
+    """Fit capsules that stay inside the body (within ``bulge``) and cover it, one or more lanes per bone.
+
+    Method. For each bone, its dominant vertices (rest pose, world space) give a centre, the bone's
+    own direction ``e1`` (head to tail) and the widest direction ``e2`` of their cross-section. A
+    *lane* is an axis line parallel to ``e1``. Lane positions come from the bone's mid
+    cross-section (:func:`_lane_offsets`): the deepest point first, then greedily the points whose
+    inscribed discs add the most uncovered cross-section, up to ``max_lanes``. Along a lane the
+    signed depth ``D(t)`` of the axis point below the body surface is sampled (winding-number
+    inside test and exact closest-point distance against ``faces``). The lane's longest inside run
+    is cut into ``1..max_per_bone`` pieces; the outer end spheres are placed where ``t -/+ D(t)``
+    reaches farthest, and each piece's radii solve the small linear program ``max r0 + r1``
+    subject to ``(1 - s) r0 + s r1 <= D(t) + bulge`` at every sample (a sphere no larger than its
+    centre's depth lies inside the body). Among all lane and piece counts, the set with the
+    smallest 95th percentile of the bone's vertices outside its capsules wins, each extra capsule
+    costing ``capsule_penalty`` metres.
+
+    Parameters
+    ----------
+    vertices : array_like (N, 3)
+        Rest-pose body vertices, metres.
+    faces : array_like int (F, 3)
+        Body triangles (a closed surface).
+    skin_indices, skin_weights : array_like (N, K)
+        Skin of the body.
+    rest_matrices : array_like (B, 4, 4)
+        World rest matrices (bone space -> world).
+    bone_names : list of str, optional
+    min_weight, min_points, trim : as :func:`fit_capsules`
+    max_per_bone : int
+        Most capsules per lane along the bone.
+    bulge : float
+        Allowed reach outside the body, metres (default 2 mm).
+    max_lanes : int
+        1, 2 or 3.
+    min_radius : float
+        Smallest radius, metres.
+    capsule_penalty : float
+        Metres of p95 improvement an extra capsule must buy (default 2 mm).
+
+    Returns
+    -------
+    CapsuleRig
+    """
+    from ..qa.penetration import BodyQuery, BodyTopology
+
+    v = as_points(vertices, "body vertices")
+    idx = np.asarray(skin_indices)
+    w = np.asarray(skin_weights, dtype=np.float64)
+    if idx.shape != w.shape or idx.ndim != 2 or idx.shape[0] != len(v):
+        raise KisekaeError(f"skin indices {idx.shape} and weights {w.shape} must both be ({len(v)}, K)", "skin")
+    rest = np.asarray(rest_matrices, dtype=np.float64)
+    if rest.ndim != 3 or rest.shape[1:] != (4, 4):
+        raise KisekaeError(f"expected shape (B, 4, 4), got {rest.shape}", "rest_matrices")
+    if not np.isfinite(bulge) or bulge < 0:
+        raise KisekaeError(f"must be >= 0 metres, got {bulge!r}", "bulge")
+    if int(max_lanes) not in (1, 2, 3):
+        raise KisekaeError(f"must be 1, 2 or 3, got {max_lanes!r}", "max_lanes")
+    query = BodyQuery(BodyTopology.from_mesh(v, faces), v)
+    top = np.argmax(w, axis=1)
+    dom = idx[np.arange(len(v)), top]
+    dom_w = w[np.arange(len(v)), top]
+    bone, p0, p1, r0, r1 = [], [], [], [], []
+    for b in range(rest.shape[0]):
+        sel = (dom == b) & (dom_w >= min_weight)
+        if sel.sum() < min_points:
+            continue
+        pts = v[sel]
+        ctr = pts.mean(axis=0)
+        e1 = rest[b, :3, 1] / np.linalg.norm(rest[b, :3, 1])  # the bone's own direction (head -> tail)
+        rel = pts - ctr
+        flat = rel - np.outer(rel @ e1, e1)
+        _, _, vt = np.linalg.svd(flat, full_matrices=False)
+        e2 = vt[0] - (vt[0] @ e1) * e1
+        e2 /= np.linalg.norm(e2)
+        x = rel @ e1
+        lo, hi = np.quantile(x, [trim, 1 - trim])
+        lanes = _lane_offsets(query, pts, ctr, e1, e2, 0.5 * (lo + hi), int(max_lanes))
+        best, best_score = [], np.inf
+        for n_lanes in range(1, len(lanes) + 1):
+            for pieces in range(1, int(max_per_bone) + 1):
+                caps = []
+                for off in lanes[:n_lanes]:
+                    caps += _lane_capsules(query, ctr, e1, off, lo, hi, pieces, bulge, min_radius)
+                score = _outside_p95(pts, caps) + capsule_penalty * (len(caps) - 1)
+                if score < best_score:
+                    best, best_score = caps, score
+        inv = np.linalg.inv(rest[b])
+        for a, c, ra, rc in best:
+            bone.append(b)
+            p0.append(inv[:3, :3] @ a + inv[:3, 3])
+            p1.append(inv[:3, :3] @ c + inv[:3, 3])
+            r0.append(ra)
+            r1.append(rc)
+    arrays = validate_capsules(np.array(bone, dtype=np.int32), np.array(p0).reshape(-1, 3), np.array(p1).reshape(-1, 3),
+                               np.array(r0), np.array(r1), n_bones=rest.shape[0])
+    return CapsuleRig(*arrays, bone_names=list(bone_names) if bone_names is not None else [])
