@@ -369,3 +369,55 @@ def test_after_stage_matches_the_fix_solver(tmp_path):
         for m in ("max_push_m", "moved_fraction", "moved_unnecessarily"):
             assert r[m] == res.metrics[m], (g, m)
         assert r["max_push_m"] > 0.001  # leg_raise really moves both garments
+
+
+# -- glTF bodies and garments --------------------------------------------------------------
+def test_gltf_body_and_gltf_garment(tmp_path):
+    """A glTF export of the built-in avatar as a body, and its skirt as a separate glTF garment, give
+    the built-in rows; a glTF garment on a skeleton without its bones fails with a clear error."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.io.gltf import save_avatar
+
+    glb = tmp_path / "mh.glb"
+    save_avatar(glb, load_builtin_avatar())
+    text = ('stages = ["before"]\n[[bodies]]\nname = "mh"\nrig = "game_engine"\n'
+            f'[[bodies]]\nname = "exported"\npath = "{glb}"\n'
+            '[[bodies]]\nname = "mh_cmu"\nrig = "cmu_mb"\n'
+            '[[garments]]\nname = "tights"\n[[garments]]\nname = "skirt"\n'
+            f'[[garments]]\nname = "skirt_glb"\npath = "{glb}"\nmesh = "skirt"\n'
+            f'[[garments]]\nname = "any_glb"\npath = "{glb}"\n'
+            '[[motions]]\nposes = ["crouch"]\n')
+    (tmp_path / "c.toml").write_text(text)
+    run_catalog(load_catalog(tmp_path / "c.toml"), tmp_path / "s.sqlite", executor="inline", progress=False)
+    with Store(tmp_path / "s.sqlite", readonly=True) as s:
+        r = {(x["body"], x["garment"]): x for x in s.rows()}
+    ref = r[("mh", "skirt")]
+    assert ref["error"] is None and ref["inside_count"] > 50
+    for key in (("mh", "skirt_glb"), ("exported", "skirt"), ("exported", "skirt_glb")):
+        assert r[key]["error"] is None, r[key]["error"]
+        assert abs(r[key]["inside_count"] - ref["inside_count"]) <= 2, key
+        assert r[key]["max_depth_m"] == pytest.approx(ref["max_depth_m"], abs=1e-4), key
+    assert r[("exported", "tights")]["inside_count"] == pytest.approx(r[("mh", "tights")]["inside_count"], abs=2)
+    assert "the file has 2 garments (tights, skirt)" in r[("mh", "any_glb")]["error"]
+    assert "not in the body's skeleton" in r[("mh_cmu", "skirt_glb")]["error"]
+    assert r[("mh_cmu", "skirt")]["error"] is None
+
+
+def test_gltf_garment_rest_pose_must_match(tmp_path):
+    import numpy as np
+
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.batch.garments import load_gltf_garment
+    from kisekae.io.gltf import save_avatar
+
+    av = load_builtin_avatar()
+    moved = load_builtin_avatar()
+    moved.skeleton.rest[:, 1, 3] += np.float32(0.01)  # every bone 1 cm higher
+    glb = tmp_path / "moved.glb"
+    save_avatar(glb, moved)
+    with pytest.raises(KisekaeError, match=r"not in the body's rest pose .* differs by 10\.0 mm"):
+        load_gltf_garment(glb, av, name="s", part="skirt")
+    g = load_gltf_garment(glb, av, name="s", part="skirt", tolerance=0.02)
+    assert g.name == "s" and g.skin.indices.max() < av.skeleton.n_bones
+    with pytest.raises(KisekaeError, match="no garment 'cape'"):
+        load_gltf_garment(glb, av, name="s", part="cape")

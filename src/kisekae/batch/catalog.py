@@ -28,6 +28,7 @@ Format (paths are relative to the catalogue file)::
     [[garments]]
     path = "clothes/suit.mhclo"         # a MakeHuman garment, or a .glb/.gltf mesh
     name = "suit"                       # optional, default the file stem
+    # mesh = "Skirt"                    # glTF only: which garment of the file (default: its only one)
     fit = { margin = 0.003 }            # per-garment settings override [fit]
 
     [[motions]]
@@ -59,7 +60,7 @@ EXTRA_FIT_KEYS: tuple = ()
 
 _TOP_KEYS = {"store", "stages", "fit", "bodies", "garments", "motions"}
 _BODY_KEYS = {"name", "builtin", "path", "rig"}
-_GARMENT_KEYS = {"name", "path", "fit"}
+_GARMENT_KEYS = {"name", "path", "fit", "mesh"}
 _MOTION_KEYS = {"name", "poses", "pose_file", "bvh", "frames"}
 
 
@@ -87,7 +88,8 @@ class Catalog:
         The catalogue file (absolute).
     bodies, garments, motions : dict name -> spec dict
         ``bodies[n] = {"kind": "builtin"|"gltf", "path": str|None, "rig": str}``,
-        ``garments[n] = {"kind": "builtin"|"mhclo"|"gltf", "path": str|None, "fit": dict}``,
+        ``garments[n] = {"kind": "builtin"|"mhclo"|"gltf", "path": str|None, "fit": dict}`` (plus
+        ``"mesh"``, the part inside a glTF file, when given),
         ``motions[n] = {"kind": "pose"|"pose_file"|"bvh", "pose": str, "path": str, "frames": str}``.
     stages : tuple of str
     fit : dict
@@ -265,8 +267,13 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
         name = _name(n or Path(p).stem, where, src)
         if name in cat.garments or name == "body":
             _fail(f"{where}: duplicate or reserved garment name {name!r}", src)
+        mesh = _str(e, "mesh", where, src)
+        if mesh is not None and kind != "gltf":
+            _fail(f"{where}.mesh applies to .glb/.gltf garments only", src)
         fit = dict(check_fit_settings(e.get("fit", {}), f"{where}.fit", src))
         cat.garments[name] = {"kind": kind, "path": None if p is None else _resolve(base, p), "fit": fit}
+        if mesh is not None:
+            cat.garments[name]["mesh"] = mesh
         effective = cat.garment_settings(name)
         if effective:
             from ..fit import PushParams

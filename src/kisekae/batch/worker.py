@@ -122,11 +122,8 @@ def _avatar(cid: str, body: str, rig: str):
             from ..avatar.builtin import load_builtin_avatar
 
             return load_builtin_avatar(rig)
-        try:
-            from ..io import gltf
-        except ImportError:
-            raise KisekaeError("glTF/VRM bodies need kisekae.io.gltf, which this installation lacks",
-                               spec["path"]) from None
+        from ..io import gltf  # the same reader as `kisekae check --avatar`
+
         return gltf.load_avatar(spec["path"])
 
     avatar = _cached(_AVATARS, (cid, body, rig), MAX_AVATARS, load)
@@ -148,12 +145,9 @@ def _garment(cid: str, body: str, rig: str, avatar, garment: str) -> str:
 
             g = load_mhclo(spec["path"], avatar, name=garment)
         else:
-            try:
-                from ..io.gltf import load_garment
-            except ImportError:
-                raise KisekaeError("glTF garments need kisekae.io.gltf.load_garment, which this installation "
-                                   "lacks", spec["path"]) from None
-            g = load_garment(spec["path"], avatar, name=garment)
+            from .garments import load_gltf_garment
+
+            g = load_gltf_garment(spec["path"], avatar, name=garment, part=spec.get("mesh"))
         if g.name not in avatar.garments:
             avatar.add_garment(g)
         return g.name
