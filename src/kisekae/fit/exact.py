@@ -238,32 +238,51 @@ LOOSE = 0.005
 def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
     """One round of resolving garment edges that cross the body, in place. Returns False when none cross.
 
-    For a crossing edge whose ends were moved far (a *loose* end, e.g. projected across a crease),
-    the looser end is pulled back to just before the point where the edge first enters the body
-    seen from the other end, then lifted one gap along the crossed triangle's normal: edges get
-    shorter, so the rounds converge. When both ends are anchored near their skinned positions the
-    body bulges between them (a thin part, a crease): both ends move out along the crossed
-    triangle's normal by the depth of the edge's deepest sample plus the gap.
+    Usually both ends of a crossing edge are outside and the chord between them dips under a
+    convex piece of skin. Both ends then move by the same vector: along the outward direction at
+    the chord's deepest sample, by that depth plus the gap, which lifts the whole chord out.
+    Where that lift would exceed ``max_push``, the looser end (the one displaced more) is instead
+    pulled back to just before the point where the edge enters the body, seen from the other end.
     """
-    cross, tri = query.crossing_edges(p, edges, return_triangles=True)
+    cross = query.crossing_edges(p, edges)
     if not cross.any():
         return False
     ce = edges[cross]
-    nrm = query.face_normals[tri[cross]]
     move = np.linalg.norm(p - p0, axis=1)
     a, b = ce[:, 0].copy(), ce[:, 1].copy()
     swap = move[a] > move[b]  # make b the looser end
     a[swap], b[swap] = ce[swap, 1], ce[swap, 0]
-    s = np.arange(1, EDGE_SAMPLES + 1) / EDGE_SAMPLES
+    s = np.arange(1, EDGE_SAMPLES) / EDGE_SAMPLES
     samples = p[a][:, None, :] + s[None, :, None] * (p[b] - p[a])[:, None, :]
-    inside = query.inside(samples.reshape(-1, 3)).reshape(len(ce), EDGE_SAMPLES)
-    loose = move[b] > LOOSE
+    d, nn, inside = signed_body_distance(query, samples.reshape(-1, 3))
+    d = d.reshape(len(ce), -1)
+    nn = nn.reshape(len(ce), -1, 3)
+    inside = inside.reshape(len(ce), -1)
+    deepest = np.argmin(d, axis=1)
+    rows = np.arange(len(ce))
+    depth = np.maximum(-d[rows, deepest], 0.0)
+    direction = nn[rows, deepest]
+    lift = (depth + np.maximum(np.maximum(gap[a], gap[b]), 1e-4) + 1e-4)[:, None] * direction
+    delta = np.zeros((len(p), 3))
+    count = np.zeros(len(p))
+    snap = []
+    for k in range(len(ce)):
+        if (np.linalg.norm(p[a[k]] + lift[k] - p0[a[k]]) <= max_push
+                and np.linalg.norm(p[b[k]] + lift[k] - p0[b[k]]) <= max_push):
+            for v in (a[k], b[k]):
+                delta[v] += lift[k]
+                count[v] += 1
+        else:
+            snap.append(k)
+    m = count > 0
+    p[m] += delta[m] / count[m, None]
+    contact[m] = True
     done = np.zeros(len(p), dtype=bool)
-    for k in np.flatnonzero(loose & inside.any(axis=1)):
-        if done[b[k]]:
+    for k in snap:
+        if done[b[k]] or not inside[k].any():
             continue
         j = int(np.argmax(inside[k]))
-        t_first = max(s[j] - 1.0 / EDGE_SAMPLES, 0.0)
+        t_first = s[j - 1] if j > 0 else 0.0
         # Closest to the loose end first; t = 0 collapses it onto the other end (always outside).
         for t in (t_first, 0.5 * t_first, 0.0):
             target = p[a[k]] + t * (p[b[k]] - p[a[k]])
@@ -275,27 +294,12 @@ def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
             done[b[k]] = True
             contact[b[k]] = True
             break
-    rest = np.flatnonzero(~done[b] & ~done[a])
-    if rest.size:
-        depth = np.zeros(len(ce))
-        mids = samples[rest][:, EDGE_SAMPLES // 2 - 1]
-        d, _, _ = signed_body_distance(query, mids)
-        depth[rest] = np.maximum(-d, 0.0)
-        lift = depth + np.maximum(gap[a], 1e-3)
-        delta = np.zeros((len(p), 3))
-        count = np.zeros(len(p))
-        for col in (a, b):
-            np.add.at(delta, col[rest], lift[rest, None] * nrm[rest])
-            np.add.at(count, col[rest], 1.0)
-        m = count > 0
-        p[m] += delta[m] / count[m, None]
-        contact[m] = True
     _cap(p, p0, max_push)
     return True
 
 
 def push_out_exact(query, points, edges, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
-                   max_rounds: int = 4, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 12,
+                   max_rounds: int = 4, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 30,
                    part_labels=None, directions=None):
     """Push a posed garment outside the posed body surface (see the module docstring).
 

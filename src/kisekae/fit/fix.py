@@ -51,6 +51,14 @@ def skinned_normals(part, skin_matrices) -> np.ndarray:
     return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
 
 
+def _cap_total(points, start, max_push):
+    disp = points - start
+    ln = np.linalg.norm(disp, axis=1)
+    over = ln > max_push
+    points[over] = start[over] + disp[over] * (max_push / ln[over])[:, None]
+    return points
+
+
 def params_for(name: str, params: PushParams | None) -> PushParams:
     """``params`` or the defaults, with skirt mode on for skirt-like garment names."""
     if params is not None:
@@ -97,11 +105,21 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         new, info = push_out_exact(query, x, part.mesh.edges, p, tightness=mk.get("tightness"),
                                    softness=mk.get("softness"), uvs=part.mesh.uvs.get("uv0"),
                                    directions=skinned_normals(part, m))
+        contact = info["contact"].copy()
         if layered and fixed_layers:
-            new, _ = push_out_layers(new, part.mesh.edges, fixed_layers, p)
-            # Re-check the body: an outer layer pushed off an inner one stays outside the body.
-            new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
-            new = new.astype(np.float32)
+            # Alternate: clear the layers beneath, then the body again; the total move stays capped.
+            for _ in range(2):
+                before = new.astype(np.float64)
+                for layer in fixed_layers:
+                    s, _n = layer.signed_distance(before)
+                    contact |= (s - layer.thickness) < p.margin
+                new, touched = push_out_layers(before, part.mesh.edges, fixed_layers, p)
+                contact |= touched
+                new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
+                contact |= info2["contact"]
+                new = _cap_total(new.astype(np.float64), x, p.max_push)
+            info["contact"] = contact
+            info["unresolved"] = info2["unresolved"]
         push = np.linalg.norm(new.astype(np.float64) - x, axis=1)
         info["push"] = push
         elapsed = (time.perf_counter() - t0) * 1e3

@@ -89,17 +89,20 @@ def push_out_layers(points, edges, inner: list, params: PushParams | None = None
     Returns
     -------
     new_points : (N, 3) float64
-    push : (N,) displacement length, metres
+    touched : (N,) bool, vertices that were within reach of an inner layer (contact) or ends of an
+        edge through one
     """
     params = params or PushParams()
     p0 = as_points(points, "outer layer")
     p = p0.copy()
+    touched = np.zeros(len(p), dtype=bool)
     for _ in range(rounds):
         moved_any = False
         for layer in inner:
             s, n = layer.signed_distance(p)
             clearance = s - layer.thickness
             need = clearance < params.margin
+            touched |= need
             if not need.any():
                 continue
             amount = push_amount(clearance[need], params.margin, params.stiffness, params.max_push,
@@ -112,6 +115,7 @@ def push_out_layers(points, edges, inner: list, params: PushParams | None = None
             cross = layer.crossing_edges(p, edges)
             if cross.any():
                 verts = np.unique(np.asarray(edges)[cross].ravel())
+                touched[verts] = True
                 _, n = layer.signed_distance(p[verts])
                 p[verts] += (params.margin + layer.thickness) * n
                 moved_any = True
@@ -121,7 +125,7 @@ def push_out_layers(points, edges, inner: list, params: PushParams | None = None
         p[over] = p0[over] + disp[over] * (params.max_push / ln[over])[:, None]
         if not moved_any:
             break
-    return p, np.linalg.norm(p - p0, axis=1)
+    return p, touched
 
 
 def layer_stats(points, edges, inner: list) -> dict:

@@ -69,12 +69,14 @@ def format_table(records, columns=None) -> str:
     """A readable fixed-width table of check records (depths shown in millimetres)."""
     columns = columns or [c for c in ("pose", "garment", "stage", "vertices", "inside_count", "inside_fraction",
                                       "max_depth_m", "p95_depth_m", "edge_crossings", "max_push_m",
-                                      "moved_fraction", "moved_unnecessarily", "poke_through_pixels", "time_ms")
+                                      "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
+                                      "poke_through_pixels", "time_ms")
                           if any(c in r for r in records)]
     heads = {"inside_fraction": "inside %", "max_depth_m": "max depth mm", "p95_depth_m": "p95 depth mm",
              "max_push_m": "max push mm", "moved_fraction": "moved %", "inside_count": "inside",
              "edge_crossings": "crossings", "moved_unnecessarily": "moved >margin", "time_ms": "ms",
-             "poke_through_pixels": "poke px"}
+             "poke_through_pixels": "poke px", "under_lower_layers": "under layers",
+             "layer_crossings": "layer crossings"}
 
     def cell(c, v):
         if v is None or v == "":
