@@ -116,3 +116,23 @@ def test_mark_pixels():
     assert img.sum() == 0
     with pytest.raises(KisekaeError):
         mark_pixels(img, m[:4])
+
+
+@pytest.mark.parametrize("tol", [0.0, 1e-4, 0.02])
+def test_gpu_masks_equal_numpy_reference(tol):
+    """Renderer.poke_masks (GPU comparison) == poke_mask over the two id/depth passes (NumPy)."""
+    from kisekae.render import Camera, DrawItem, Renderer
+
+    from conftest import icosphere
+
+    body = DrawItem(*icosphere(3, 0.5), role="body")
+    bump = DrawItem(*icosphere(2, 0.15, center=(0.1, 0.1, 0.42)), role="body")
+    shell = DrawItem(*icosphere(3, 0.52), role="garment")
+    cam = Camera(eye=(0.4, 0.2, 2.5), target=(0, 0, 0), fov_y=30)
+    r = Renderer(samples=0)
+    cov, poke = r.poke_masks([body, bump], [shell], cam, (160, 120), tolerance_m=tol)
+    gi, gd = r.id_depth([shell], cam, (160, 120))
+    bi, bd = r.id_depth([body, bump], cam, (160, 120))
+    cov_ref, poke_ref = poke_mask(gi, gd, bi, bd, tolerance_m=tol)
+    assert poke_ref.sum() > 50 and cov_ref.sum() > 1000
+    assert np.array_equal(cov, cov_ref) and np.array_equal(poke, poke_ref)

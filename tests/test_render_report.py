@@ -19,9 +19,14 @@ def test_poke_section_reports_every_view_and_finds_crouch_clipping(ctx):
     recs = json.loads((ctx["out"] / "poke_through.json").read_text())
     assert {r["view"] for r in recs} >= {"front", "side", "back", "three_quarter", "knees", "hips", "waist"}
     assert len({r["view"] for r in recs}) >= 8
-    assert all(r["stage"] == "before" and r["resolution"] == "320x180" for r in recs)
-    crouch_skirt = sum(r["poke_through_pixels"] for r in recs if r["pose"] == "crouch" and r["garment"] == "skirt")
-    assert crouch_skirt > 0  # 18 % of skirt vertices are inside the crouching body
+    assert {r["stage"] for r in recs} == {"before", "after"} and all(r["resolution"] == "320x180" for r in recs)
+    total = lambda pose, garment, stage: sum(r["poke_through_pixels"] for r in recs  # noqa: E731
+                                             if (r["pose"], r["garment"], r["stage"]) == (pose, garment, stage))
+    assert total("crouch", "skirt", "before") > 0  # 18 % of skirt vertices are inside the crouching body
+    for pose in ("leg_raise", "crouch"):
+        for garment in ("tights", "skirt"):
+            assert total(pose, garment, "after") < total(pose, garment, "before")  # the fix reduces it
+    assert set(ctx["fixed_positions"]) == {"stand", "leg_raise", "crouch"}
     assert "poke_through.png" in html and (ctx["out"] / "img" / "poke_through.png").stat().st_size > 10_000
 
 

@@ -122,10 +122,10 @@ def poke_through(body, garments, camera: Camera, size="720p", *, tolerance_m: fl
     """
     r = renderer or default_renderer()
     body_items, garment_items = _split(body, garments)
+    tol = positive(tolerance_m, "tolerance_m", allow_zero=True)
     w, h = _resolution(size)
-    gi, gd = r.id_depth(garment_items, camera, (w, h))
-    bi, bd = _body_pass if _body_pass is not None else r.id_depth(body_items, camera, (w, h))
-    covered, poke = poke_mask(gi, gd, bi, bd, tolerance_m=tolerance_m)
+    covered, poke = r.poke_masks(body_items, garment_items, camera, (w, h), tolerance_m=tol,
+                                 reuse_body=bool(_body_pass))
     return PokeResult(count=int(poke.sum()), covered=int(covered.sum()), mask=poke, covered_mask=covered,
                       size=(w, h), camera=camera)
 
@@ -169,10 +169,9 @@ def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPOR
         label = size if isinstance(size, str) else f"{w}x{h}"
         for view in views:
             cam = named_camera(view, pts, w / h, landmarks=landmarks)
-            body_pass = r.id_depth(body_items, cam, (w, h))
-            for gname, g in garments.items():
+            for k, (gname, g) in enumerate(garments.items()):
                 res = poke_through(body_items, [g], cam, (w, h), tolerance_m=tolerance_m, renderer=r,
-                                   _body_pass=body_pass)
+                                   _body_pass=k > 0)  # the body pass of the first garment is reused
                 rec = {"garment": gname, "view": view, "resolution": label, "width": w, "height": h,
                        "covered_pixels": res.covered, "poke_through_pixels": res.count}
                 if keep_masks:

@@ -256,6 +256,8 @@ class Renderer:
         self._pubo = ctx.buffer(reserve=ref[_sh.PIXEL_BLOCK].size)
         self._wire = ctx.program(vertex_shader=_sh.WIRE_VS, fragment_shader=_sh.WIRE_FS)
         self._id = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.ID_FS)
+        self._poke = ctx.program(vertex_shader=_sh.FULLSCREEN_VS, fragment_shader=_sh.POKE_FS)
+        self._poke_vao = ctx.vertex_array(self._poke, [])
         self._cmaps: dict[str, object] = {}
         self._targets: dict[tuple, dict] = {}
         self._meshes: dict[tuple, dict] = {}
@@ -305,6 +307,13 @@ class Renderer:
             else:
                 msaa = resolve
             t = {"draw": msaa, "read": resolve}
+        elif kind == "poke":  # id/depth of the body and of the garments as textures, R8 verdict
+            body = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
+                                   depth_attachment=ctx.depth_renderbuffer(size))
+            garment = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
+                                      depth_attachment=ctx.depth_renderbuffer(size))
+            verdict = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 1)])
+            t = {"draw": body, "read": body, "garment": garment, "verdict": verdict}
         else:
             fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
                                   depth_attachment=ctx.depth_renderbuffer(size))
@@ -315,7 +324,7 @@ class Renderer:
     def release_targets(self):
         """Free the cached framebuffers (they are re-created on demand)."""
         for t in self._targets.values():
-            for fbo in {id(t["draw"]): t["draw"], id(t["read"]): t["read"]}.values():
+            for fbo in {id(f): f for f in t.values()}.values():
                 for att in list(fbo.color_attachments) + [fbo.depth_attachment]:
                     if att is not None:
                         att.release()
@@ -331,7 +340,7 @@ class Renderer:
         for tex in self._cmaps.values():
             tex.release()
         self._cmaps.clear()
-        for p in (*self._programs.values(), self._wire, self._id, self._vubo, self._pubo):
+        for p in (*self._programs.values(), self._poke_vao, self._poke, self._wire, self._id, self._vubo, self._pubo):
             p.release()
         self._programs.clear()
 
@@ -448,6 +457,67 @@ class Renderer:
             id_img, depth_img = self.id_depth(items, camera, (w, h))
         return Frame(rgb=rgb, ids=id_img if ids else None, depth=depth_img if depth else None, camera=camera)
 
+    def _id_pass(self, items, item_ids, camera, size, fbo):
+        """Draw ids (negated on back faces) and linear depth of ``items`` into ``fbo`` (RG32F)."""
+        w, h = size
+        ctx = self.ctx
+        fbo.use()
+        fbo.clear(0.0, -1.0, 0.0, 0.0, depth=1.0)
+        ctx.enable(ctx.DEPTH_TEST)
+        ctx.disable(ctx.CULL_FACE)
+        vp = camera.view_projection(w / h)
+        self._id["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+        self._id["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
+        for item, iid in zip(items, item_ids):
+            entry = self._gpu_mesh(item)
+            data = np.zeros((len(item.positions), _sh.STRIDE), np.float32)
+            data[:, :3] = item.positions
+            entry["vbo"].write(data.tobytes())
+            self._id["u_id"].value = float(iid)
+            entry["id"].render()
+
+    def poke_masks(self, body, garments, camera: Camera, size="720p", *, tolerance_m: float = 1e-4,
+                   reuse_body: bool = False):
+        """Covered and poke-through masks computed on the GPU (one 8-bit readback).
+
+        Same definition as :func:`kisekae.render.poke.poke_mask` on the two id/depth passes: a pixel
+        is covered where the nearest garment surface is a front face, and pokes through where it is
+        covered and the nearest body surface is nearer by more than ``tolerance_m`` (metres).
+
+        Parameters
+        ----------
+        body, garments : sequences of DrawItem
+        camera : Camera
+        size : str or (int, int)
+        tolerance_m : float
+        reuse_body : bool
+            Keep the body pass of the previous call (same body, camera and size), e.g. per garment.
+
+        Returns
+        -------
+        covered, poke : (H,W) bool
+            Row 0 at the top.
+        """
+        body = [as_item(b) for b in body]
+        garments = [as_item(g) for g in garments]
+        w, h = _resolution(size)
+        t = self._target("poke", (w, h))
+        if not reuse_body:
+            self._id_pass(body, range(1, len(body) + 1), camera, (w, h), t["draw"])
+        self._id_pass(garments, range(1, len(garments) + 1), camera, (w, h), t["garment"])
+        ctx = self.ctx
+        t["verdict"].use()
+        ctx.disable(ctx.DEPTH_TEST)
+        t["draw"].color_attachments[0].use(0)
+        t["garment"].color_attachments[0].use(1)
+        self._poke["u_body"].value = 0
+        self._poke["u_garment"].value = 1
+        self._poke["u_tol"].value = float(tolerance_m)
+        self._poke_vao.render(moderngl.TRIANGLES, vertices=3)
+        ctx.enable(ctx.DEPTH_TEST)
+        v = np.frombuffer(t["verdict"].read(components=1, alignment=1), np.uint8).reshape(h, w)[::-1]
+        return v >= 64, v >= 192
+
     def id_depth(self, meshes, camera: Camera, size="720p", *, item_ids=None):
         """Render the id and linear-depth buffers (pixel centres, no MSAA).
 
@@ -473,23 +543,8 @@ class Renderer:
         if len(item_ids) != len(items) or any(not (0 < i < 2 ** 24) for i in item_ids):
             raise KisekaeError("need one id in 1..2**24-1 per mesh", "item_ids")
         w, h = _resolution(size)
-        ctx = self.ctx
-        t = self._target("id", (w, h))
-        fbo = t["draw"]
-        fbo.use()
-        fbo.clear(0.0, -1.0, 0.0, 0.0, depth=1.0)
-        ctx.enable(ctx.DEPTH_TEST)
-        ctx.disable(ctx.CULL_FACE)
-        vp = camera.view_projection(w / h)
-        self._id["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
-        self._id["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
-        for item, iid in zip(items, item_ids):
-            entry = self._gpu_mesh(item)
-            data = np.zeros((len(item.positions), _sh.STRIDE), np.float32)
-            data[:, :3] = item.positions
-            entry["vbo"].write(data.tobytes())
-            self._id["u_id"].value = float(iid)
-            entry["id"].render()
+        fbo = self._target("id", (w, h))["draw"]
+        self._id_pass(items, item_ids, camera, (w, h), fbo)
         data = np.frombuffer(fbo.read(components=2, dtype="f4", alignment=1), np.float32).reshape(h, w, 2)[::-1]
         ids = data[..., 0].astype(np.int32)
         dep = data[..., 1].copy()

@@ -1,14 +1,18 @@
 """Demo report sections for ``kisekae demo``: pictures, poke-through pixels, tension, wound, animation.
 
 Each ``section_*(ctx) -> str`` follows :mod:`kisekae.demo`'s contract: it gets the shared ``ctx`` dict
-(``out`` folder, ``avatar``, ``timings``) and returns an HTML fragment. Keys read from ``ctx`` when an
-earlier section put them there (written by the effect owners' sections):
+(``out`` folder, ``avatar``, ``timings``) and returns an HTML fragment. Keys read from ``ctx``:
 
-* ``fixed_positions``: ``{pose name: {garment name: (N,3) fixed positions}}``: the push-out result;
-  the poke-through section then reports *after fixing* beside *before*.
+* ``fixed_positions``: ``{pose name: {garment name: (N,3) fixed positions}}``: the push-out result.
+  :func:`section_fix` computes it with :func:`kisekae.fit.fix.fix_pose` unless an earlier section
+  stored it; the poke-through section then reports *after fixing* beside *before*.
 * ``poke_sizes``: resolutions for the poke-through table (default ``("720p", "2160p")``).
+* ``progress``: a callable ``(label, fraction)`` for sub-step progress (optional).
 
-Keys written: ``poke_records`` (list of dict, see :func:`kisekae.render.poke.poke_through_report`).
+Keys written: ``fixed_positions``, ``pressure`` (``{pose: (Nb,) body pressure}``), ``poke_records``
+(list of dict, see :func:`kisekae.render.poke.poke_through_report`).
+
+:func:`add_poke_pixels` and :func:`format_pixel_table` serve ``kisekae check --pixels``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import numpy as np
 from . import materials as M
 from .camera import VIEWS, named_camera
 from .poke import mark_pixels, poke_through, poke_through_report
-from .renderer import default_renderer
+from .renderer import DrawItem, default_renderer
 from .scene import avatar_items, avatar_landmarks
 from .sheets import comparison_sheet, label, save_gif
 
@@ -43,6 +47,74 @@ def _pose(avatar, name):
     from ..avatar.poses import named_pose
 
     return named_pose(avatar.skeleton, name)
+
+
+#: Tightness per garment used for the body pressure (tight look) in the demo (0 = only the push counts).
+DEMO_TIGHTNESS = {"tights": 0.5}
+
+
+def _fixed(ctx, pname):
+    """Fixed garment positions of a pose, computed once per demo (kisekae.fit.fix.fix_pose)."""
+    from ..fit.fix import fix_pose
+
+    av = ctx["avatar"]
+    fixed = ctx.setdefault("fixed_positions", {})
+    if pname not in fixed:
+        res = fix_pose(av, _pose(av, pname), list(av.garments))
+        fixed[pname] = {k: v.positions for k, v in res.items()}
+    return fixed[pname]
+
+
+def _pressure(ctx, pname):
+    """Body pressure (0..1 per body vertex) from the fixed garments of a pose (kisekae.fit.pressure)."""
+    from ..fit.pressure import avatar_pressure
+
+    maps = ctx.setdefault("pressure", {})
+    if pname not in maps:
+        av = ctx["avatar"]
+        maps[pname] = avatar_pressure(av, _pose(av, pname), _fixed(ctx, pname),
+                                      {k: v for k, v in DEMO_TIGHTNESS.items() if k in av.garments})
+    return maps[pname]
+
+
+def section_fix(ctx) -> str:
+    """Before and after the fix, per pose: poke-through pixels marked, close-up, and the tight look."""
+    av, out, r = ctx["avatar"], ctx["out"], default_renderer()
+    rows, labels = [], []
+    for pname in POSES:
+        pose = _pose(av, pname)
+        lm = avatar_landmarks(av, pose)
+        fixed = _fixed(ctx, pname)
+        press = _pressure(ctx, pname)
+        before_body, before = avatar_items(av, pose)
+        after_body, after = avatar_items(av, pose, positions=fixed, attributes={"body": {"pressure": press}})
+        # the close-up with the most poke-through before fixing
+        close = max(("knees", "hips", "waist"), key=lambda v: poke_through(
+            before_body, list(before.values()), named_camera(v, before_body.positions, 16 / 9, landmarks=lm), THUMB,
+            renderer=r).count)
+        row = []
+        for view in ("three_quarter", close):
+            cam = named_camera(view, before_body.positions, 16 / 9, landmarks=lm)
+            for stage, body, gs in (("before", before_body, before), ("after", after_body, after)):
+                res = poke_through(body, list(gs.values()), cam, THUMB, renderer=r)
+                img = mark_pixels(r.draw([body, *gs.values()], cam, THUMB).rgb, res.mask, grow=1)
+                row.append(label(img, f"{stage}, {view}: {res.count} px"))
+        cam = named_camera(close, after_body.positions, 16 / 9, landmarks=lm)
+        heat = type(after_body)(after_body.positions, after_body.faces, M.heatmap((0.0, 1.0), "inferno"),
+                                normals=after_body.normals, attributes={"heat": press})
+        row.append(label(r.draw([heat], cam, THUMB).rgb, "body pressure 0..1"))
+        row.append(label(r.draw([after_body], cam, THUMB).rgb, "tight look (garments hidden)"))
+        rows.append(row)
+        labels.append(pname)
+    sheet = comparison_sheet(rows, row_labels=labels, cell_width=300,
+                             col_labels=["before", "after", "close-up before", "close-up after", "pressure",
+                                         "tight look"],
+                             title="Push-out fix (kisekae.fit.fix): poke-through pixels in magenta")
+    return ("<h2>Before and after the fix</h2><p>Garments fixed by <code>kisekae.fit.fix.fix_pose</code> "
+            "(exact-skin solver, default parameters). Poke-through pixels (skin showing through a garment's "
+            f"outside, at {THUMB[0]}x{THUMB[1]}) are marked in magenta. The body's tight look uses the "
+            "pressure of <code>kisekae.fit.pressure.avatar_pressure</code> (tights tightness 0.5), shaded by the "
+            "shader core's tight look.</p>" + _img(out, "fix_before_after.png", sheet))
 
 
 def section_pictures(ctx) -> str:
@@ -74,6 +146,9 @@ def section_poke(ctx) -> str:
     """Poke-through pixels per pose, garment, view and resolution, before (and after) fixing."""
     av, out, r = ctx["avatar"], ctx["out"], default_renderer()
     sizes = tuple(ctx.get("poke_sizes", ("720p", "2160p")))
+    if ctx.get("fix", True):
+        for pname in POSES:
+            _fixed(ctx, pname)
     fixed = ctx.get("fixed_positions") or {}
     records, marked_rows, marked_labels = [], [], []
     for pname in POSES:
@@ -174,42 +249,170 @@ def section_tension(ctx) -> str:
             + "<p><img src='img/tension_hist.png' alt='tension histograms'></p>")
 
 
+def section_wound(ctx) -> str:
+    """The wound morph on the built-in damaged avatar: p from 0 to 1, and hits through the core's hit loop."""
+    from ..avatar.skinning import lbs
+    from ..wound.bake import bake
+    from ..wound.damage import damaged_builtin
+
+    from .renderer import WoundMorph
+
+    av, out, r = ctx["avatar"], ctx["out"], default_renderer()
+    body = av.body
+    dmg = damaged_builtin(av)
+    baked = bake(body.mesh.vertices, body.mesh.faces, dmg.vertices, body.mesh.faces)
+    target_rest, _ = baked.decoded("half")  # what a game would read back from the half-float texture
+    pose = _pose(av, "stand")
+    m = pose.skinning_matrices(av.skeleton)
+    posed = body.posed(m)
+    target = lbs(np.asarray(target_rest, np.float32), body.skin.indices, body.skin.weights, m)
+    upper = posed[posed[:, 1] > np.percentile(posed[:, 1], 45)]
+    cams = [named_camera(v, upper, 1.0) for v in ("front", "three_quarter")]
+    steps = (0.0, 0.25, 0.5, 0.75, 1.0)
+    mat = M.skin("realistic")
+    wm = WoundMorph(target)
+    rows = []
+    for cam in cams:
+        row = []
+        for p in steps:
+            item = DrawItem(posed, body.mesh.faces, mat, attributes={"wound": np.full(len(posed), p)}, wound=wm,
+                            role="body")
+            row.append(label(r.draw([item], cam, (400, 400)).rgb, f"p = {p:.2f}"))
+        rows.append(row)
+    # hits: the vertex stage runs the core's hit loop (posed hit points, per-part reach/gain)
+    from ..wound.damage import PART_ARM, PART_CHEST
+
+    reach = np.ones(3, np.float32)
+    reach[PART_ARM] = 6.0  # a hit on the forearm takes the whole forearm
+    gain = np.ones(3, np.float32)
+    chest = np.flatnonzero(dmg.parts == PART_CHEST)
+    arm = np.flatnonzero(dmg.parts == PART_ARM)
+    pick = lambda idx, q: int(idx[np.argsort(posed[idx, 2])[int(q * (len(idx) - 1))]])  # noqa: E731
+    hit_vertices = [pick(chest, 0.95), pick(arm, 0.5), pick(chest, 0.8), pick(arm, 0.9)]
+    row = []
+    for n in (1, 2, 4):
+        hv = hit_vertices[:n]
+        hits = np.c_[posed[hv], dmg.parts[hv]].astype(np.float32)
+        wmh = WoundMorph(target, parts=dmg.parts.astype(np.int64), part_reach=reach, part_gain=gain, hits=hits,
+                         hole_size=0.03, hole_intensity=30.0)
+        item = DrawItem(posed, body.mesh.faces, mat, wound=wmh, role="body")
+        row.append(label(r.draw([item], cams[1], (400, 400)).rgb, f"{n} hit{'s' if n > 1 else ''} (loop)"))
+    row += [None, None]
+    rows.append(row)
+    sheet = comparison_sheet(rows, row_labels=["front", "three-quarter", "hits"], cell_width=260,
+                             title="Wound morph (baked 'half' encoding, morphed in the core's vertex stage)")
+    frames = []
+    for p in list(np.linspace(0, 1, 9)) + list(np.linspace(1, 0, 9))[1:-1]:
+        item = DrawItem(posed, body.mesh.faces, mat, attributes={"wound": np.full(len(posed), p)}, wound=wm)
+        frames.append(r.draw([item], cams[1], (320, 320)).rgb)
+    save_gif(frames, out / "img" / "wound.gif", fps=10)
+    err = baked.error_table()
+    return ("<h2>Wound morph</h2><p>Start: the built-in body; target: <code>kisekae.wound.damage.damaged_builtin"
+            "</code> (shrunken left forearm, dented chest), baked with <code>kisekae.wound.bake</code> "
+            "(closest-point correspondence). Rows 1-2: the morph parameter p from 0 to 1; row 3: hits resolved by "
+            "the core's per-frame hit loop.</p>" + _img(out, "wound.png", sheet)
+            + "<p><img src='img/wound.gif' alt='wound morph animation'></p><pre>" + html.escape(err) + "</pre>")
+
+
 def section_animation(ctx) -> str:
-    """An animated GIF over the BVH excerpt (cmu_mb rig), or stand -> crouch when the clip is absent."""
+    """Smooth animated GIFs: the BVH excerpt with slerped in-betweens, and a loop over the named poses."""
     from ..avatar.builtin import load_builtin_avatar
+    from .animation import inbetween
 
     out, r = ctx["out"], default_renderer()
-    frames, note = [], ""
+    html_parts = ["<h2>Animation</h2>"]
     from ..data import SAMPLE_BVH, sample_path
 
     clip_path = Path(sample_path(SAMPLE_BVH))
+    jobs = []
     if clip_path.exists():
         from ..io.bvh import read_bvh, retarget
 
         av = load_builtin_avatar("cmu_mb")
         clip = read_bvh(clip_path)
-        step = max(1, clip.n_frames // 24)
-        motion = retarget(clip, av.skeleton, list(range(0, clip.n_frames, step))[:24], name=clip_path.stem)
-        poses = motion.poses
-        note = f"BVH {clip_path.name}, {len(poses)} frames"
-    else:
-        av = ctx["avatar"]
-        poses = [_pose(av, "stand"), _pose(av, "crouch")]
-        note = "stand and crouch (BVH excerpt not found)"
-    first, _ = avatar_items(av, poses[0])
-    allpts = np.concatenate([avatar_items(av, p, garments=[])[0].positions for p in poses[:: max(1, len(poses) // 4)]])
-    cam = named_camera("three_quarter", allpts, 1.0)
-    for p in poses:
-        body, gs = avatar_items(av, p)
-        frames.append(r.draw([body, *gs.values()], cam, (360, 360)).rgb)
-    save_gif(frames, out / "img" / "animation.gif", fps=8)
-    return f"<h2>Animation</h2><p>{html.escape(note)}</p><p><img src='img/animation.gif' alt='animation'></p>"
+        keys = retarget(clip, av.skeleton, list(range(clip.n_frames)), name=clip_path.stem).poses
+        steps = max(1, 24 // max(1, len(keys) - 1))
+        poses = inbetween(keys, steps) if len(keys) > 1 else keys
+        poses = poses + poses[-2:0:-1]  # ping-pong, so the loop has no jump
+        jobs.append((av, poses, "bvh.gif", f"BVH {clip_path.name}: {clip.n_frames} frames, {steps - 1} slerped "
+                                            f"in-betweens per frame, played forwards and back ({len(poses)} frames)"))
+    av = ctx["avatar"]
+    named = [_pose(av, n) for n in POSES]
+    jobs.append((av, inbetween(named, 8, loop=True), "poses.gif",
+                 f"named poses {', '.join(POSES)} in a loop, 7 slerped in-betweens each"))
+    for avatar, poses, name, note in jobs:
+        allpts = np.concatenate([avatar_items(avatar, p, garments=[])[0].positions
+                                 for p in poses[:: max(1, len(poses) // 6)]])
+        cam = named_camera("three_quarter", allpts, 1.0)
+        frames = []
+        for p in poses:
+            body, gs = avatar_items(avatar, p)
+            frames.append(r.draw([body, *gs.values()], cam, (360, 360)).rgb)
+        save_gif(frames, out / "img" / name, fps=15)
+        html_parts.append(f"<p>{html.escape(note)}</p><p><img src='img/{name}' alt='{name}'></p>")
+    return "".join(html_parts)
+
+
+def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes=("720p", "2160p"),
+                    renderer=None) -> list:
+    """Add poke-through pixel counts to check records of one pose (``kisekae check --pixels``).
+
+    Parameters
+    ----------
+    avatar : kisekae.avatar.Avatar
+    pose : kisekae.avatar.Pose
+    records : list of dict
+        Records with a ``garment`` key (e.g. from :func:`kisekae.qa.check.check_pose`); updated in place with
+        ``poke_through_pixels`` (sum over views and resolutions) and ``poke_through`` (``{resolution:
+        {view: pixels}}``).
+    positions : dict[str, (N,3)], optional
+        Garment positions to use instead of skinning (e.g. the fixed garments).
+    views, sizes : sequences
+        Views (:data:`~kisekae.render.camera.VIEWS`) and resolutions.
+
+    Returns
+    -------
+    list of dict
+        The per-view records of :func:`~kisekae.render.poke.poke_through_report`.
+    """
+    names = list(dict.fromkeys(r["garment"] for r in records))
+    body, gs = avatar_items(avatar, pose, garments=names, positions=positions)
+    recs = poke_through_report(body, gs, views=views, sizes=sizes, landmarks=avatar_landmarks(avatar, pose),
+                               renderer=renderer or default_renderer())
+    for rec in records:
+        mine = [x for x in recs if x["garment"] == rec["garment"]]
+        rec["poke_through_pixels"] = int(sum(x["poke_through_pixels"] for x in mine))
+        per = {}
+        for x in mine:
+            per.setdefault(x["resolution"], {})[x["view"]] = x["poke_through_pixels"]
+        rec["poke_through"] = per
+    return recs
+
+
+def format_pixel_table(records) -> str:
+    """Poke-through pixels per (pose, garment, stage, resolution) and view, as fixed-width text."""
+    rows = [r for r in records if "poke_through" in r]
+    if not rows:
+        return ""
+    views = list(dict.fromkeys(v for r in rows for per in r["poke_through"].values() for v in per))
+    head = ["pose", "garment", "stage", "resolution", *views, "total"]
+    table = []
+    for r in rows:
+        for res, per in r["poke_through"].items():
+            table.append([str(r.get("pose", "")), r["garment"], str(r.get("stage", "")), res,
+                          *[str(per.get(v, "")) for v in views], str(sum(per.values()))])
+    widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(t, widths)) for t in table]
+    return "poke-through pixels per view\n" + "\n".join(lines)
 
 
 #: (title, function) pairs, in page order.
 SECTIONS = [
     ("pictures", section_pictures),
+    ("before and after the fix", section_fix),
     ("poke-through pixels", section_poke),
     ("tension pictures", section_tension),
+    ("wound morph", section_wound),
     ("animation", section_animation),
 ]

@@ -188,6 +188,31 @@ void main() { f_id_depth = vec2(gl_FrontFacing ? u_id : -u_id, v_depth); }
 """
 
 
+FULLSCREEN_VS = """
+#version 330
+void main() {
+    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));  // one triangle covering the screen
+    gl_Position = vec4(2.0 * p - 1.0, 0.0, 1.0);
+}
+"""
+
+POKE_FS = """
+#version 330
+uniform sampler2D u_body;      // RG32F: id (negative on back faces, 0 background), linear depth (m)
+uniform sampler2D u_garment;
+uniform float u_tol;           // metres
+out float f_verdict;           // 0 free, 0.5 covered by a garment's outside, 1 poke-through
+void main() {
+    ivec2 p = ivec2(gl_FragCoord.xy);
+    vec2 g = texelFetch(u_garment, p, 0).xy;
+    vec2 b = texelFetch(u_body, p, 0).xy;
+    bool covered = g.x > 0.5;
+    bool poke = covered && b.x != 0.0 && b.y < g.y - u_tol;
+    f_verdict = poke ? 1.0 : (covered ? 0.5 : 0.0);
+}
+"""
+
+
 class CoreShading:
     """The renderer's surface shading, generated from the HLSL shader core (see the module notes).
 
