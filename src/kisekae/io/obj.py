@@ -182,3 +182,44 @@ def obj_to_mesh(obj: ObjData, polygon_ids=None, *, scale: float = 1.0, name: str
         uvs["uv0"] = per_vertex
     mesh = Mesh(obj.vertices[vertex_ids] * scale, faces, q if len(q) else None, uvs, uv_faces, uv_coords, name)
     return mesh, vertex_ids
+
+
+def write_obj(path, mesh: Mesh, vertices=None, *, overwrite: bool = False, comment: str = "") -> None:
+    """Write a mesh as OBJ (quads where the mesh has them, face-varying UVs when present).
+
+    Parameters
+    ----------
+    path : output file; an existing file is only replaced with ``overwrite=True``
+    mesh : Mesh (connectivity and UVs)
+    vertices : (N, 3) positions to write instead of ``mesh.vertices`` (e.g. a fixed garment), metres
+    """
+    from pathlib import Path as _Path
+
+    path = _Path(path)
+    if path.exists() and not overwrite:
+        raise KisekaeError("file exists; pass overwrite=True (--force) to replace it", path)
+    v = mesh.vertices if vertices is None else np.asarray(vertices)
+    if v.shape != mesh.vertices.shape or not np.all(np.isfinite(v)):
+        raise KisekaeError(f"expected {mesh.vertices.shape} finite positions, got {v.shape}", path)
+    lines = [f"# {comment}" if comment else "# written by kisekae", f"o {mesh.name}"]
+    lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in v]
+    has_uv = mesh.uv_faces is not None and mesh.uv_coords is not None
+    if has_uv:
+        lines += [f"vt {a:.6f} {b:.6f}" for a, b in mesh.uv_coords]
+    nq = 0 if mesh.quads is None else len(mesh.quads)
+
+    def corner(vi, ti):
+        return f"{vi + 1}/{ti + 1}" if has_uv else f"{vi + 1}"
+
+    for q in range(nq):
+        f0, f1 = mesh.faces[2 * q], mesh.faces[2 * q + 1]
+        vs = [f0[0], f0[1], f0[2], f1[2]]
+        ts = [0, 0, 0, 0]
+        if has_uv:
+            u0, u1 = mesh.uv_faces[2 * q], mesh.uv_faces[2 * q + 1]
+            ts = [u0[0], u0[1], u0[2], u1[2]]
+        lines.append("f " + " ".join(corner(a, b) for a, b in zip(vs, ts)))
+    for f in range(2 * nq, len(mesh.faces)):
+        ts = mesh.uv_faces[f] if has_uv else [0, 0, 0]
+        lines.append("f " + " ".join(corner(a, b) for a, b in zip(mesh.faces[f], ts)))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,173 @@
+"""The exact-skin push-out, layers, the Shrinkwrap baseline and the fix command line."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import icosphere
+from kisekae.avatar.poses import named_pose
+from kisekae.errors import KisekaeError
+from kisekae.fit import PushParams
+from kisekae.fit.exact import march_out, push_out_exact
+from kisekae.fit.fix import fix_pose
+from kisekae.fit.layers import LayerSurface, draw_order, push_out_layers
+from kisekae.fit.shrinkwrap import shrinkwrap
+from kisekae.qa import BodyQuery, BodyTopology
+from kisekae.qa.check import body_topology, check_pose
+
+
+def sphere_query(radius=1.0, center=(0, 0, 0), subdiv=3):
+    v, f = icosphere(subdiv, radius, center)
+    return BodyQuery(BodyTopology.from_mesh(v, f), v), v, f
+
+
+def test_sphere_push_is_the_push_law():
+    """Analytic: a point at signed distance d from a unit sphere ends at the target gap (inside) or moves stiffness*(margin-d)."""
+    q, _, _ = sphere_query(subdiv=4)
+    params = PushParams(margin=0.01, stiffness=0.5, max_push=0.2, smooth_iterations=0)
+    dirs = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.6, 0.8, 0]], float)
+    d = np.array([-0.05, 0.004, 0.05, -0.12])
+    # Radial points; the icosphere's faces sit slightly inside the unit sphere, so measure d against the mesh.
+    pts = dirs * (1.0 + d)[:, None]
+    new, info = push_out_exact(q, pts, np.zeros((0, 2), int), params, crossing_rounds=0)
+    r_new = np.linalg.norm(new, axis=1)
+    d_mesh = info["d_before"]
+    gap = params.stiffness * params.margin
+    assert not q.inside(new).any()
+    # Inside: ends at the gap from the surface (radially, within the faceting error of 2 mm).
+    np.testing.assert_allclose(r_new[[0, 3]] - (1 + d[[0, 3]] - d_mesh[[0, 3]]), gap, atol=2e-3)
+    # In the band: moves stiffness * (margin - d).
+    np.testing.assert_allclose(info["push"][1], params.stiffness * (params.margin - d_mesh[1]), atol=1e-6)
+    # Clear: does not move at all.
+    assert info["push"][2] == 0.0 and not info["contact"][2]
+
+
+def test_overlapping_spheres_union_boundary():
+    """Two overlapping spheres: a point inside both, whose nearest surface is buried, is moved outside the union."""
+    a, fa = icosphere(3, 1.0, (0, 0, 0))
+    b, fb = icosphere(3, 1.0, (1.2, 0, 0))
+    v = np.concatenate([a, b])
+    f = np.concatenate([fa, fb + len(a)])
+    q = BodyQuery(BodyTopology.from_mesh(v, f), v)
+    p = np.array([[0.75, 0.3, 0.0]])  # inside both spheres; nearest surface is sphere b's, buried in a
+    assert q.winding(p)[0] > 1.5
+    sw = shrinkwrap(q, p, 0.002)
+    assert q.inside(sw)[0], "Shrinkwrap's nearest-surface mode leaves it inside the union"
+    new, info = push_out_exact(q, p, np.zeros((0, 2), int), PushParams(max_push=0.8), crossing_rounds=0)
+    assert not q.inside(new)[0]
+    assert np.linalg.norm(new - p) <= 0.8
+
+
+def test_march_out_of_a_sphere():
+    q, _, _ = sphere_query(subdiv=4)
+    starts = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0]])
+    dirs = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    ex, dist = march_out(q, starts, dirs, 2.0)
+    np.testing.assert_allclose(dist, [1.0, 0.5], atol=5e-3)  # faceted unit sphere
+    _, dist = march_out(q, starts[:1], dirs[:1], 0.5)
+    assert np.isinf(dist[0])
+
+
+def test_bad_parameters_and_inputs():
+    q, _, _ = sphere_query()
+    with pytest.raises(KisekaeError, match="greater than max_push"):
+        PushParams(margin=0.2, max_push=0.1)
+    with pytest.raises(KisekaeError, match="non-finite"):
+        push_out_exact(q, np.array([[np.nan, 0, 0]]), np.zeros((0, 2), int))
+    with pytest.raises(KisekaeError, match="tightness"):
+        push_out_exact(q, np.zeros((3, 3)), np.zeros((0, 2), int), tightness=np.zeros(4))
+    with pytest.raises(KisekaeError, match="edge index"):
+        push_out_exact(q, np.zeros((3, 3)), np.array([[0, 5]]))
+
+
+@pytest.mark.parametrize("pose_name", ["stand", "leg_raise", "crouch"])
+def test_verification_matrix_inside_and_caps(avatar, pose_name):
+    """The seed's matrix: zero vertices inside after fixing, no move beyond maxPush, clear vertices still."""
+    pose = named_pose(avatar.skeleton, pose_name)
+    fixed = fix_pose(avatar, pose, ["tights", "skirt"])
+    recs = check_pose(avatar, pose, ["tights", "skirt"], posed_garments={k: v.positions for k, v in fixed.items()})
+    params = PushParams()
+    for rec in recs:
+        m = fixed[rec["garment"]].metrics
+        assert rec["inside_count"] == 0, rec
+        assert m["max_push_m"] <= params.max_push + 1e-6
+        assert m["moved_unnecessarily"] == 0
+    before = check_pose(avatar, pose, ["tights", "skirt"])
+    for b, a in zip(before, recs):
+        assert a["edge_crossings"] <= b["edge_crossings"]
+    if pose_name != "crouch":
+        # The skirt clears completely in stand and leg_raise (crossings included).
+        assert recs[1]["edge_crossings"] == 0
+
+
+def test_exact_beats_shrinkwrap_in_a_deep_pose(avatar):
+    """Blender-style Shrinkwrap (nearest point, outside, 2 mm) leaves vertices inside where the body overlaps itself."""
+    pose = named_pose(avatar.skeleton, "knee_bend")
+    m = pose.skinning_matrices(avatar.skeleton)
+    q = BodyQuery(body_topology(avatar), avatar.body.posed(m))
+    x = avatar.garments["skirt"].posed(m)
+    sw = shrinkwrap(q, x, 0.002)
+    assert q.inside(sw).sum() > 0
+    surf = shrinkwrap(q, x, 0.002, "outside_surface")
+    assert np.linalg.norm(surf - x, axis=1).max() > 0.15  # outside-surface mode collapses the hem onto the legs
+    fixed = fix_pose(avatar, pose, ["skirt"])["skirt"]
+    assert q.inside(fixed.positions).sum() == 0
+    assert fixed.metrics["max_push_m"] <= 0.1 + 1e-6
+
+
+def test_layers_keep_outer_outside_inner():
+    # Inner layer: a unit sphere "tights"; outer: points just under it.
+    v, f = icosphere(3, 1.0)
+    inner = LayerSurface(v, f, thickness=0.001, outward_hint=lambda pts: pts / np.linalg.norm(pts, axis=1)[:, None])
+    dirs = np.random.default_rng(0).normal(size=(50, 3))
+    dirs /= np.linalg.norm(dirs, axis=1)[:, None]
+    outer = dirs * 0.995
+    s, _ = inner.signed_distance(outer)
+    assert np.all(s < 0)
+    new, touched = push_out_layers(outer, np.zeros((0, 2), int), [inner], PushParams(margin=0.002, max_push=0.05))
+    s2, _ = inner.signed_distance(new)
+    assert np.all(s2 >= inner.thickness) and touched.all()
+    assert draw_order(["tights", "skirt", "veil"], transparent=["veil"]) == ["body", "tights", "skirt", "veil"]
+    with pytest.raises(KisekaeError, match="not in the outfit"):
+        draw_order(["tights"], transparent=["cape"])
+
+
+def test_layered_stand(avatar):
+    pose = named_pose(avatar.skeleton, "stand")
+    fixed = fix_pose(avatar, pose, ["tights", "skirt"], layered=True)
+    assert fixed["skirt"].metrics["under_lower_layers"] == 0
+    assert fixed["skirt"].metrics["layer_crossings"] == 0
+    assert fixed["tights"].metrics["under_lower_layers"] == 0
+
+
+def test_cli_check_fix_json(tmp_path, capsys):
+    from kisekae.cli import main
+
+    out = tmp_path / "fix.json"
+    assert main(["check", "--fix", "--pose", "stand", "--pose", "leg_raise", "--json", str(out)]) == 0
+    recs = json.loads(out.read_text())
+    assert [r["stage"] for r in recs] == ["before", "after"] * 4
+    after = [r for r in recs if r["stage"] == "after"]
+    for r in after:
+        for key in ("max_push_m", "moved_fraction", "moved_unnecessarily", "time_ms"):
+            assert key in r
+        assert r["inside_count"] == 0
+    code = main(["check", "--fix", "--margin", "0.2", "--max-push", "0.1"])
+    assert code == 2 and "greater than max_push" in capsys.readouterr().err
+
+
+def test_cli_fit_writes_rig_and_garments(tmp_path, capsys):
+    from kisekae.cli import main
+    from kisekae.fit.capsules import CapsuleRig
+    from kisekae.io.obj import read_obj
+
+    assert main(["fit", "--pose", "leg_raise", "--garment", "skirt", "-o", str(tmp_path)]) == 0
+    rig = CapsuleRig.load(tmp_path / "capsules.json")
+    assert len(rig.bone) > 20
+    obj = read_obj(tmp_path / "skirt__leg_raise.obj")
+    assert len(obj.vertices) == 720
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["draw_order"] == ["body", "skirt"]
+    # Refuses to overwrite without --force.
+    assert main(["fit", "--pose", "leg_raise", "--garment", "skirt", "-o", str(tmp_path)]) == 2
