@@ -262,37 +262,48 @@ def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
     rows = np.arange(len(ce))
     depth = np.maximum(-d[rows, deepest], 0.0)
     direction = nn[rows, deepest]
-    lift = (depth + np.maximum(np.maximum(gap[a], gap[b]), 1e-4) + 1e-4)[:, None] * direction
+    need = depth + np.maximum(np.maximum(gap[a], gap[b]), 1e-4) + 1e-4
+    s_deep = s[deepest]
+    # Share the lift by the ends' remaining budgets: the chord point at s rises by (1 - s)·α + s·β.
+    budget_a = np.maximum(max_push - move[a], 0.0)
+    budget_b = np.maximum(max_push - move[b], 0.0)
+    reach = (1.0 - s_deep) * budget_a + s_deep * budget_b
+    k = need / np.maximum(reach, 1e-12)
     delta = np.zeros((len(p), 3))
     count = np.zeros(len(p))
     snap = []
-    for k in range(len(ce)):
-        if (np.linalg.norm(p[a[k]] + lift[k] - p0[a[k]]) <= max_push
-                and np.linalg.norm(p[b[k]] + lift[k] - p0[b[k]]) <= max_push):
-            for v in (a[k], b[k]):
-                delta[v] += lift[k]
-                count[v] += 1
+    for i in range(len(ce)):
+        if k[i] > 1.0:
+            snap.append(i)
+            continue
+        # Equal lifts when both ends can afford the full need (a rigid lift keeps the edge's shape).
+        if budget_a[i] >= need[i] and budget_b[i] >= need[i]:
+            alpha = beta = need[i]
         else:
-            snap.append(k)
+            alpha, beta = k[i] * budget_a[i], k[i] * budget_b[i]
+        delta[a[i]] += alpha * direction[i]
+        delta[b[i]] += beta * direction[i]
+        count[a[i]] += 1
+        count[b[i]] += 1
     m = count > 0
     p[m] += delta[m] / count[m, None]
     contact[m] = True
     done = np.zeros(len(p), dtype=bool)
-    for k in snap:
-        if done[b[k]] or not inside[k].any():
+    for i in snap:
+        if done[b[i]] or not inside[i].any():
             continue
-        j = int(np.argmax(inside[k]))
+        j = int(np.argmax(inside[i]))
         t_first = s[j - 1] if j > 0 else 0.0
         # Closest to the loose end first; t = 0 collapses it onto the other end (always outside).
         for t in (t_first, 0.5 * t_first, 0.0):
-            target = p[a[k]] + t * (p[b[k]] - p[a[k]])
-            if np.linalg.norm(target - p0[b[k]]) > max_push:
+            target = p[a[i]] + t * (p[b[i]] - p[a[i]])
+            if np.linalg.norm(target - p0[b[i]]) > max_push:
                 continue
             if t > 0 and query.inside(target[None])[0]:
                 continue
-            p[b[k]] = target
-            done[b[k]] = True
-            contact[b[k]] = True
+            p[b[i]] = target
+            done[b[i]] = True
+            contact[b[i]] = True
             break
     _cap(p, p0, max_push)
     return True
