@@ -125,7 +125,7 @@ def test_wound_morph_matches_cpu_morph(ball, r0):
     target = p * np.array([0.6, 1.0, 0.6]) + np.array([0.1, 0.0, 0.0])
     pvals = np.clip((p[:, 1] + 0.5), 0, 1)  # more damage towards the top
     gpu = r0.draw([DrawItem(p, f, materials.skin(FLAT, wound_color=(0.86, 0.66, 0.55)), attributes={"wound": pvals},
-                            wound=WoundMorph(target))], cam, (96, 72)).rgb.astype(int)
+                            wound=WoundMorph(target, tint_distance=0.0))], cam, (96, 72)).rgb.astype(int)
     pos, nrm = _morph_reference(p, f, target, pvals)
     cpu = r0.draw([DrawItem(pos, f, materials.skin(FLAT, wound_color=(0.86, 0.66, 0.55)), normals=nrm,
                             attributes={"wound": pvals})], cam, (96, 72)).rgb.astype(int)
@@ -144,7 +144,7 @@ def test_hit_loop_matches_wound_runtime(ball, r0):
     hits = np.array([[0.0, 0.2, 0.45, 1], [-0.3, -0.1, 0.35, 0]], np.float32)
     reach, gain = np.array([1.0, 2.0]), np.array([1.0, 0.5])
     wm = WoundMorph(target, parts=parts, part_reach=reach, part_gain=gain, hits=hits, hole_size=0.1,
-                    hole_intensity=8.0)
+                    hole_intensity=8.0, tint_distance=0.0)
     mat = materials.skin(FLAT, wound_color=(0.86, 0.66, 0.55))
     gpu = r0.draw([DrawItem(p, f, mat, wound=wm)], cam, (96, 72)).rgb.astype(int)
     pvals = wound_p_numpy(p, parts, hits[:, :3], hits[:, 3].astype(int), 0.1, 8.0, reach, gain)
@@ -174,3 +174,16 @@ def test_presets_use_the_pressure_modules_strengths():
         assert (p.normal_strength, p.ao_gain, p.sss_loss) == (ref["normal_strength"], ref["ao_strength"],
                                                                ref["sss_strength"])
         assert p.dent_depth == pressure.RADIUS
+
+
+def test_wound_tint_only_where_the_morph_moves(ball, r0):
+    p, f, cam = ball
+    target = p.copy()
+    right = p[:, 0] > 0.05
+    target[right] *= 0.9  # only the right half is damaged (5 cm inwards)
+    item = DrawItem(p, f, materials.skin(FLAT), attributes={"wound": np.ones(len(p))}, wound=WoundMorph(target))
+    rgb = r0.draw([item], cam, (96, 72)).rgb.astype(int)
+    redness = rgb[..., 0] - rgb[..., 1]
+    assert redness[30:42, 60:66].mean() > 60  # damaged side: wound colour
+    plain = r0.draw([DrawItem(p, f, materials.skin(FLAT))], cam, (96, 72)).rgb.astype(int)
+    assert np.abs(rgb[30:42, 28:36] - plain[30:42, 28:36]).max() <= 1  # undamaged side untouched

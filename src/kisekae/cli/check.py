@@ -21,6 +21,9 @@ def register(sub):
     p.add_argument("--layered", action="store_true",
                    help="treat the garments as one stack, innermost first (implies --fix)")
     add_push_args(p)
+    p.add_argument("--pixels", action="store_true",
+                   help="also count poke-through pixels (skin showing through garments) from 9 views at 720p and "
+                        "2160p (offscreen OpenGL); adds poke_through_pixels to the records")
     p.add_argument("--json", metavar="FILE", help="write one record per (pose, garment) as a JSON list")
     p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
     p.set_defaults(func=run)
@@ -40,6 +43,10 @@ def run(args) -> int:
     params = push_params(args)
     for pose in poses:
         before = check_pose(avatar, pose, garments)
+        if args.pixels:
+            from ..render.report import add_poke_pixels
+
+            add_poke_pixels(avatar, pose, before)
         if not fix:
             records.extend(before)
             continue
@@ -47,6 +54,8 @@ def run(args) -> int:
 
         fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
         after = check_pose(avatar, pose, garments, posed_garments={k: v.positions for k, v in fixed.items()})
+        if args.pixels:
+            add_poke_pixels(avatar, pose, after, {k: v.positions for k, v in fixed.items()})
         for b, a in zip(before, after):
             b["stage"] = "before"
             a["stage"] = "after"
@@ -55,6 +64,10 @@ def run(args) -> int:
                 a["layered"] = True
             records.extend([b, a])
     print(format_table(records))
+    if args.pixels:
+        from ..render.report import format_pixel_table
+
+        print(format_pixel_table(records))
     if args.json:
         Path(args.json).write_text(json.dumps([json_record(r) for r in records], indent=1))
         print(f"wrote {args.json}", file=sys.stderr)

@@ -7,8 +7,11 @@ Definition (per view and resolution, sampled at pixel centres, no MSAA):
   into the garment through an opening (a hem, a neck hole, a sleeve end): the skin seen there is not
   covered, so it is never counted.
 * A covered pixel **pokes through** when the nearest body surface on the same ray is closer to the
-  camera than that garment surface by more than ``tolerance_m`` (linear view depth, metres). This is
-  exactly the pixel the body wins in a combined depth test, minus a depth-precision allowance.
+  camera than that garment surface by more than ``tolerance_m`` (linear view depth, metres), *and*
+  the garment surface lies inside the body: the body's nearest back face on the ray (where the ray
+  leaves the body) is beyond the garment surface. The second condition keeps body parts that are
+  outside the garment but in front of it (an arm in front of a skirt, a raised knee in front of the
+  other leg's tights) from counting: there the ray leaves the body before it reaches the cloth.
 
 Garments are expected with outward (counter-clockwise seen from outside) triangles, like the body.
 A garment that lies outside the body everywhere gives 0 from any view; body geometry that crosses a
@@ -64,8 +67,9 @@ class PokeResult:
         return float(self.count) / self.covered if self.covered else 0.0
 
 
-def poke_mask(garment_ids, garment_depth, body_ids, body_depth, *, tolerance_m: float = DEFAULT_TOLERANCE_M):
-    """Combine separately rendered id/depth buffers into the covered and poke-through masks.
+def poke_mask(garment_ids, garment_depth, body_ids, body_depth, *, body_back_depth=None,
+              tolerance_m: float = DEFAULT_TOLERANCE_M):
+    """Combine separately rendered id/depth buffers into the covered and poke-through masks (NumPy reference).
 
     Parameters
     ----------
@@ -73,6 +77,9 @@ def poke_mask(garment_ids, garment_depth, body_ids, body_depth, *, tolerance_m: 
         Nearest-surface ids (negative on back faces, 0 background), see :meth:`Renderer.id_depth`.
     garment_depth, body_depth : (H,W) float
         Linear view depth, metres (``inf`` on background).
+    body_back_depth : (H,W) float, optional
+        Depth of the body's nearest back face (``inf`` where there is none); default: ignore this
+        condition (every body surface in front of the cloth counts).
     tolerance_m : float
         Depth allowance, metres.
 
@@ -87,6 +94,11 @@ def poke_mask(garment_ids, garment_depth, body_ids, body_depth, *, tolerance_m: 
                            "poke_mask")
     covered = gi > 0
     poke = covered & (bi != 0) & (bd < gd - tol)
+    if body_back_depth is not None:
+        back = np.asarray(body_back_depth)
+        if back.shape != gd.shape:
+            raise KisekaeError(f"body_back_depth must have shape {gd.shape}, got {back.shape}", "poke_mask")
+        poke &= back > gd
     return covered, poke
 
 

@@ -54,6 +54,9 @@ class WoundMorph:
         Fully damaged radius, metres.
     hole_intensity : float, default 40
         1 / fall-off width, 1/metres.
+    tint_distance : float, default 0.01
+        The wound tint is ``p * clip(|target - position| / tint_distance, 0, 1)``: only skin that the
+        morph moves turns wound-coloured (metres; 0 tints by ``p`` alone).
     """
 
     target_positions: object
@@ -64,6 +67,7 @@ class WoundMorph:
     hits: object = None
     hole_size: float = 0.03
     hole_intensity: float = 40.0
+    tint_distance: float = 0.01
 
     def check(self, n: int, faces, label: str) -> "WoundMorph":
         """Validate against a mesh of ``n`` vertices (returns self, arrays converted)."""
@@ -100,6 +104,7 @@ class WoundMorph:
             self.hits = h
         self.hole_size = positive(self.hole_size, f"{label}.wound.hole_size", allow_zero=True)
         self.hole_intensity = positive(self.hole_intensity, f"{label}.wound.hole_intensity")
+        self.tint_distance = positive(self.tint_distance, f"{label}.wound.tint_distance", allow_zero=True)
         return self
 
 
@@ -312,8 +317,10 @@ class Renderer:
                                    depth_attachment=ctx.depth_renderbuffer(size))
             garment = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
                                       depth_attachment=ctx.depth_renderbuffer(size))
+            back = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
+                                   depth_attachment=ctx.depth_renderbuffer(size))
             verdict = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 1)])
-            t = {"draw": body, "read": body, "garment": garment, "verdict": verdict}
+            t = {"draw": body, "read": body, "garment": garment, "back": back, "verdict": verdict}
         else:
             fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
                                   depth_attachment=ctx.depth_renderbuffer(size))
@@ -402,7 +409,7 @@ class Renderer:
                 self._vubo.write(self.shading.vertex_block(vp))
             else:
                 self._vubo.write(self.shading.vertex_block(vp, hole_size=w.hole_size, hole_intensity=w.hole_intensity,
-                                                           hits=w.hits))
+                                                           hits=w.hits, tint_distance=w.tint_distance))
             self._pubo.write(self.shading.pixel_block(item.material, camera.eye, key, fill))
             self._cmap(item.material.colormap).use(0)
             features = _sh.features_of(item)
@@ -457,14 +464,22 @@ class Renderer:
             id_img, depth_img = self.id_depth(items, camera, (w, h))
         return Frame(rgb=rgb, ids=id_img if ids else None, depth=depth_img if depth else None, camera=camera)
 
-    def _id_pass(self, items, item_ids, camera, size, fbo):
-        """Draw ids (negated on back faces) and linear depth of ``items`` into ``fbo`` (RG32F)."""
+    def _id_pass(self, items, item_ids, camera, size, fbo, *, back_only: bool = False):
+        """Draw ids (negated on back faces) and linear depth of ``items`` into ``fbo`` (RG32F).
+
+        ``back_only`` culls front faces: the buffer then holds the nearest *back* face.
+        """
         w, h = size
         ctx = self.ctx
         fbo.use()
         fbo.clear(0.0, -1.0, 0.0, 0.0, depth=1.0)
         ctx.enable(ctx.DEPTH_TEST)
-        ctx.disable(ctx.CULL_FACE)
+        if back_only:
+            ctx.enable(ctx.CULL_FACE)
+            ctx.front_face = "ccw"
+            ctx.cull_face = "front"
+        else:
+            ctx.disable(ctx.CULL_FACE)
         vp = camera.view_projection(w / h)
         self._id["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
         self._id["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
@@ -475,14 +490,19 @@ class Renderer:
             entry["vbo"].write(data.tobytes())
             self._id["u_id"].value = float(iid)
             entry["id"].render()
+        if back_only:
+            ctx.disable(ctx.CULL_FACE)
+            ctx.cull_face = "back"
 
     def poke_masks(self, body, garments, camera: Camera, size="720p", *, tolerance_m: float = 1e-4,
                    reuse_body: bool = False):
         """Covered and poke-through masks computed on the GPU (one 8-bit readback).
 
-        Same definition as :func:`kisekae.render.poke.poke_mask` on the two id/depth passes: a pixel
-        is covered where the nearest garment surface is a front face, and pokes through where it is
-        covered and the nearest body surface is nearer by more than ``tolerance_m`` (metres).
+        Same definition as :func:`kisekae.render.poke.poke_mask` on the id/depth passes: a pixel is
+        covered where the nearest garment surface is a front face, and pokes through where it is
+        covered, the nearest body surface is nearer by more than ``tolerance_m`` (metres), and the
+        nearest body *back* face lies beyond the garment surface (the garment point is inside the body,
+        not behind a body part that is outside the garment).
 
         Parameters
         ----------
@@ -504,14 +524,17 @@ class Renderer:
         t = self._target("poke", (w, h))
         if not reuse_body:
             self._id_pass(body, range(1, len(body) + 1), camera, (w, h), t["draw"])
+            self._id_pass(body, range(1, len(body) + 1), camera, (w, h), t["back"], back_only=True)
         self._id_pass(garments, range(1, len(garments) + 1), camera, (w, h), t["garment"])
         ctx = self.ctx
         t["verdict"].use()
         ctx.disable(ctx.DEPTH_TEST)
         t["draw"].color_attachments[0].use(0)
         t["garment"].color_attachments[0].use(1)
+        t["back"].color_attachments[0].use(2)
         self._poke["u_body"].value = 0
         self._poke["u_garment"].value = 1
+        self._poke["u_back"].value = 2
         self._poke["u_tol"].value = float(tolerance_m)
         self._poke_vao.render(moderngl.TRIANGLES, vertices=3)
         ctx.enable(ctx.DEPTH_TEST)

@@ -200,6 +200,7 @@ POKE_FS = """
 #version 330
 uniform sampler2D u_body;      // RG32F: id (negative on back faces, 0 background), linear depth (m)
 uniform sampler2D u_garment;
+uniform sampler2D u_back;      // the body's nearest back face (id < 0, or 0 where there is none)
 uniform float u_tol;           // metres
 out float f_verdict;           // 0 free, 0.5 covered by a garment's outside, 1 poke-through
 void main() {
@@ -207,7 +208,9 @@ void main() {
     vec2 g = texelFetch(u_garment, p, 0).xy;
     vec2 b = texelFetch(u_body, p, 0).xy;
     bool covered = g.x > 0.5;
-    bool poke = covered && b.x != 0.0 && b.y < g.y - u_tol;
+    vec2 e = texelFetch(u_back, p, 0).xy;
+    bool inside = e.x == 0.0 || e.y > g.y;   // the garment surface lies before the body's exit
+    bool poke = covered && b.x != 0.0 && b.y < g.y - u_tol && inside;
     f_verdict = poke ? 1.0 : (covered ? 0.5 : 0.0);
 }
 """
@@ -243,7 +246,8 @@ class CoreShading:
         return self._variants[features]
 
     @staticmethod
-    def vertex_block(view_proj, *, hole_size: float = 0.0, hole_intensity: float = 1.0, hits=None) -> bytes:
+    def vertex_block(view_proj, *, hole_size: float = 0.0, hole_intensity: float = 1.0, hits=None,
+                     tint_distance: float = 0.0) -> bytes:
         """std140 bytes of ``KisekaeRenderVertex``.
 
         Parameters
@@ -256,11 +260,13 @@ class CoreShading:
             1 / fall-off width, 1/metres.
         hits : (H,4) float, optional
             Posed hit points (metres) and body part ids; at most :data:`MAX_HITS`.
+        tint_distance : float
+            Metres of target offset that give the full wound tint at p = 1 (0: the tint is p itself).
         """
         block = np.zeros((4 + 1 + MAX_HITS, 4), np.float32)
         block[:4] = np.asarray(view_proj, np.float32).T  # HLSL column_major packing = GLSL's column order
         h = np.zeros((0, 4), np.float32) if hits is None else np.asarray(hits, np.float32).reshape(-1, 4)
-        block[4] = (hole_size, hole_intensity, float(len(h)), 0.0)
+        block[4] = (hole_size, hole_intensity, float(len(h)), tint_distance)
         block[5:5 + len(h)] = h
         return block.tobytes()
 

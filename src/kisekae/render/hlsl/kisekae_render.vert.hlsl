@@ -14,7 +14,7 @@
 cbuffer KisekaeRenderVertex : register(b0)
 {
     float4x4 _ViewProj;                       // world -> clip, column vectors
-    float4 _Wound;                            // holeSize (m), holeIntensity (1/m), hit count, -
+    float4 _Wound;                            // holeSize (m), holeIntensity (1/m), hit count, tint distance (m)
     float4 _Hits[KISEKAE_RENDER_MAX_HITS];    // xyz = posed hit point (m), w = body part id
 };
 
@@ -42,7 +42,7 @@ struct VertexOut
     float3 world : TEXCOORD0;          // morphed world position (m)
     float3 normal : TEXCOORD1;         // morphed normal
     float4 look : TEXCOORD2;           // passed through
-    float4 extra : TEXCOORD3;          // ratio, heat, final wound p, -
+    float4 extra : TEXCOORD3;          // ratio, heat, wound tint weight (0..1), -
 };
 
 VertexOut main(VertexIn v)
@@ -58,11 +58,13 @@ VertexOut main(VertexIn v)
     float3 position = v.position;
     float3 normal = v.normal;
     KisekaeWoundMorph(position, normal, v.woundPosition, v.woundNormal, p);
+    // tint: p itself, or (with a tint distance) p scaled by how far the damaged target lies from the surface
+    float tint = _Wound.w > 0.0 ? p * saturate(distance(v.woundPosition, v.position) / _Wound.w) : p;
     VertexOut o;
     o.world = position;
     o.normal = normal;
     o.look = v.look;
-    o.extra = float4(v.extra.x, v.extra.y, p, 0.0);
+    o.extra = float4(v.extra.x, v.extra.y, tint, 0.0);
     o.clip = mul(_ViewProj, float4(position, 1.0));
     return o;
 }
