@@ -213,7 +213,7 @@ def section_tension(ctx) -> str:
         t = tension_map(rest, gs["tights"].positions, mesh.quads if mesh.quads is not None else mesh.faces)
         comp, stre = np.asarray(t.compress), np.asarray(t.stretch)
         hist[pname] = (comp, stre)
-        attrs = {"compress": comp, "stretch": stre}
+        attrs = {"ratio": np.asarray(t.ratio)}  # mapped to compress/stretch by the shader core on the GPU
         cam = named_camera("three_quarter", body.positions, 16 / 9, landmarks=avatar_landmarks(av, pose))
         g = gs["tights"]
         heat = type(g)(g.positions, g.faces, M.tension(shaded=True), normals=g.normals, attributes=attrs,
@@ -245,7 +245,10 @@ def section_tension(ctx) -> str:
     (out / "img").mkdir(parents=True, exist_ok=True)
     fig.savefig(out / "img" / "tension_hist.png", dpi=90)
     plt.close(fig)
-    return ("<h2>Tension</h2>" + _img(out, "tension.png", sheet)
+    return ("<h2>Tension</h2><p>The tights' tension ratio T (rest / posed mean edge length, "
+            "<code>kisekae.tension.tension_map</code>) is sent per vertex; the shader core maps it to the Tension "
+            "Map colours (Blender node-group defaults) and the cloth blends wrinkle normals by the compression."
+            "</p>" + _img(out, "tension.png", sheet)
             + "<p><img src='img/tension_hist.png' alt='tension histograms'></p>")
 
 
