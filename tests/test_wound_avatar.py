@@ -172,3 +172,25 @@ def test_arm_breaks_with_one_hit_and_chest_only_dents(av, damaged, baked):
     assert np.all(p[chest & (d < 0.03)] == 1.0) and np.all(p[chest & (d > 0.03 + 1 / 50.0 + 1e-6)] == 0.0)
     # loop mode (article style) gives the same p in the bind pose
     np.testing.assert_allclose(st.p_loop(v, np.tile(np.eye(4), (len(av.skeleton.rest), 1, 1))), p, atol=1e-5)
+
+
+def test_uv_mask_equals_per_vertex_mask_on_the_avatar(av, damaged):
+    m = av.body.mesh
+    st = _state(av, damaged.parts, hole_size=0.03, hole_intensity=50.0, part_reach=[1.0, 30.0, 1.0])
+    mask = st.enable_uv_mask(m.uvs["uv0"], uv_coords=m.uv_coords, uv_faces=m.uv_faces, size=512)
+    v = m.vertices.astype(np.float64)
+    nrm = vertex_normals(v, m.faces)
+    rng = np.random.default_rng(5)
+    arm = np.flatnonzero(damaged.parts == PART_ARM)
+    for vi in [arm[len(arm) // 2], *rng.choice(len(v), 6, replace=False)]:
+        assert st.shoot(v[vi] + 0.05 * nrm[vi], -nrm[vi], v) is not None
+    st.shoot(damaged.dent_center + [0, 0, 0.2], [0, 0, -1], v)
+    ref, got = st.p_flat(), st.p_uv()
+    td = mask.tap_distance()
+    assert np.all(np.isfinite(td)) and np.median(td) < 0.005  # ~3.4 mm texels at 512 on a 1.67 m body
+    err = np.abs(got - ref)
+    lip = st.hole_intensity * st.part_gain.max() * len(st.hits)
+    assert np.all(err <= lip * td + 1e-6)
+    damaged_v = (ref > 0) | (got > 0)
+    assert err[damaged_v].mean() < 0.05 and np.all(got[damaged.parts == PART_ARM] > 0.9)
+    print(f"\nUV mask 512: |p_uv - p_vertex| max {err.max():.3f}, mean over damaged {err[damaged_v].mean():.4f}")

@@ -299,3 +299,35 @@ def test_load_bake_decodes_every_encoding_from_files(tmp_path):
         np.testing.assert_array_equal(got["parts"], parts)
     with pytest.raises(KisekaeError, match="not in this bake"):
         load_bake(paths["sidecar"], "nope")
+
+
+def test_obj_meshes_load_through_kisekae_io_with_seams_split_and_clear_errors(tmp_path):
+    from kisekae.wound import load_mesh
+    # two quads sharing an edge (vertices 2, 3), with a UV seam along it: the shared edge has two UV pairs
+    text = ("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 2 0 0\nv 2 1 0\n"
+            "vt 0 0\nvt 0.5 0\nvt 0.5 1\nvt 0 1\nvt 0.6 0\nvt 1 0\nvt 1 1\nvt 0.6 1\n"
+            "f 1/1 2/2 3/3 4/4\nf 2/5 5/6 6/7 3/8\n")
+    (tmp_path / "a.obj").write_text(text)
+    m = load_mesh(tmp_path / "a.obj")
+    assert m["faces"].shape == (4, 3) and len(m["vertices"]) == 8  # 6 positions, 2 of them split at the seam
+    # every corner keeps its own UV and position
+    corners = m["vertices"][m["faces"]].reshape(-1, 3)
+    uvs = m["uv0"][m["faces"]].reshape(-1, 2)
+    expect = {(1, 0): {(0.5, 0.0), (0.6, 0.0)}, (1, 1): {(0.5, 1.0), (0.6, 1.0)}}
+    for (x, y), want in expect.items():
+        got = {tuple(np.round(u, 6)) for c, u in zip(corners, uvs) if c[0] == x and c[1] == y}
+        assert got == want
+    (tmp_path / "b.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n")
+    with pytest.raises(KisekaeError, match="line 4.*index 7"):
+        load_mesh(tmp_path / "b.obj")
+    (tmp_path / "c.obj").write_text("v 0 zero 0\n")
+    with pytest.raises(KisekaeError, match="line 1"):
+        load_mesh(tmp_path / "c.obj")
+    (tmp_path / "d.obj").write_text("v 0 0 0\nv 1 0 0\n")
+    with pytest.raises(KisekaeError, match="no faces"):
+        load_mesh(tmp_path / "d.obj")
+    (tmp_path / "e.obj").write_bytes(b"v 0 0 0\n\xff\xfe\n")
+    with pytest.raises(KisekaeError, match="not a text OBJ"):
+        load_mesh(tmp_path / "e.obj")
+    with pytest.raises(KisekaeError, match="not found"):
+        load_mesh(tmp_path / "missing.obj")

@@ -225,43 +225,27 @@ def load_mesh(path) -> dict:
 
 
 def _load_obj(p: Path) -> dict:
-    """OBJ with per-corner UVs split into per-vertex UVs (one vertex per distinct position/UV pair)."""
-    vs, vts, faces = [], [], []
-    for ln, line in enumerate(p.read_text().splitlines(), 1):
-        t = line.split()
-        if not t:
-            continue
-        try:
-            if t[0] == "v":
-                vs.append([float(x) for x in t[1:4]])
-            elif t[0] == "vt":
-                vts.append([float(x) for x in t[1:3]])
-            elif t[0] == "f":
-                corners = []
-                for c in t[1:]:
-                    parts = c.split("/")
-                    vi = int(parts[0])
-                    ti = int(parts[1]) if len(parts) > 1 and parts[1] else 0
-                    corners.append((vi - 1 if vi > 0 else len(vs) + vi,
-                                    (ti - 1 if ti > 0 else len(vts) + ti) if ti else -1))
-                for k in range(1, len(corners) - 1):
-                    faces.append((corners[0], corners[k], corners[k + 1]))
-        except (ValueError, IndexError):
-            raise KisekaeError(f"line {ln}: cannot parse {line!r}", str(p)) from None
-    if not faces:
+    """OBJ through :mod:`kisekae.io.obj` (same parser and errors as the rest of kisekae), metres as stored.
+
+    Quads are split like :func:`kisekae.avatar.mesh.triangulate_quads`. When every face has UVs,
+    vertices are split at UV seams (one vertex per distinct position/UV pair), so ``uv0`` is exact on
+    both sides of a seam, which the UV correspondence needs.
+    """
+    from ..io.obj import obj_to_mesh, read_obj
+
+    obj = read_obj(p)
+    if not obj.polygons:
         raise KisekaeError("no faces", str(p))
-    keys = {}
-    out_f = []
-    for tri in faces:
-        out_f.append([keys.setdefault(c, len(keys)) for c in tri])
-    v = np.asarray(vs, dtype=np.float64)
-    key_arr = np.array(list(keys.keys()), dtype=np.int64)
-    if key_arr[:, 0].max() >= len(v) or key_arr[:, 0].min() < 0:
-        raise KisekaeError("face refers to a missing vertex", str(p))
-    mesh = {"vertices": v[key_arr[:, 0]], "faces": np.asarray(out_f, dtype=np.int32)}
-    if vts and np.all(key_arr[:, 1] >= 0):
-        mesh["uv0"] = np.asarray(vts, dtype=np.float64)[key_arr[:, 1]]
-    return mesh
+    mesh, _src = obj_to_mesh(obj, name=p.stem)
+    faces = np.asarray(mesh.faces, dtype=np.int64)
+    verts = np.asarray(mesh.vertices, dtype=np.float64)
+    if mesh.uv_faces is None or mesh.uv_coords is None:
+        return {"vertices": verts, "faces": faces.astype(np.int32)}
+    uvf = np.asarray(mesh.uv_faces, dtype=np.int64)
+    pairs = np.stack([faces.ravel(), uvf.ravel()], 1)
+    keys, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    return {"vertices": verts[keys[:, 0]], "faces": inverse.reshape(-1, 3).astype(np.int32),
+            "uv0": np.asarray(mesh.uv_coords, dtype=np.float64)[keys[:, 1]]}
 
 
 def load_bake(sidecar, encoding: str | None = None) -> dict:

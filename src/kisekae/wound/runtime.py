@@ -342,7 +342,7 @@ def raycast(origin, direction, vertices, faces, t_min=0.0):
 
 
 def place_hit(origin, direction, posed_vertices, bind_vertices, faces, skin_indices, skin_weights,
-              rest_matrices, parts=None) -> Hit | None:
+              rest_matrices, parts=None, *, tree=None, boxes=None) -> Hit | None:
     """Cast a world ray at the posed mesh and store the first hit in bone space (``None`` on a miss).
 
     Parameters
@@ -351,8 +351,15 @@ def place_hit(origin, direction, posed_vertices, bind_vertices, faces, skin_indi
     posed_vertices : (N, 3) float, the skinned mesh this frame, metres.
     bind_vertices : (N, 3) float, the same mesh in the bind pose.
     faces, skin_indices, skin_weights, rest_matrices, parts : see :func:`make_hit`.
+    tree : optional :class:`kisekae.qa.bvh.BVH` (:func:`kisekae.wound.build_ray_bvh`); when given the
+        ray is cast through it (:func:`kisekae.wound.raycast_bvh`), otherwise against every triangle.
+    boxes : optional node boxes of ``tree`` for ``posed_vertices`` (:func:`kisekae.wound.refit_boxes`).
     """
-    face, _t, bary = raycast(origin, direction, posed_vertices, faces)
+    if tree is None:
+        face, _t, bary = raycast(origin, direction, posed_vertices, faces)
+    else:
+        from .raybvh import raycast_bvh
+        face, _t, bary = raycast_bvh(origin, direction, posed_vertices, faces, tree, boxes)
     if face < 0:
         return None
     return make_hit(face, bary, bind_vertices, faces, skin_indices, skin_weights, rest_matrices, parts)
@@ -414,6 +421,44 @@ class WoundState:
         self.part_gain = self._per_part(part_gain, n_parts, "part_gain")
         self.hits: list[Hit] = []
         self.mask = np.zeros(n, dtype=np.float64)
+        self.uv_mask = None
+        self._tree = None
+
+    @property
+    def tree(self):
+        """Ray-casting BVH over the faces (:func:`kisekae.wound.build_ray_bvh`), built on first use."""
+        if self._tree is None:
+            from .raybvh import build_ray_bvh
+            self._tree = build_ray_bvh(self.bind_vertices, self.faces)
+        return self._tree
+
+    def posed_boxes(self, posed_vertices):
+        """Node boxes of :attr:`tree` for one pose; pass them to :meth:`shoot` to cast many rays per pose."""
+        from .raybvh import refit_boxes
+        return refit_boxes(self.tree, posed_vertices, self.faces)
+
+    def enable_uv_mask(self, vertex_uv, *, uv_coords=None, uv_faces=None, size=512, padding=2):
+        """Keep a UV-space damage mask (:class:`kisekae.wound.UVDamageMask`) beside the per-vertex one.
+
+        Hits already recorded are accumulated into it; later :meth:`add` calls update both.
+        ``vertex_uv`` (N, 2) is where each vertex reads the mask (its uv0); ``uv_coords``/``uv_faces``
+        give the per-corner UV layout (default: ``vertex_uv`` through ``faces``). ``size`` is the
+        texture side in texels, ``padding`` the gutter. Returns the mask.
+        """
+        from .uvmask import UVDamageMask
+        m = UVDamageMask(self.bind_vertices, self.faces, vertex_uv, uv_coords=uv_coords, uv_faces=uv_faces,
+                         n_parts=len(self.part_reach), size=size, padding=padding)
+        for h in self.hits:
+            m.accumulate(h.bind_position, h.part, self.hole_size, self.hole_intensity, self.part_reach,
+                         self.part_gain)
+        self.uv_mask = m
+        return m
+
+    def p_uv(self, out=None) -> np.ndarray:
+        """Morph parameter per vertex read from the UV-space mask, (N,) float32 (needs :meth:`enable_uv_mask`)."""
+        if self.uv_mask is None:
+            raise KisekaeError("no UV mask; call enable_uv_mask(vertex_uv) first", "WoundState")
+        return self.uv_mask.sample(self.parts, out)
 
     @staticmethod
     def _per_part(values, n_parts, name):
@@ -433,12 +478,20 @@ class WoundState:
         self.hits.append(hit)
         accumulate_hit_numba(self.mask, self.bind_vertices, self.parts, hit.bind_position, hit.part,
                              self.hole_size, self.hole_intensity, self.part_reach, self.part_gain)
+        if self.uv_mask is not None:
+            self.uv_mask.accumulate(hit.bind_position, hit.part, self.hole_size, self.hole_intensity,
+                                    self.part_reach, self.part_gain)
         return hit
 
-    def shoot(self, origin, direction, posed_vertices) -> Hit | None:
-        """Ray-cast a world ray on ``posed_vertices`` (N, 3) and :meth:`add` the hit; ``None`` on a miss."""
+    def shoot(self, origin, direction, posed_vertices, *, boxes=None, brute_force=False) -> Hit | None:
+        """Ray-cast a world ray on ``posed_vertices`` (N, 3) and :meth:`add` the hit; ``None`` on a miss.
+
+        The ray goes through :attr:`tree`, refitted to ``posed_vertices`` unless ``boxes`` (from
+        :meth:`posed_boxes`) are given; ``brute_force=True`` tests every triangle instead (same result).
+        """
         hit = place_hit(origin, direction, posed_vertices, self.bind_vertices, self.faces, self.skin_indices,
-                        self.skin_weights, self.rest_matrices, self.parts)
+                        self.skin_weights, self.rest_matrices, self.parts,
+                        tree=None if brute_force else self.tree, boxes=boxes)
         return None if hit is None else self.add(hit)
 
     def hit_at_bind_point(self, point) -> Hit:
