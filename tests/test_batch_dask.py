@@ -22,7 +22,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catalog.toml"
 def cluster_client():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=40) as cluster:
+                                  dashboard_address=":0", silence_logs=40) as cluster:
         with distributed.Client(cluster) as client:
             yield client
 
