@@ -260,8 +260,10 @@ def _cone_distance(caps, i, px, py, pz):
     pay = py - caps[i, 1]
     paz = pz - caps[i, 2]
     x = pax * caps[i, 3] + pay * caps[i, 4] + paz * caps[i, 5]
-    yy = pax * pax + pay * pay + paz * paz - x * x
-    y = np.sqrt(yy) if yy > 0.0 else 0.0
+    wx = pax - x * caps[i, 3]
+    wy = pay - x * caps[i, 4]
+    wz = paz - x * caps[i, 5]
+    y = np.sqrt(wx * wx + wy * wy + wz * wz)  # |w|, not sqrt(|p-a|^2 - x^2): exact near the axis
     L = caps[i, 6]
     s = caps[i, 7]
     c = caps[i, 8]
