@@ -8,6 +8,9 @@
 ``kisekae wound hit --ray OX OY OZ DX DY DZ [--ray ...] [--pose NAME] [--bake DIR/wound.json] -o OUT.npz``
     Shoots world rays at the built-in avatar in a named pose, stores the hits in bone space, and
     writes the per-vertex morph parameter (and, with ``--bake``, the morphed posed mesh).
+
+Preview frames (``bake --preview``, ``hit --preview DIR``) render the morph weight going from 0 to 1
+(PNG per frame, an animated GIF and a labelled sheet) with :mod:`kisekae.render`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def register(subparsers) -> None:
                    help="comma-separated encodings (default: every one the vertex count allows)")
     b.add_argument("--max-distance", type=float, default=float("inf"),
                    help="closest method: farther matches are reported unmatched, metres (default: no limit)")
+    b.add_argument("--preview", action="store_true",
+                   help="also render the morph from 0 to 1 into OUT/preview (PNG frames, GIF, sheet)")
+    _preview_options(b)
     b.set_defaults(func=run_bake)
     h = sub.add_parser("hit", help="shoot rays at the built-in avatar and write the morph parameter")
     h.add_argument("--ray", nargs=6, type=float, action="append", metavar=("OX", "OY", "OZ", "DX", "DY", "DZ"),
@@ -48,8 +54,29 @@ def register(subparsers) -> None:
     h.add_argument("--part-reach", default=None,
                    help="comma-separated HoleSize multipliers per body part for same-part hits (e.g. 1,30,1)")
     h.add_argument("-o", "--out", default="wound_hits.npz", help="output .npz (default: wound_hits.npz)")
+    h.add_argument("--preview", default=None, metavar="DIR",
+                   help="render the hits' morph from 0 to 1, posed, into DIR (PNG frames, GIF, sheet); uses the "
+                        "--bake target, or the built-in damaged variant without one")
+    _preview_options(h)
     h.set_defaults(func=run_hit)
     p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
+
+
+def _preview_options(parser) -> None:
+    parser.add_argument("--preview-steps", type=int, default=5, help="preview frames from p=0 to p=1 (default 5)")
+    parser.add_argument("--preview-size", default="480x480", help="preview resolution WxH (default 480x480)")
+    parser.add_argument("--preview-view", default="three_quarter",
+                        help="camera view (kisekae.render.VIEWS, default three_quarter)")
+
+
+def _write_preview(out_dir, vertices, normals, faces, target_positions, target_normals, p, args, **kw) -> dict:
+    from ..wound.preview import morph_frames, write_frames
+
+    frames = morph_frames(vertices, normals, faces, target_positions, target_normals, p, steps=args.preview_steps,
+                          view=args.preview_view, size=args.preview_size, **kw)
+    paths = write_frames(frames, out_dir)
+    print(f"preview: {len(paths['frames'])} frames, {paths['gif'].name} and {paths['sheet'].name} in {out_dir}")
+    return paths
 
 
 def _mesh(spec: str, role: str) -> dict:
@@ -90,7 +117,17 @@ def run_bake(args) -> int:
         print(f"  skipped encoding {k}: {why}")
     print(r.error_table())
     print(f"wrote {len(paths)} files to {args.out} (sidecar {paths['sidecar'].name})")
+    if args.preview:
+        enc = next(k for k in ("float", "delta16", "half", "delta8", "article8") if k in r.encodings)
+        tp, tn = r.decoded(enc)
+        _write_preview(Path(args.out) / "preview", r.start_vertices, r.start_normals, r.start_faces, tp, tn, None,
+                       args, invert=(args.start == "damaged"), tint="displacement")
     return 0
+
+
+def _normals(vertices, faces):
+    from ..wound._geom import vertex_normals
+    return vertex_normals(vertices, faces).astype(np.float32)
 
 
 def run_hit(args) -> int:
@@ -153,6 +190,20 @@ def run_hit(args) -> int:
         from ..avatar.skinning import lbs
         out["morphed_bind"] = mp
         out["morphed_posed"] = lbs(mp, body.skin.indices, body.skin.weights, S)
+    if args.preview:
+        if baked is not None:
+            src = baked
+            tp, tn = baked["target_positions"], baked["target_normals"]
+            sn = baked["normals"] if baked["normals"] is not None else _normals(baked["vertices"], baked["faces"])
+            sv, sf = baked["vertices"], baked["faces"]
+            invert = src["sidecar"].get("start_role", "normal") != "normal"
+        else:
+            dmg = damaged_builtin(av)
+            sv, sf = body.mesh.vertices, body.mesh.faces
+            sn, tp = _normals(sv, sf), dmg.vertices
+            tn, invert = _normals(tp, sf), False
+        _write_preview(args.preview, sv, sn, sf, tp, tn, p, args, invert=invert,
+                       skin=(body.skin.indices, body.skin.weights, S))
     np.savez_compressed(args.out, **out)
     print(f"{len(st.hits)} hits, {int((p > 0).sum())} vertices damaged ({int((p == 1).sum())} fully); "
           f"wrote {Path(args.out)}")
