@@ -171,3 +171,25 @@ def test_cli_fit_writes_rig_and_garments(tmp_path, capsys):
     assert report["draw_order"] == ["body", "skirt"]
     # Refuses to overwrite without --force.
     assert main(["fit", "--pose", "leg_raise", "--garment", "skirt", "-o", str(tmp_path)]) == 2
+
+
+def test_runtime_path_caps_total_push(avatar):
+    """Capsules then skin-bound clearance: the runtime reference never moves a vertex more than maxPush."""
+    from kisekae.fit import fit_capsules
+    from kisekae.fit.bound import bind_to_skin, bound_clearance, push_out_runtime
+    from kisekae.avatar.mesh import vertex_normals
+
+    b, sk = avatar.body, avatar.skeleton
+    rig = fit_capsules(b.mesh.vertices, b.skin.indices, b.skin.weights, sk.rest, sk.names)
+    g = avatar.garments["skirt"]
+    binding = bind_to_skin(g.mesh.vertices, b.mesh.vertices, b.mesh.faces)
+    # At rest the bound clearance equals the stored rest offset (binding is exact at rest).
+    s, _ = bound_clearance(binding, g.mesh.vertices, b.mesh.vertices, vertex_normals(b.mesh.vertices, b.mesh.faces))
+    np.testing.assert_allclose(s, binding.rest_offset, atol=1e-5)
+    pose = named_pose(sk, "crouch")
+    m = pose.skinning_matrices(sk)
+    x = g.posed(m)
+    params = PushParams(max_push=0.03)
+    new, push = push_out_runtime(binding, x, rig.posed(pose.world_matrices(sk)), b.posed(m), b.mesh.faces, params)
+    assert np.linalg.norm(new - x, axis=1).max() <= 0.03 + 1e-9
+    assert push.max() > 0

@@ -140,3 +140,35 @@ def push_out_bound(binding: SkinBinding, points, body_posed, body_faces, params:
     amount = push_amount(s, params.margin, params.stiffness, params.max_push, tightness, softness, params.skirt_bias)
     direction = bias_direction(n, params.skirt_bias, np.asarray(up, dtype=np.float64))
     return p + amount[:, None] * direction, amount, s
+
+
+def push_out_runtime(binding: SkinBinding, points, capsules, body_posed, body_faces,
+                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0)):
+    """The runtime (vertex-shader) push-out: capsule field, then skin-bound clearance, total capped.
+
+    Parameters
+    ----------
+    binding : SkinBinding
+    points : (N, 3) posed garment vertices, metres
+    capsules : tuple ``(a, b, ra, rb)`` of posed world-space capsules (see ``CapsuleRig.posed``)
+    body_posed, body_faces : posed body vertices and triangles
+    params, tightness, softness, up : as :func:`push_out_bound`
+
+    Returns
+    -------
+    new_points : (N, 3) float64, with ``|new − points| <= max_push`` for every vertex
+    push : (N,) total displacement length, metres
+    """
+    from .pushout import push_out_capsules
+
+    params = params or PushParams()
+    p = as_points(points, "garment vertices")
+    a, b, ra, rb = capsules
+    caps = push_out_capsules(p, a, b, ra, rb, params, tightness=tightness, softness=softness, up=up)
+    after_caps = np.asarray(caps[0] if isinstance(caps, tuple) else caps, dtype=np.float64)
+    new, _, _ = push_out_bound(binding, after_caps, body_posed, body_faces, params, tightness, softness, up)
+    disp = new - p
+    ln = np.linalg.norm(disp, axis=1)
+    over = ln > params.max_push
+    new[over] = p[over] + disp[over] * (params.max_push / ln[over])[:, None]
+    return new, np.minimum(ln, params.max_push)
