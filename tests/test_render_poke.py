@@ -149,17 +149,17 @@ def test_body_part_outside_the_garment_in_front_of_it_is_not_poke_through():
     arm = _item(sphere(center=(0.0, 0.0, 0.75), radius=0.12), "body")
     shell = _item(sphere(radius=0.45, nu=40, nv=20), "garment", "cloth")
     cam = Camera(eye=(0.0, 0.0, 2.5), target=(0.0, 0.0, 0.0), fov_y=30)
-    res = poke_through([body, arm], [shell], cam, (160, 120))
-    gd, _ = raycast(cam, 160, 120, shell.positions, shell.faces)
-    bd, _ = raycast(cam, 160, 120, np.r_[body.positions, arm.positions], np.r_[body.faces, arm.faces + len(body.positions)])
+    res = poke_through([body, arm], [shell], cam, (112, 84))
+    gd, _ = raycast(cam, 112, 84, shell.positions, shell.faces)
+    bd, _ = raycast(cam, 112, 84, np.r_[body.positions, arm.positions], np.r_[body.faces, arm.faces + len(body.positions)])
     hidden = np.isfinite(bd) & (bd < gd - 1e-3)
-    assert hidden.sum() > 300  # the arm covers the shell in many pixels...
+    assert hidden.sum() > 150  # the arm covers the shell in many pixels...
     assert res.count == 0  # ...without poking through it
     # an arm that crosses the shell does poke through: its far side (exit) lies beyond the cloth
     crossing = _item(sphere(center=(0.0, 0.0, 0.5), radius=0.12), "body")
-    res2 = poke_through([body, crossing], [shell], cam, (160, 120))
-    o, d = pixel_rays(cam, 160, 120)
-    assert res2.count > 100
+    res2 = poke_through([body, crossing], [shell], cam, (112, 84))
+    o, d = pixel_rays(cam, 112, 84)
+    assert res2.count > 40
     # analytic reference: pixels whose ray meets the crossing ball first, enters before the shell, exits after
     oc = o - np.array([0.0, 0.0, 0.5])
     a = np.einsum("hwk,hwk->hw", d, d)

@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 import pytest
 
 from kisekae.avatar.builtin import load_builtin_avatar
@@ -37,3 +39,39 @@ def test_pictures_section_writes_a_sheet(ctx):
     with Image.open(ctx["out"] / "img" / "avatar.png") as im:
         assert im.width > 1000 and im.height > 600
     assert "avatar.png" in html
+
+
+def test_fix_section_uses_the_fix_and_the_pressure(ctx):
+    from kisekae.render.report import section_fix
+
+    html = section_fix(ctx)
+    assert "fix_before_after.png" in html and (ctx["out"] / "img" / "fix_before_after.png").stat().st_size > 50_000
+    press = ctx["pressure"]["crouch"]
+    assert press.shape == (len(ctx["avatar"].body.mesh.vertices),) and 0 < press.max() <= 1
+
+
+def test_wound_section_morphs_and_writes_a_gif(ctx):
+    from PIL import Image
+
+    from kisekae.render.report import section_wound
+
+    html = section_wound(ctx)
+    assert "wound.png" in html and "wound.gif" in html
+    with Image.open(ctx["out"] / "img" / "wound.gif") as im:
+        assert im.n_frames == 16
+        im.seek(0)
+        first = np.asarray(im.convert("RGB")).astype(int)
+        im.seek(8)  # p = 1
+        full = np.asarray(im.convert("RGB")).astype(int)
+    assert np.abs(full - first).max(axis=2).astype(bool).sum() > 500  # the forearm shrinks, the chest dents
+
+
+def test_animation_section_interpolates(ctx):
+    from PIL import Image
+
+    from kisekae.render.report import section_animation
+
+    html = section_animation(ctx)
+    assert "bvh.gif" in html and "poses.gif" in html
+    with Image.open(ctx["out"] / "img" / "poses.gif") as im:
+        assert im.n_frames == 24  # 3 named poses x 8 steps, looping

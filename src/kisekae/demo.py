@@ -38,7 +38,7 @@ def run_demo(out="demo-out", *, progress: bool = True) -> Path:
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = {"out": out, "avatar": load_builtin_avatar(), "timings": {}}
+    ctx = {"out": out, "avatar": load_builtin_avatar(), "timings": {}, "progress": progress}
     parts = []
     bar = tqdm(SECTIONS, desc="kisekae demo", unit="step", disable=not progress)
     for title, fn in bar:

@@ -151,6 +151,11 @@ def section_poke(ctx) -> str:
             _fixed(ctx, pname)
     fixed = ctx.get("fixed_positions") or {}
     records, marked_rows, marked_labels = [], [], []
+    from tqdm import tqdm
+
+    n_stages = sum(1 + (p in fixed) for p in POSES)
+    bar = tqdm(total=n_stages * len(sizes) * len(VIEWS) * len(av.garments), desc="  poke-through views",
+               unit="view", leave=False, disable=not ctx.get("progress", False))
     for pname in POSES:
         pose = _pose(av, pname)
         lm = avatar_landmarks(av, pose)
@@ -159,7 +164,9 @@ def section_poke(ctx) -> str:
             stages.append(("after", fixed[pname]))
         for stage, positions in stages:
             body, gs = avatar_items(av, pose, positions=positions)
-            recs = poke_through_report(body, gs, views=VIEWS, sizes=sizes, landmarks=lm, renderer=r)
+            bar.set_postfix_str(f"{pname} {stage}")
+            recs = poke_through_report(body, gs, views=VIEWS, sizes=sizes, landmarks=lm, renderer=r,
+                                       progress=lambda: bar.update(1))
             for rec in recs:
                 rec.update(pose=pname, stage=stage)
             records.extend(recs)
@@ -174,6 +181,7 @@ def section_poke(ctx) -> str:
                 row.append(label(img, f"{gname}, {worst['view']}: {res.count} px at {THUMB[0]}x{THUMB[1]}"))
             marked_rows.append(row)
             marked_labels.append(f"{pname} {stage}")
+    bar.close()
     ctx["poke_records"] = records
     (out / "poke_through.json").write_text(json.dumps(records, indent=1))
     # table: one row per (pose, stage, garment, resolution), one column per view
