@@ -167,7 +167,9 @@ def test_wound_and_material_validation(ball):
 
 
 def test_presets_use_the_pressure_modules_strengths():
-    from kisekae.fit import pressure
+    import importlib
+
+    pressure = importlib.import_module("kisekae.fit.pressure")  # (kisekae.fit also exports a function 'pressure')
 
     for name in ("anime", "realistic"):
         p, ref = materials.PRESETS[name], pressure.PRESETS[name]

@@ -261,6 +261,7 @@ class Renderer:
         self._pubo = ctx.buffer(reserve=ref[_sh.PIXEL_BLOCK].size)
         self._wire = ctx.program(vertex_shader=_sh.WIRE_VS, fragment_shader=_sh.WIRE_FS)
         self._id = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.ID_FS)
+        self._near = ctx.program(vertex_shader=_sh.ID_VS, fragment_shader=_sh.NEAREST_FS)
         self._poke = ctx.program(vertex_shader=_sh.FULLSCREEN_VS, fragment_shader=_sh.POKE_FS)
         self._poke_vao = ctx.vertex_array(self._poke, [])
         self._cmaps: dict[str, object] = {}
@@ -312,15 +313,11 @@ class Renderer:
             else:
                 msaa = resolve
             t = {"draw": msaa, "read": resolve}
-        elif kind == "poke":  # id/depth of the body and of the garments as textures, R8 verdict
-            body = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
-                                   depth_attachment=ctx.depth_renderbuffer(size))
-            garment = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
-                                      depth_attachment=ctx.depth_renderbuffer(size))
-            back = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")],
-                                   depth_attachment=ctx.depth_renderbuffer(size))
+        elif kind == "poke":  # nearest front/back depths of the body and of the garments, R8 verdict
+            body = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")])
+            garment = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")])
             verdict = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 1)])
-            t = {"draw": body, "read": body, "garment": garment, "back": back, "verdict": verdict}
+            t = {"draw": body, "read": body, "garment": garment, "verdict": verdict}
         else:
             fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
                                   depth_attachment=ctx.depth_renderbuffer(size))
@@ -347,7 +344,8 @@ class Renderer:
         for tex in self._cmaps.values():
             tex.release()
         self._cmaps.clear()
-        for p in (*self._programs.values(), self._poke_vao, self._poke, self._wire, self._id, self._vubo, self._pubo):
+        for p in (*self._programs.values(), self._poke_vao, self._poke, self._near, self._wire, self._id, self._vubo,
+                  self._pubo):
             p.release()
         self._programs.clear()
 
@@ -381,7 +379,8 @@ class Renderer:
 
     @staticmethod
     def _release_mesh(entry):
-        for obj in [*entry["surface"].values(), entry["id"], *[v for e in entry["edges"].values() for v in e]]:
+        for obj in [*entry["surface"].values(), entry["id"], *([entry["near"]] if "near" in entry else []),
+                    *[v for e in entry["edges"].values() for v in e]]:
             obj.release()
         entry["vbo"].release()
         entry["ibo"].release()
@@ -464,35 +463,52 @@ class Renderer:
             id_img, depth_img = self.id_depth(items, camera, (w, h))
         return Frame(rgb=rgb, ids=id_img if ids else None, depth=depth_img if depth else None, camera=camera)
 
-    def _id_pass(self, items, item_ids, camera, size, fbo, *, back_only: bool = False):
-        """Draw ids (negated on back faces) and linear depth of ``items`` into ``fbo`` (RG32F).
-
-        ``back_only`` culls front faces: the buffer then holds the nearest *back* face.
-        """
+    def _id_pass(self, items, item_ids, camera, size, fbo):
+        """Draw ids (negated on back faces) and linear depth of ``items`` into ``fbo`` (RG32F)."""
         w, h = size
         ctx = self.ctx
         fbo.use()
         fbo.clear(0.0, -1.0, 0.0, 0.0, depth=1.0)
         ctx.enable(ctx.DEPTH_TEST)
-        if back_only:
-            ctx.enable(ctx.CULL_FACE)
-            ctx.front_face = "ccw"
-            ctx.cull_face = "front"
-        else:
-            ctx.disable(ctx.CULL_FACE)
+        ctx.disable(ctx.CULL_FACE)
         vp = camera.view_projection(w / h)
         self._id["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
         self._id["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
         for item, iid in zip(items, item_ids):
             entry = self._gpu_mesh(item)
-            data = np.zeros((len(item.positions), _sh.STRIDE), np.float32)
-            data[:, :3] = item.positions
-            entry["vbo"].write(data.tobytes())
+            self._write_positions(entry, item)
             self._id["u_id"].value = float(iid)
             entry["id"].render()
-        if back_only:
-            ctx.disable(ctx.CULL_FACE)
-            ctx.cull_face = "back"
+
+    def _write_positions(self, entry, item):
+        data = np.zeros((len(item.positions), _sh.STRIDE), np.float32)
+        data[:, :3] = item.positions
+        entry["vbo"].write(data.tobytes())
+
+    def _nearest_pass(self, items, camera, size, fbo):
+        """Nearest front-face and back-face linear depth of ``items`` in one pass (MIN blending, no depth test)."""
+        w, h = size
+        ctx = self.ctx
+        fbo.use()
+        fbo.clear(1e30, 1e30, 0.0, 0.0)
+        ctx.disable(ctx.DEPTH_TEST)
+        ctx.disable(ctx.CULL_FACE)
+        ctx.enable(ctx.BLEND)
+        ctx.blend_equation = moderngl.MIN
+        vp = camera.view_projection(w / h)
+        self._near["u_view_proj"].write(vp.T.astype(np.float32).tobytes())
+        self._near["u_view"].write(camera.view_matrix().T.astype(np.float32).tobytes())
+        for item in items:
+            entry = self._gpu_mesh(item)
+            self._write_positions(entry, item)
+            if "near" not in entry:
+                entry["near"] = ctx.vertex_array(self._near, [(entry["vbo"], f"3f {4 * (_sh.STRIDE - 3)}x",
+                                                               "in_position")],
+                                                 index_buffer=entry["ibo"], index_element_size=4)
+            entry["near"].render()
+        ctx.blend_equation = moderngl.FUNC_ADD
+        ctx.disable(ctx.BLEND)
+        ctx.enable(ctx.DEPTH_TEST)
 
     def poke_masks(self, body, garments, camera: Camera, size="720p", *, tolerance_m: float = 1e-4,
                    reuse_body: bool = False):
@@ -523,18 +539,15 @@ class Renderer:
         w, h = _resolution(size)
         t = self._target("poke", (w, h))
         if not reuse_body:
-            self._id_pass(body, range(1, len(body) + 1), camera, (w, h), t["draw"])
-            self._id_pass(body, range(1, len(body) + 1), camera, (w, h), t["back"], back_only=True)
-        self._id_pass(garments, range(1, len(garments) + 1), camera, (w, h), t["garment"])
+            self._nearest_pass(body, camera, (w, h), t["draw"])
+        self._nearest_pass(garments, camera, (w, h), t["garment"])
         ctx = self.ctx
         t["verdict"].use()
         ctx.disable(ctx.DEPTH_TEST)
         t["draw"].color_attachments[0].use(0)
         t["garment"].color_attachments[0].use(1)
-        t["back"].color_attachments[0].use(2)
         self._poke["u_body"].value = 0
         self._poke["u_garment"].value = 1
-        self._poke["u_back"].value = 2
         self._poke["u_tol"].value = float(tolerance_m)
         self._poke_vao.render(moderngl.TRIANGLES, vertices=3)
         ctx.enable(ctx.DEPTH_TEST)

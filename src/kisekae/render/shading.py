@@ -196,21 +196,27 @@ void main() {
 }
 """
 
+NEAREST_FS = """
+#version 330
+in float v_depth;
+out vec2 f_nearest;            // (front-face depth, back-face depth), metres; blended with MIN
+void main() { f_nearest = gl_FrontFacing ? vec2(v_depth, 1e30) : vec2(1e30, v_depth); }
+"""
+
 POKE_FS = """
 #version 330
-uniform sampler2D u_body;      // RG32F: id (negative on back faces, 0 background), linear depth (m)
+uniform sampler2D u_body;      // RG32F: nearest front-face and back-face linear depth (m), 1e30 = none
 uniform sampler2D u_garment;
-uniform sampler2D u_back;      // the body's nearest back face (id < 0, or 0 where there is none)
 uniform float u_tol;           // metres
 out float f_verdict;           // 0 free, 0.5 covered by a garment's outside, 1 poke-through
 void main() {
     ivec2 p = ivec2(gl_FragCoord.xy);
     vec2 g = texelFetch(u_garment, p, 0).xy;
     vec2 b = texelFetch(u_body, p, 0).xy;
-    bool covered = g.x > 0.5;
-    vec2 e = texelFetch(u_back, p, 0).xy;
-    bool inside = e.x == 0.0 || e.y > g.y;   // the garment surface lies before the body's exit
-    bool poke = covered && b.x != 0.0 && b.y < g.y - u_tol && inside;
+    bool covered = g.x < g.y;                  // the nearest garment surface is a front face
+    float nearest = min(b.x, b.y);             // the nearest body surface, either facing
+    bool inside = b.y > g.x;                   // the body's exit (back face) lies beyond the cloth
+    bool poke = covered && nearest < g.x - u_tol && inside;
     f_verdict = poke ? 1.0 : (covered ? 0.5 : 0.0);
 }
 """
