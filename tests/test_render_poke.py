@@ -169,3 +169,17 @@ def test_body_part_outside_the_garment_in_front_of_it_is_not_poke_through():
     t_in, t_out = (-b - root) / a, (-b + root) / a  # linear view depth (d is not normalised)
     ref = (disc > 0) & (t_in < gd - 1e-3) & (t_out > gd + 1e-3)
     assert abs(int(res2.mask.sum()) - int(ref.sum())) <= 0.1 * ref.sum() + 20
+
+
+def test_screen_box_holds_the_projected_points():
+    from kisekae.render.renderer import _screen_box
+
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(200, 3)) * 0.1 + [0.3, 0.2, 0.0]
+    cam = Camera(eye=(0.0, 0.0, 3.0), target=(0.0, 0.0, 0.0), fov_y=30)
+    x, y, w, h = _screen_box(pts, cam, (320, 240))
+    hp = np.c_[pts, np.ones(len(pts))] @ cam.view_projection(320 / 240).T
+    px = (hp[:, :2] / hp[:, 3:] * 0.5 + 0.5) * [320, 240]
+    assert np.all((px[:, 0] >= x) & (px[:, 0] <= x + w) & (px[:, 1] >= y) & (px[:, 1] <= y + h))
+    assert w < 200 and h < 200  # a real restriction, not the whole frame
+    assert _screen_box(np.array([[0.0, 0.0, 3.5]]), cam, (320, 240)) is None  # behind the camera

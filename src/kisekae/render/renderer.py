@@ -543,13 +543,17 @@ class Renderer:
         self._nearest_pass(garments, camera, (w, h), t["garment"])
         ctx = self.ctx
         t["verdict"].use()
+        t["verdict"].clear(0.0, 0.0, 0.0, 0.0)
         ctx.disable(ctx.DEPTH_TEST)
+        # only pixels inside the garments' projected bounding box can be covered
+        ctx.scissor = _screen_box(np.concatenate([g.positions for g in garments]), camera, (w, h))
         t["draw"].color_attachments[0].use(0)
         t["garment"].color_attachments[0].use(1)
         self._poke["u_body"].value = 0
         self._poke["u_garment"].value = 1
         self._poke["u_tol"].value = float(tolerance_m)
         self._poke_vao.render(moderngl.TRIANGLES, vertices=3)
+        ctx.scissor = None
         ctx.enable(ctx.DEPTH_TEST)
         v = np.frombuffer(t["verdict"].read(components=1, alignment=1), np.uint8).reshape(h, w)[::-1]
         return v >= 64, v >= 192
@@ -586,6 +590,23 @@ class Renderer:
         dep = data[..., 1].copy()
         dep[ids == 0] = np.inf
         return ids, dep
+
+
+def _screen_box(points, camera: Camera, size) -> tuple[int, int, int, int] | None:
+    """Pixel box ``(x, y, w, h)`` (GL window coordinates, y up) holding the projected points, 2 px padded.
+
+    ``None`` (the whole image) when a point lies behind the camera's near plane.
+    """
+    w, h = size
+    hp = np.c_[points, np.ones(len(points))] @ camera.view_projection(w / h).T
+    if len(hp) == 0 or np.any(hp[:, 3] <= camera.near * 0.5):
+        return None
+    ndc = hp[:, :2] / hp[:, 3:]
+    lo = np.floor((np.clip(ndc.min(axis=0), -1, 1) * 0.5 + 0.5) * (w, h)) - 2
+    hi = np.ceil((np.clip(ndc.max(axis=0), -1, 1) * 0.5 + 0.5) * (w, h)) + 2
+    x0, y0 = int(max(lo[0], 0)), int(max(lo[1], 0))
+    x1, y1 = int(min(hi[0], w)), int(min(hi[1], h))
+    return (x0, y0, max(x1 - x0, 0), max(y1 - y0, 0))
 
 
 _default: Renderer | None = None
