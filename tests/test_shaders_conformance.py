@@ -21,12 +21,16 @@ def test_every_check_within_tolerance(checks):
 def test_checks_cover_every_function_and_source(checks):
     names = " ".join(c.name for c in checks)
     for part in ("field distance", "field gradient", "1-D minimisation", "fallbacks", "push-out", "push law",
-                 "tension", "tight look", "wound loop", "flat-cost", "morph", "nested"):
+                 "tension", "tight look", "wound loop", "flat-cost", "morph", "nested", "bound push",
+                 "skin push (capsules, then bound)", "wrinkle weights", "wrinkle normal blend", "tight look anime",
+                 "tight look realistic", "wound decode article8", "wound decode delta16", "wound decode half",
+                 "wound decode delta8", "wound decode float"):
         assert part in names
     for src in ("constants", "texture", "structured"):
         assert f"[{src}]" in names
     for pose in C.POSES:
         assert f"avatar {pose}" in names
+        assert f"avatar {pose} bound push" in names and f"avatar {pose} skin push" in names
     # the comparisons are not vacuous
     assert all(c.count > 0 for c in checks if "p=0" not in c.name)
 

@@ -21,11 +21,14 @@ LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*|\.\d+|\d+)(u)?(?![\w.])")
 
 #: core file -> the conformance groups that exercise it
 GROUPS = {
+    "kisekae_vertexdata.hlsl": ("bound",),
     "kisekae_capsule.hlsl": ("capsule", "pushout"),
     "kisekae_pushout.hlsl": ("pushout",),
+    "kisekae_bound.hlsl": ("bound",),
     "kisekae_tightlook.hlsl": ("tight",),
     "kisekae_tension.hlsl": ("tension",),
-    "kisekae_wound.hlsl": ("wound",),
+    "kisekae_wrinkle.hlsl": ("wrinkle",),
+    "kisekae_wound.hlsl": ("wound", "wound_decode"),
 }
 
 
@@ -50,20 +53,41 @@ def mutate(text: str) -> str:
     return repr(float(text) * 1.25 + 0.01)
 
 
+def _group_checks(group):
+    """The conformance checks of one group, as lists of checks (run them under ``using_core``)."""
+    poses = ("crouch",)
+    if group == "capsule":
+        yield C.capsule_checks("constants", poses)
+    elif group == "pushout":
+        yield C.pushout_checks("constants", poses)
+    elif group == "tension":
+        yield C.tension_checks(poses)
+    elif group == "tight":
+        yield C.tight_look_checks()
+    elif group == "bound":
+        yield C.bound_checks(poses)
+    elif group == "wrinkle":
+        yield C.wrinkle_checks()
+    elif group == "wound_decode":  # one encoding at a time, so that detection can stop early
+        for name in C.WOUND_DECODE_ORDER:
+            yield C.wound_decode_checks((name,))
+    else:
+        yield C.wound_checks("constants")
+
+
 def _run_group(group, core_dir):
     from kisekae.shaders import execute as X
 
-    poses = ("crouch",)
     with X.using_core(core_dir):
-        if group == "capsule":
-            return C.capsule_checks("constants", poses)
-        if group == "pushout":
-            return C.pushout_checks("constants", poses)
-        if group == "tension":
-            return C.tension_checks(poses)
-        if group == "tight":
-            return C.tight_look_checks()
-        return C.wound_checks("constants")
+        return [c for checks in _group_checks(group) for c in checks]
+
+
+def _detected(name, core_dir):
+    """True when some check of the file's groups fails; stops at the first failing batch of checks."""
+    from kisekae.shaders import execute as X
+
+    with X.using_core(core_dir):
+        return any(any(not c.ok for c in checks) for g in GROUPS[name] for checks in _group_checks(g))
 
 
 def test_literal_scan_finds_the_core_constants():
@@ -72,7 +96,11 @@ def test_literal_scan_finds_the_core_constants():
     assert ("kisekae_tension.hlsl", "0.001") in found     # compress-area floor
     assert ("kisekae_capsule.hlsl", "0.25") in found      # quadratic smooth-min
     assert ("kisekae_pushout.hlsl", "0.5") in found       # tightness halves the gap
-    assert len(literals()) >= 40
+    assert ("kisekae_tightlook.hlsl", "0.35") in found    # the anime preset's normal strength
+    assert ("kisekae_wrinkle.hlsl", "0.015625") in found  # slope floor of grazing normals
+    assert ("kisekae_wound.hlsl", "255.0") in found       # body part id from 8-bit alpha
+    assert ("kisekae_vertexdata.hlsl", "0") in found      # mip level of vertex texels
+    assert len(literals()) >= 60
 
 
 @pytest.mark.parametrize("group", sorted({g for gs in GROUPS.values() for g in gs}))
@@ -94,7 +122,7 @@ def test_every_literal_change_is_detected(tmp_path):
         lines[ln] = lines[ln][:col] + mutate(text) + lines[ln][col + len(text):]
         path.write_text("".join(lines))
         try:
-            detected = any(not c.ok for g in GROUPS[name] for c in _run_group(g, core))
+            detected = _detected(name, core)
         finally:
             path.write_text(original)
         if not detected:

@@ -409,28 +409,203 @@ def tension_checks(poses=POSES):
     return checks
 
 
+TIGHT_CASES = ("seed", "anime", "realistic", {"normal_strength": 0.6, "ao_strength": 0.9, "sss_strength": 0.7})
+
+
 def tight_look_checks():
-    from .reference import tight_look
+    """Tight look (every preset of the core and explicit strengths) against kisekae.fit.pressure.tight_look."""
+    from ..fit.pressure import tight_look
 
     rng = np.random.default_rng(5)
     n = 4000
     nrm = rng.normal(size=(n, 3))
-    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
-    dent = rng.normal(size=(n, 3)) * rng.uniform(0, 1.5, (n, 1))
-    ao = rng.uniform(0, 1, n)
-    sss = rng.uniform(0, 1, n)
-    tight = rng.uniform(-0.2, 1.2, n)
-    pres = rng.uniform(-0.2, 1.2, n)
+    nrm *= rng.uniform(0.5, 2.0, (n, 1)) / np.linalg.norm(nrm, axis=1, keepdims=True)  # not unit, as interpolated
+    nrm = nrm.astype(np.float32)
+    dent = (rng.normal(size=(n, 3)) * rng.uniform(0, 1.5, (n, 1))).astype(np.float32)
+    ao = rng.uniform(0, 1, n).astype(np.float32)
+    sss = rng.uniform(0, 1, n).astype(np.float32)
+    tight = np.where(rng.uniform(0, 1, n) < 0.2, 0.0, rng.uniform(0, 1, n)).astype(np.float32)
+    pres = rng.uniform(-0.2, 1.2, n).astype(np.float32)
     checks = []
-    for prm in ((0.15, 0.3, 0.25), (0.6, 0.9, 0.7)):
-        gn, gao, gsss = X.gpu_tight_look(nrm, ao, sss, dent, tight, pres, normal_strength=prm[0], ao_strength=prm[1],
-                                         sss_strength=prm[2])
-        rn, rao, rsss = tight_look(nrm.astype(np.float32), ao.astype(np.float32), sss.astype(np.float32),
-                                   dent.astype(np.float32), tight.astype(np.float32), pres.astype(np.float32),
-                                   normal_strength=prm[0], ao_strength=prm[1], sss_strength=prm[2])
-        checks.append(Check(f"tight look {prm} normal", _err(gn, rn), 1e-5, n))
-        checks.append(Check(f"tight look {prm} ao", _err(gao, rao), TOL_COLOUR, n))
-        checks.append(Check(f"tight look {prm} sss", _err(gsss, rsss), TOL_COLOUR, n))
+    for case in TIGHT_CASES:
+        label = case if isinstance(case, str) else "strengths " + "/".join(f"{v:g}" for v in case.values())
+        for with_dent in (True, False):
+            kw = dict(tightness=tight, dent_dir=dent if with_dent else None)
+            gn, gao, gsss = X.gpu_tight_look(nrm, ao, sss, pres, case, **kw)
+            rn, rao, rsss = tight_look(nrm, ao, sss, pres, case, **kw)
+            tag = f"tight look {label}" + ("" if with_dent else " no dent")
+            checks.append(Check(f"{tag} normal", _err(gn, rn), 1e-5, n))
+            checks.append(Check(f"{tag} ao", _err(gao, rao), TOL_COLOUR, n))
+            checks.append(Check(f"{tag} sss", _err(gsss, rsss), TOL_COLOUR, n))
+            if with_dent:  # colour tolerance is loose: also require the exact rule to 1e-6
+                checks.append(Check(f"{tag} ao/sss exact", max(_err(gao, rao), _err(gsss, rsss)), 1e-6, n))
+    return checks
+
+
+# ------------------------------------------------------------------------------------ skin-bound push-out
+BOUND_CASES = (
+    dict(margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.0),
+    dict(margin=0.003, stiffness=0.8, max_push=0.02, skirt_bias=0.0),
+    dict(margin=0.015, stiffness=0.3, max_push=0.05, skirt_bias=0.6),
+)
+
+
+def _bindings():
+    """Rest-pose skin bindings of the built-in avatar's garments (kisekae.fit.bound.bind_to_skin)."""
+    from ..avatar import load_builtin_avatar
+    from ..fit.bound import bind_to_skin
+
+    av = load_builtin_avatar()
+    return av, {g: bind_to_skin(av.garments[g].mesh.vertices, av.body.mesh.vertices, av.body.mesh.faces)
+                for g in av.garments}
+
+
+def bound_vectors(poses=POSES, seed: int = 0):
+    """Skin-bound test vectors per pose: the posed garments (and jittered copies, up to 2 cm, so that many
+    vertices are inside or in the contact band), their bindings, the posed body and its normals."""
+    from ..avatar.mesh import vertex_normals
+    from ..avatar.poses import named_pose
+    from ..fit.bound import SkinBinding
+
+    av, binds = _memo("bindings", _bindings)
+    out = []
+    for name in poses:
+        def build(name=name):
+            rng = np.random.default_rng([seed, 2, zlib.crc32(name.encode())])
+            pose = named_pose(av.skeleton, name)
+            body = av.posed_vertices("body", pose).astype(np.float64)
+            pts, cor, bary = [], [], []
+            for g, bd in binds.items():
+                v = av.posed_vertices(g, pose).astype(np.float64)
+                pts += [v, v + rng.normal(0, 0.01, v.shape)]
+                cor += [bd.corners, bd.corners]
+                bary += [bd.bary, bd.bary]
+            binding = SkinBinding(np.concatenate(cor), np.concatenate(bary), np.zeros(sum(len(c) for c in cor), np.float32))
+            return {"pose": name, "points": np.concatenate(pts).astype(np.float32), "binding": binding,
+                    "body": body.astype(np.float32), "body_normals": vertex_normals(body, av.body.mesh.faces),
+                    "faces": av.body.mesh.faces}
+        out.append(_memo(("bound vectors", name, seed), build))
+    return out
+
+
+def bound_checks(poses=POSES, source: str = "constants"):
+    """Skin-bound push-out against kisekae.fit.bound.push_out_bound, and the capsule-then-bound chain against
+    kisekae.shaders.reference.skin_push_out, on the built-in avatar's garments."""
+    from ..fit import pushout, sdf
+    from ..fit.bound import push_out_bound
+    from .reference import skin_push_out
+
+    caps_by_pose = {v["pose"]: v["capsules"] for v in avatar_vectors(tuple(poses))}
+    checks = []
+    for vec in bound_vectors(poses):
+        pts, bd = vec["points"], vec["binding"]
+        n = len(pts)
+        rng = np.random.default_rng([9, zlib.crc32(vec["pose"].encode())])
+        tight = rng.uniform(0, 1, n)
+        soft = rng.uniform(0, 1, n)
+        for case in BOUND_CASES:
+            params = pushout.PushParams(**case, smooth_iterations=0)
+            key = (vec["pose"], str(case))
+            ref, rpush, rs = _memo(("bound", *key), lambda: push_out_bound(
+                bd, pts.astype(np.float64), vec["body"].astype(np.float64), vec["faces"], params, tightness=tight,
+                softness=soft))
+            got, push, s = X.gpu_bound_push_out(pts, bd.corners, bd.bary, vec["body"], vec["body_normals"],
+                                                tightness=tight, softness=soft, **case)
+            label = f"avatar {vec['pose']} bound push b={case['skirt_bias']:g} m={case['margin']:g}"
+            settled = np.abs(rs - case["margin"]) > 1e-6  # not on the margin itself (float32 may flip it)
+            checks.append(Check(label + " positions", _err(got, ref), TOL_POSITION, n))
+            checks.append(Check(label + " clearance", _err(s, rs), TOL_DISTANCE, n))
+            checks.append(Check(label + " push length", _err(push, rpush), TOL_DISTANCE, n))
+            checks.append(Check(label + " moved set", float(np.sum((push[settled] > 0) != (rpush[settled] > 0))),
+                                0.0, int(settled.sum())))
+        caps = caps_by_pose[vec["pose"]]
+        c64 = caps.astype(np.float64)
+        ok = _memo(("skin ok", vec["pose"]), lambda: _well_conditioned(pts, caps, sdf.capsule_distance(
+            pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7])[0]))
+        for case in (PUSH_CASES[0], PUSH_CASES[3]):
+            params = pushout.PushParams(**case, smooth_iterations=0)
+            ref = _memo(("skin", vec["pose"], str(case)), lambda: skin_push_out(
+                pts.astype(np.float64), caps.astype(np.float64), bd, vec["body"].astype(np.float64), vec["faces"],
+                params, tightness=tight, softness=soft))
+            got = X.gpu_skin_push_out(pts, caps, bd.corners, bd.bary, vec["body"], vec["body_normals"],
+                                      tightness=tight, softness=soft, source=source, **case)
+            label = f"avatar {vec['pose']} skin push (capsules, then bound) b={case['skirt_bias']:g}"
+            # positions where the capsule gradient is well conditioned (as the capsule push-out checks)
+            checks.append(Check(label + " positions", _err(got[0][ok], ref[0][ok]), TOL_POSITION, int(ok.sum())))
+            checks.append(Check(label + " capsule push", _err(got[1], ref[1]), TOL_POSITION, n))
+            checks.append(Check(label + " bound push", _err(got[2], ref[2]), TOL_POSITION, n))
+            checks.append(Check(label + " field distance", _err(got[3], ref[3]), TOL_DISTANCE, n))
+    return checks
+
+
+# ------------------------------------------------------------------------------------ wrinkles
+def wrinkle_checks():
+    """Wrinkle weights against kisekae.tension.wrinkle.wrinkle_weights (1 to 8 maps, with and without
+    normalisation) and the normal blend against kisekae.shaders.reference.blend_wrinkle_normals."""
+    from ..tension.wrinkle import WrinkleMap, wrinkle_weights
+    from .reference import blend_wrinkle_normals
+
+    rng = np.random.default_rng(13)
+    n = 3000
+    co = np.concatenate([rng.uniform(0, 1, n - 6), [0.0, 1.0, 0.3, 0.6, 0.95, 0.05]])
+    st = np.concatenate([rng.uniform(0, 1, n - 6), [1.0, 0.0, 0.6, 0.3, 0.05, 0.95]])
+    co[rng.uniform(0, 1, n) < 0.2] = 0.0
+    co, st = co.astype(np.float32), st.astype(np.float32)
+
+    def mask(kind):
+        return None if kind == 0 else np.clip(rng.uniform(-0.2, 1.2, n), 0, 1).astype(np.float32)
+
+    maps = [WrinkleMap(f"m{i}", source=("compress", "stretch")[i % 2], mask=mask(i % 3),
+                       threshold=(0.0, 0.25, 0.6, 0.1)[i % 4], gain=(1.0, 2.5, 0.7, 4.0, 1.3)[i % 5])
+            for i in range(8)]
+    checks = []
+    for m in (1, 3, 4, 5, 8):
+        for norm in (True, False):
+            got = X.gpu_wrinkle_weights(co, st, maps[:m], normalize=norm)
+            ref = wrinkle_weights(co, st, maps[:m], normalize=norm)
+            checks.append(Check(f"wrinkle weights {m} maps normalize={norm}", _err(got, ref), TOL_TENSION, n * m))
+    # normal blend: decoded tangent-space normals, some grazing (z below the 1/64 floor) or back-facing
+    base = rng.normal(size=(n, 3)) * [0.4, 0.4, 1.0]
+    base[:, 2] = np.abs(base[:, 2])
+    nm = rng.normal(size=(n, 4, 3)) * [0.5, 0.5, 1.0]
+    nm[:, :, 2] = np.abs(nm[:, :, 2])
+    graze = rng.uniform(0, 1, (n, 4)) < 0.05
+    nm[graze, 2] = rng.uniform(-0.05, 0.05, int(graze.sum()))
+    base[: n // 20, 2] = rng.uniform(-0.03, 0.03, n // 20)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    nm /= np.linalg.norm(nm, axis=2, keepdims=True)
+    w = rng.uniform(0, 1, (n, 4)) * (rng.uniform(0, 1, (n, 4)) < 0.7)
+    for m in (1, 4):
+        got = X.gpu_blend_wrinkle_normals(base, nm[:, :m], w[:, :m])
+        ref = blend_wrinkle_normals(base.astype(np.float32), nm[:, :m].astype(np.float32), w[:, :m].astype(np.float32))
+        checks.append(Check(f"wrinkle normal blend {m} maps", _err(got, ref), 1e-5, n))
+    return checks
+
+
+# ------------------------------------------------------------------------------------ wound targets
+#: Wound encodings in the order the checks run them (the first ones cover the most code).
+WOUND_DECODE_ORDER = ("article8", "delta16", "half", "delta8", "float")
+
+
+def wound_decode_checks(encodings=WOUND_DECODE_ORDER):
+    """Decoding of wound encodings (textures in their own formats) against kisekae.wound.decode."""
+    from ..wound.encode import decode, encode
+
+    rng = np.random.default_rng(17)
+    n = 3001  # not a power of two: the last texture row is partial
+    start = rng.uniform(-0.4, 0.4, (n, 3)) + [0.0, 1.0, 0.0]
+    target = start + rng.normal(0, 0.03, (n, 3)) * (rng.uniform(0, 1, (n, 1)) < 0.6)
+    tn = rng.normal(size=(n, 3))
+    tn /= np.linalg.norm(tn, axis=1, keepdims=True)
+    parts = rng.integers(0, 256, n)
+    checks = []
+    for name in encodings:
+        enc = encode(name, start, target, tn, parts=parts)
+        gp, gn, gpart = X.gpu_wound_decode(enc, start.astype(np.float32))
+        rp, rn = decode(enc, start.astype(np.float32))
+        checks.append(Check(f"wound decode {name} positions", _err(gp, rp), TOL_DISTANCE, n))
+        checks.append(Check(f"wound decode {name} normals", _err(gn, rn), 1e-5, n))
+        checks.append(Check(f"wound decode {name} part ids", float(np.sum(gpart != parts)), 0.0, n))
     return checks
 
 
@@ -484,6 +659,9 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
             checks += [Check(f"[{src}] " + c.name, c.error, c.tolerance, c.count) for c in capsule_checks(src, poses)]
             checks += [Check(f"[{src}] " + c.name, c.error, c.tolerance, c.count) for c in wound_checks(src)]
         checks += pushout_checks(sources[0], poses)
+        checks += bound_checks(poses, sources[0])
         checks += tension_checks(poses)
+        checks += wrinkle_checks()
         checks += tight_look_checks()
+        checks += wound_decode_checks()
     return checks

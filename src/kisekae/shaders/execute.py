@@ -29,10 +29,55 @@ MODES = {
     "tension": 2,
     "pushout": 3,
     "tight_look": 4,
+    "tight_look_preset": 5,
     "wound_loop": 6,
     "wound_accumulate": 7,
     "wound_morph": 8,
+    "bound_push_out": 9,
+    "skin_push_out": 10,
+    "wrinkle_weights": 11,
+    "wrinkle_normals": 12,
+    "wound_decode": 13,
 }
+
+#: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
+VERTEX_TEXTURES = {
+    "body_position": ("_KisekaeBodyPositionTex", 1),
+    "body_normal": ("_KisekaeBodyNormalTex", 2),
+    "wound_position": ("_KisekaeWoundPositionTex", 3),
+    "wound_normal": ("_KisekaeWoundNormalTex", 4),
+}
+
+#: NumPy dtype of a per-vertex texture -> moderngl texture dtype (unsigned integers are normalised, as an
+#: engine binds the PNGs: UNORM formats).
+_TEX_DTYPES = {np.dtype(np.uint8): "f1", np.dtype(np.uint16): "nu2", np.dtype(np.float16): "f2",
+               np.dtype(np.float32): "f4"}
+
+
+def vertex_texture(values, width: int) -> np.ndarray:
+    """Lay per-vertex rows out as the core reads them: vertex ``i`` in texel ``(i % width, i // width)``.
+
+    Parameters
+    ----------
+    values : (N, C) array_like
+        One row per vertex, ``C`` in 1..4 channels (dtype kept).
+    width : int
+        Texture width in texels (> 0).
+
+    Returns
+    -------
+    (ceil(N / width), width, C) array, zero padded, row 0 first (upload as is, no vertical flip).
+    """
+    arr = np.asarray(values)
+    if arr.ndim != 2 or not 1 <= arr.shape[1] <= 4:
+        raise KisekaeError(f"expected shape (N, C) with 1..4 channels, got {arr.shape}", "values")
+    width = int(width)
+    if width <= 0:
+        raise KisekaeError(f"must be > 0, got {width}", "width")
+    rows = max(1, -(-len(arr) // width))
+    out = np.zeros((rows * width, arr.shape[1]), arr.dtype)
+    out[: len(arr)] = arr
+    return out.reshape(rows, width, arr.shape[1])
 
 _LOCAL_SIZE = 64
 _lock = threading.Lock()
@@ -169,11 +214,32 @@ class CoreRunner:
         keep.append(buf)
 
     # -- dispatch ---------------------------------------------------------------------------
-    def run(self, mode: str, n: int, *, in0=None, in1=None, in2=None, in3=None, params=None, capsules=None, hits=None):
+    def _bind_vertex_textures(self, textures, keep):
+        for key, (hlsl_name, unit) in VERTEX_TEXTURES.items():
+            arr = None if textures is None else textures.get(key)
+            names = [n for n in self.program if hlsl_name in n]
+            if arr is None or not names:
+                continue
+            arr = np.ascontiguousarray(arr)
+            if arr.ndim != 3 or arr.dtype not in _TEX_DTYPES or not 1 <= arr.shape[2] <= 4:
+                raise KisekaeError(f"expected an (H, W, C) texture of uint8/uint16/float16/float32, got {arr.shape} "
+                                   f"{arr.dtype}", key)
+            tex = self.ctx.texture((arr.shape[1], arr.shape[0]), arr.shape[2], arr.tobytes(),
+                                   dtype=_TEX_DTYPES[arr.dtype], alignment=1)
+            tex.filter = (0x2600, 0x2600)  # GL_NEAREST (Load ignores it)
+            keep.append(tex)
+            for n in names:
+                self.program[n].value = unit
+            tex.use(location=unit)
+
+    def run(self, mode: str, n: int, *, in0=None, in1=None, in2=None, in3=None, in4=None, in5=None, params=None,
+            capsules=None, hits=None, textures=None):
         """Dispatch ``mode`` over ``n`` items and return ``(out0, out1)``, each float32 ``(n, 4)``.
 
-        ``in0..in3`` are ``(n, 4)`` float arrays (missing ones are zeros), ``params`` up to 8 float4
-        rows of the harness constant buffer, ``capsules`` ``(C, 8)`` and ``hits`` ``(H, 4)``.
+        ``in0..in5`` are ``(n, 4)`` float arrays (missing ones are zeros), ``params`` up to 8 float4
+        rows of the harness constant buffer, ``capsules`` ``(C, 8)``, ``hits`` ``(H, 4)`` and ``textures``
+        the per-vertex textures by :data:`VERTEX_TEXTURES` key (``(H, W, C)`` arrays, see
+        :func:`vertex_texture`).
         """
         if mode not in MODES:
             raise KisekaeError(f"must be one of {sorted(MODES)}, got {mode!r}", "mode")
@@ -186,6 +252,7 @@ class CoreRunner:
         b = self.compiled.bindings
         with _lock:
             self._bind_data(caps, hts, keep)
+            self._bind_vertex_textures(textures, keep)
             header = np.zeros(4, np.uint32)
             header[0], header[1] = MODES[mode], n
             prm = np.zeros((8, 4), np.float32)
@@ -193,7 +260,7 @@ class CoreRunner:
                 p = np.asarray(params, np.float32).reshape(-1, 4)
                 prm[: len(p)] = p
             self._uniform(b, "KisekaeHarness", header.tobytes() + prm.tobytes(), keep)
-            for name, arr in (("gIn0", in0), ("gIn1", in1), ("gIn2", in2), ("gIn3", in3)):
+            for name, arr in (("gIn0", in0), ("gIn1", in1), ("gIn2", in2), ("gIn3", in3), ("gIn4", in4), ("gIn5", in5)):
                 data = np.zeros((n, 4), np.float32) if arr is None else np.ascontiguousarray(arr, np.float32).reshape(n, 4)
                 self._storage(b, name, data.tobytes(), keep)
             outs = []
@@ -383,17 +450,277 @@ def gpu_push_amount(d, *, margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias
     return o1[:, 1]
 
 
-def gpu_tight_look(normals, ao, sss, dent_dir, tightness, pressure, *, normal_strength=0.15, ao_strength=0.3,
-                   sss_strength=0.25):
-    """``KisekaeTightLook`` on the GPU; returns ``(normals (N,3), ao (N,), sss (N,))`` float32."""
+#: Tight-look preset name -> ``KISEKAE_TIGHT_*`` id of the core (names of kisekae.fit.pressure.PRESETS).
+TIGHT_PRESETS = {"seed": 0, "anime": 1, "realistic": 2}
+
+
+def gpu_tight_look(normals, ao, sss, pressure_values, preset="seed", *, tightness=None, dent_dir=None):
+    """``KisekaeTightLook`` on the GPU, called like :func:`kisekae.fit.pressure.tight_look`.
+
+    Parameters
+    ----------
+    normals : (N, 3) array_like
+        Shading normals (need not be unit; the core normalises them).
+    ao, sss : (N,) array_like
+        AO visibility and SSS amount, 0..1.
+    pressure_values : (N,) array_like
+        Body pressure, 0..1 (values outside are clamped, as the core does).
+    preset : {'seed', 'anime', 'realistic'} or dict
+        A name runs the core's own preset table (``KisekaeTightPreset``); a dict passes
+        ``normal_strength``, ``ao_strength``, ``sss_strength`` (0..1) as parameters.
+    tightness : (N,) array_like, optional
+        Static tightness, 0..1 (default 0).
+    dent_dir : (N, 3) array_like, optional
+        Direction up the dent's slope (default zero: no tilt).
+
+    Returns
+    -------
+    normals : (N, 3) float32 (unit); ao : (N,) float32; sss : (N,) float32
+    """
     nrm = as_points(normals, "normals", dtype=np.float32)
     n = len(nrm)
-    dent = as_points(dent_dir, "dent_dir", dtype=np.float32)
-    o0, o1 = runner().run(
-        "tight_look", n, in0=_vec4(n, nrm, ao), in1=_vec4(n, dent, sss), in2=_vec4(n, tightness, pressure),
-        params=[[normal_strength, ao_strength, sss_strength, 0.0]],
-    )
+    dent = np.zeros((n, 3), np.float32) if dent_dir is None else as_points(dent_dir, "dent_dir", dtype=np.float32)
+    if dent.shape != nrm.shape:
+        raise KisekaeError(f"expected shape {nrm.shape}, got {dent.shape}", "dent_dir")
+    tight = np.zeros(n) if tightness is None else _mask(tightness, n, "tightness")
+    pres = np.asarray(pressure_values, np.float64).reshape(-1)
+    if pres.shape != (n,) or not np.all(np.isfinite(pres)):
+        raise KisekaeError(f"expected {n} finite values, got shape {pres.shape}", "pressure")
+    ins = dict(in0=_vec4(n, nrm, ao), in1=_vec4(n, dent, sss))
+    if isinstance(preset, str):
+        if preset not in TIGHT_PRESETS:
+            raise KisekaeError(f"unknown preset {preset!r}; choose one of {sorted(TIGHT_PRESETS)}", "preset")
+        o0, o1 = runner().run("tight_look_preset", n, in2=_vec4(n, tight, pres, np.full(n, TIGHT_PRESETS[preset])),
+                              **ins)
+    elif isinstance(preset, dict):
+        try:
+            st = [float(preset[k]) for k in ("normal_strength", "ao_strength", "sss_strength")]
+        except KeyError as exc:
+            raise KisekaeError(f"missing {exc.args[0]!r}", "preset") from None
+        o0, o1 = runner().run("tight_look", n, in2=_vec4(n, tight, pres), params=[[*st, 0.0]], **ins)
+    else:
+        raise KisekaeError("must be a preset name or a dict of strengths", "preset")
     return o0[:, :3], o0[:, 3], o1[:, 0]
+
+
+def _push_params(margin, stiffness, max_push, skirt_bias, smooth_k, up):
+    for name, v in (("margin", margin), ("max_push", max_push)):
+        if not np.isfinite(v) or v <= 0:
+            raise KisekaeError(f"must be > 0 metres, got {v!r}", name)
+    if margin > max_push:
+        raise KisekaeError(f"margin ({margin:g} m) is greater than max_push ({max_push:g} m)", "margin")
+    return [[margin, stiffness, max_push, skirt_bias], [smooth_k, *np.asarray(up, np.float32).reshape(3)]]
+
+
+def _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness, width):
+    pts = as_points(points, "points", dtype=np.float32)
+    n = len(pts)
+    body = as_points(body_positions, "body_positions", dtype=np.float32)
+    bn = as_points(body_normals, "body_normals", dtype=np.float32)
+    if bn.shape != body.shape:
+        raise KisekaeError(f"expected shape {body.shape}, got {bn.shape}", "body_normals")
+    cor = np.asarray(corners)
+    if cor.shape != (n, 3) or not np.issubdtype(cor.dtype, np.integer):
+        raise KisekaeError(f"expected ({n}, 3) integer body vertex ids, got {cor.shape} {cor.dtype}", "corners")
+    if cor.size and (cor.min() < 0 or cor.max() >= len(body)):
+        raise KisekaeError(f"ids must be in 0..{len(body) - 1}", "corners")
+    if len(body) >= 1 << 24:
+        raise KisekaeError("more than 2^24 body vertices do not pass through float32 ids exactly", "body_positions")
+    bc = np.asarray(bary, np.float64)
+    if bc.shape != (n, 3) or not np.all(np.isfinite(bc)):
+        raise KisekaeError(f"expected ({n}, 3) finite barycentrics, got {bc.shape}", "bary")
+    ins = dict(in0=_vec4(n, pts), in1=_vec4(n, bc, _mask(tightness, n, "tightness")),
+               in2=_vec4(n, cor.astype(np.float32), _mask(softness, n, "softness")))
+    tex = {"body_position": vertex_texture(np.column_stack([body, np.ones(len(body), np.float32)]), width),
+           "body_normal": vertex_texture(np.column_stack([bn, np.zeros(len(bn), np.float32)]), width)}
+    return n, ins, tex
+
+
+def gpu_bound_push_out(points, corners, bary, body_positions, body_normals, *, margin=0.002, stiffness=0.5,
+                       max_push=0.10, skirt_bias=0.0, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+                       texture_width: int = 256):
+    """``KisekaeBoundPushOutLoad`` on the GPU: the skin-bound push-out of :func:`kisekae.fit.bound.push_out_bound`.
+
+    Parameters
+    ----------
+    points : (N, 3) array_like
+        Posed garment vertices (m).
+    corners : (N, 3) int array_like
+        Body vertex ids of each vertex's bound triangle (``SkinBinding.corners``).
+    bary : (N, 3) array_like
+        Barycentrics of the bound point (``SkinBinding.bary``).
+    body_positions, body_normals : (Nb, 3) array_like
+        Posed body vertices (m) and their unit normals; uploaded as the RGBA32F textures
+        ``_KisekaeBodyPositionTex`` / ``_KisekaeBodyNormalTex`` (:func:`vertex_texture` layout).
+    margin, max_push : float
+        Metres (0.002, 0.10).
+    stiffness, skirt_bias : float
+        0..1 (0.5, 0).
+    tightness, softness : float or (N,) array_like
+        Masks, 0..1.
+    up : (3,) array_like
+        World up.
+    texture_width : int
+        Width of the body textures (any; the core reads it with GetDimensions).
+
+    Returns
+    -------
+    new_points : (N, 3) float32; push : (N,) float32 metres; clearance : (N,) float32 metres (before the push)
+    """
+    n, ins, tex = _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness,
+                                  texture_width)
+    params = _push_params(margin, stiffness, max_push, skirt_bias, 0.0, up)
+    o0, o1 = runner().run("bound_push_out", n, params=params, textures=tex, **ins)
+    return o0[:, :3], o0[:, 3], o1[:, 0]
+
+
+def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_normals, *, margin=0.002, stiffness=0.5,
+                      max_push=0.10, skirt_bias=0.0, smooth_k=0.0, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+                      texture_width: int = 256, source: str = "constants"):
+    """``KisekaeSkinPushOut`` on the GPU: capsule push-out first, then the skin-bound clearance.
+
+    Parameters are those of :func:`gpu_push_out` and :func:`gpu_bound_push_out`.
+
+    Returns
+    -------
+    new_points : (N, 3) float32
+    push_capsule, push_bound : (N,) float32
+        Push lengths of the two steps (m).
+    d : (N,) float32
+        Capsule field distance before the push (m).
+    clearance : (N,) float32
+        Bound clearance after the capsule push (m).
+    """
+    caps = as_capsules(capsules)
+    n, ins, tex = _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness,
+                                  texture_width)
+    params = _push_params(margin, stiffness, max_push, skirt_bias, smooth_k, up)
+    o0, o1 = runner(source).run("skin_push_out", n, params=params, capsules=caps, textures=tex, **ins)
+    return o0[:, :3], o0[:, 3], o1[:, 2], o1[:, 0], o1[:, 1]
+
+
+def gpu_wrinkle_weights(compress, stretch, maps, *, normalize: bool = True):
+    """``KisekaeWrinkleWeights`` (+ ``KisekaeWrinkleNormalize``/``2``) on the GPU, like
+    :func:`kisekae.tension.wrinkle.wrinkle_weights`.
+
+    Parameters
+    ----------
+    compress, stretch : (N,) array_like
+        Tension Map channels, 0..1.
+    maps : sequence of kisekae.tension.WrinkleMap
+        One to eight maps (two float4 sets).
+    normalize : bool
+        Scale weights summing above 1 down to sum 1.
+
+    Returns
+    -------
+    (N, M) float32
+    """
+    co = np.asarray(compress, np.float64).reshape(-1)
+    st = np.asarray(stretch, np.float64).reshape(-1)
+    if st.shape != co.shape:
+        raise KisekaeError(f"compress {co.shape} and stretch {st.shape} must both be (N,)", "compress")
+    maps = list(maps)
+    if not 1 <= len(maps) <= 8:
+        raise KisekaeError(f"the core blends 1 to 8 maps (two RGBA sets), got {len(maps)}", "maps")
+    n = len(co)
+    rows = np.zeros((8, 4), np.float32)
+    masks = np.zeros((2, n, 4), np.float32)
+    for m, wm in enumerate(maps):
+        if wm.source not in ("compress", "stretch"):
+            raise KisekaeError(f"source must be 'compress' or 'stretch', got {wm.source!r}", wm.name)
+        if not (0.0 <= wm.threshold < 1.0):
+            raise KisekaeError(f"threshold must be in [0, 1), got {wm.threshold!r}", wm.name)
+        if not np.isfinite(wm.gain) or wm.gain < 0:
+            raise KisekaeError(f"gain must be finite and >= 0, got {wm.gain!r}", wm.name)
+        s, c = divmod(m, 4)
+        rows[3 * s + 0, c] = 1.0 if wm.source == "stretch" else 0.0
+        rows[3 * s + 1, c] = wm.threshold
+        rows[3 * s + 2, c] = wm.gain
+        if wm.mask is None:
+            masks[s, :, c] = 1.0
+        else:
+            mk = np.asarray(wm.mask, np.float64)
+            if mk.shape != (n,):
+                raise KisekaeError(f"mask must have shape ({n},), got {mk.shape}", wm.name)
+            masks[s, :, c] = mk
+    rows[6, 0] = 1.0 if len(maps) <= 4 else 2.0
+    rows[6, 1] = 1.0 if normalize else 0.0
+    o0, o1 = runner().run("wrinkle_weights", n, in0=_vec4(n, co, st), in1=masks[0], in2=masks[1], params=rows)
+    return np.concatenate([o0, o1], axis=1)[:, : len(maps)]
+
+
+def gpu_blend_wrinkle_normals(base, normals, weights):
+    """``KisekaeBlendWrinkleNormals`` on the GPU (reference :func:`kisekae.shaders.reference.blend_wrinkle_normals`).
+
+    Parameters
+    ----------
+    base : (N, 3) array_like
+        Base tangent-space normals (decoded, +Z out of the surface).
+    normals : (N, M, 3) array_like
+        Decoded wrinkle-map normals, M <= 4.
+    weights : (N, M) array_like
+        Blend weights.
+
+    Returns
+    -------
+    (N, 3) float32 unit normals
+    """
+    b = as_points(base, "base", dtype=np.float32)
+    n = len(b)
+    nm = np.asarray(normals, np.float32)
+    w = np.asarray(weights, np.float32)
+    if nm.ndim != 3 or nm.shape[0] != n or nm.shape[2] != 3 or not 1 <= nm.shape[1] <= 4:
+        raise KisekaeError(f"expected ({n}, M, 3) with M <= 4, got {nm.shape}", "normals")
+    if w.shape != nm.shape[:2]:
+        raise KisekaeError(f"expected {nm.shape[:2]}, got {w.shape}", "weights")
+    full = np.zeros((n, 4, 3), np.float32)
+    full[:, :, 2] = 1.0
+    full[:, : nm.shape[1]] = nm
+    w4 = np.zeros((n, 4), np.float32)
+    w4[:, : w.shape[1]] = w
+    o0, _ = runner().run("wrinkle_normals", n, in0=_vec4(n, b), in1=w4, in2=_vec4(n, full[:, 0]),
+                         in3=_vec4(n, full[:, 1]), in4=_vec4(n, full[:, 2]), in5=_vec4(n, full[:, 3]))
+    return o0[:, :3]
+
+
+#: kisekae.wound encoding name -> ``KISEKAE_WOUND_*`` id of the core.
+WOUND_ENCODINGS = {"article8": 0, "delta8": 1, "delta16": 2, "half": 3, "float": 4}
+
+
+def gpu_wound_decode(encoded, start_vertices):
+    """``KisekaeWoundTarget`` on the GPU: decode a :class:`kisekae.wound.Encoded` as an engine would.
+
+    The vertex colours are passed as the unorm floats a vertex attribute delivers (``byte / 255``);
+    the textures are uploaded in their own formats (8/16-bit unorm, half, float), ``W x W`` as baked.
+
+    Parameters
+    ----------
+    encoded : kisekae.wound.Encoded
+    start_vertices : (N, 3) array_like
+        Start mesh positions (m).
+
+    Returns
+    -------
+    positions : (N, 3) float32 metres; normals : (N, 3) float32 unit; parts : (N,) int64
+    """
+    start = as_points(start_vertices, "start_vertices", dtype=np.float32)
+    n = len(start)
+    if encoded.name not in WOUND_ENCODINGS:
+        raise KisekaeError(f"unknown encoding {encoded.name!r}", "encoding")
+    vc = np.asarray(encoded.vertex_colors)
+    if vc.shape != (n, 4):
+        raise KisekaeError(f"expected ({n}, 4) vertex colours, got {vc.shape}", "vertex_colors")
+    tex = {"wound_normal": encoded.normal_texture}
+    if encoded.position_texture is not None:
+        tex["wound_position"] = encoded.position_texture
+    lo = np.asarray(encoded.bounds_min, np.float32)
+    hi = np.asarray(encoded.bounds_max, np.float32)
+    o0, o1 = runner().run(
+        "wound_decode", n, in0=_vec4(n, start, np.arange(n)), in1=vc.astype(np.float32) / np.float32(255.0),
+        params=[[*lo, WOUND_ENCODINGS[encoded.name]], [*hi, 0.0]], textures=tex,
+    )
+    return o0[:, :3], o1[:, :3], np.rint(o0[:, 3]).astype(np.int64)
 
 
 def gpu_wound_p(positions, parts, hits, hit_parts, *, hole_size, hole_intensity, part_reach, part_gain,

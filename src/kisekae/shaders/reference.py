@@ -1,9 +1,17 @@
 """NumPy references for the parts of the shader core whose specification lives here.
 
-The capsule field, push-out, tension mapping and wound functions are specified by their own
-packages (:mod:`kisekae.fit.sdf`, :mod:`kisekae.fit.pushout`, :mod:`kisekae.tension.blender`,
-:mod:`kisekae.wound.runtime`) and the conformance tests compare the core with those. The skin's tight
-look is specified here.
+Every other core function is specified by its own package and the conformance tests compare the
+core with those directly: the capsule field (:mod:`kisekae.fit.sdf`), capsule and skin-bound push-out
+(:mod:`kisekae.fit.pushout`, :mod:`kisekae.fit.bound`), the tight look
+(:func:`kisekae.fit.pressure.tight_look`, the reference of record), the tension mapping
+(:mod:`kisekae.tension.blender`), wrinkle weights (:mod:`kisekae.tension.wrinkle`) and the wound
+(:mod:`kisekae.wound.runtime`, :func:`kisekae.wound.decode`).
+
+Specified here:
+
+* :func:`blend_wrinkle_normals`, the blend of tangent-space wrinkle normals (``KisekaeBlendWrinkleNormals``);
+* :func:`skin_push_out`, the order in which ``KisekaeSkinPushOut`` chains the capsule push-out and the
+  skin-bound push-out (both steps are kisekae.fit's own functions).
 """
 
 from __future__ import annotations
@@ -11,46 +19,111 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KisekaeError
+from ..validate import as_points
 
-#: Defaults of :func:`tight_look` (dimensionless, 0..1).
-TIGHT_LOOK_DEFAULTS = {"normal_strength": 0.15, "ao_strength": 0.3, "sss_strength": 0.25}
+#: Floor of a tangent-space normal's z in :func:`blend_wrinkle_normals` (1/64; keeps slopes finite).
+MIN_NORMAL_Z = 1.0 / 64.0
 
 
 def tight_look(normals, ao, sss, dent_dir, tightness, pressure, *, normal_strength=0.15, ao_strength=0.3,
                sss_strength=0.25):
-    """The skin's tight look where a garment presses on it (reference of ``KisekaeTightLook``).
+    """The skin's tight look with explicit strengths; delegates to :func:`kisekae.fit.pressure.tight_look`.
+
+    Kept for callers of the earlier signature. ``tightness`` is clamped to 0..1 first (the core clamps
+    ``max(tightness, pressure)``). Returns float64 ``(normals (N, 3), ao (N,), sss (N,))``.
+    """
+    from ..fit.pressure import tight_look as fit_tight_look
+
+    t = np.clip(np.asarray(tightness, np.float64), 0.0, 1.0)
+    strengths = {"normal_strength": normal_strength, "ao_strength": ao_strength, "sss_strength": sss_strength}
+    return fit_tight_look(normals, ao, sss, pressure, strengths, tightness=t, dent_dir=dent_dir)
+
+
+def normal_slope(normals, min_z: float = MIN_NORMAL_Z) -> np.ndarray:
+    """Slope ``n.xy / max(n.z, min_z)`` of tangent-space normals ``(..., 3)`` (the negated height gradient)."""
+    n = np.asarray(normals, np.float64)
+    return n[..., :2] / np.maximum(n[..., 2:3], min_z)
+
+
+def blend_wrinkle_normals(base, normals, weights, *, min_z: float = MIN_NORMAL_Z) -> np.ndarray:
+    """Blend tangent-space wrinkle normals onto a base normal by weights (reference of ``KisekaeBlendWrinkleNormals``).
+
+    Method: a normal map encodes the slope of a height field, ``n ∝ (-dh/dx, -dh/dy, 1)``. Wrinkle
+    maps are meant to add their relief to the base surface in proportion to their weight, and
+    heights add linearly, so slopes do too:
+
+    ``N = normalize([slope(base) + sum_m w_m slope(n_m), 1])`` with ``slope(n) = n.xy / max(n.z, min_z)``.
+
+    Unlike a linear blend of the normals (which flattens the relief where maps overlap and depends on
+    how the vectors are scaled) this keeps each map's full relief at weight 1, and weight 0 leaves
+    the base unchanged.
 
     Parameters
     ----------
-    normals : (N, 3) array_like
-        Unit shading normals.
-    ao, sss : (N,) array_like
-        Ambient-occlusion visibility (1 = unoccluded) and subsurface-scattering amount, 0..1.
-    dent_dir : (N, 3) array_like
-        Direction up the dent's slope (for example the pressure gradient); only its tangential part
-        is used; zero gives no tilt.
-    tightness, pressure : (N,) array_like
-        Garment tightness mask and body pressure map, 0..1.
-    normal_strength, ao_strength, sss_strength : float
-        Effect at full tightness, 0..1 (defaults 0.15, 0.3, 0.25).
+    base : (N, 3) array_like
+        Base tangent-space normals (decoded from the map, +Z out of the surface).
+    normals : (N, M, 3) array_like
+        Decoded wrinkle normals.
+    weights : (N, M) array_like
+        Blend weights (:func:`kisekae.tension.wrinkle_weights`).
+    min_z : float
+        Floor of z (default 1/64): a grazing normal counts as a slope of at most 64.
 
     Returns
     -------
-    normals : (N, 3) float64
-        ``normalize(N - normal_strength k (D - (D.N) N))`` with ``k = clip(max(tightness, pressure), 0, 1)``.
-    ao : (N,) float64
-        ``clip(ao (1 - ao_strength k), 0, 1)``.
-    sss : (N,) float64
-        ``clip(sss (1 - sss_strength k), 0, 1)``.
+    (N, 3) float64 unit normals
     """
-    n = np.asarray(normals, np.float64)
-    dd = np.asarray(dent_dir, np.float64)
-    if n.ndim != 2 or n.shape[1] != 3 or dd.shape != n.shape:
-        raise KisekaeError(f"normals and dent_dir must both have shape (N, 3), got {n.shape} and {dd.shape}", "normals")
-    k = np.clip(np.maximum(np.asarray(tightness, np.float64), np.asarray(pressure, np.float64)), 0.0, 1.0)
-    tangential = dd - np.sum(dd * n, axis=1, keepdims=True) * n
-    m = n - (normal_strength * k)[:, None] * tangential
-    m /= np.linalg.norm(m, axis=1, keepdims=True)
-    ao2 = np.clip(np.asarray(ao, np.float64) * (1.0 - ao_strength * k), 0.0, 1.0)
-    sss2 = np.clip(np.asarray(sss, np.float64) * (1.0 - sss_strength * k), 0.0, 1.0)
-    return m, ao2, sss2
+    b = as_points(base, "base")
+    nm = np.asarray(normals, np.float64)
+    w = np.asarray(weights, np.float64)
+    if nm.ndim != 3 or nm.shape[0] != len(b) or nm.shape[2] != 3:
+        raise KisekaeError(f"expected shape ({len(b)}, M, 3), got {nm.shape}", "normals")
+    if w.shape != nm.shape[:2]:
+        raise KisekaeError(f"expected shape {nm.shape[:2]}, got {w.shape}", "weights")
+    if not (np.all(np.isfinite(nm)) and np.all(np.isfinite(w))):
+        raise KisekaeError("non-finite value (NaN or inf)", "normals")
+    slope = normal_slope(b, min_z) + np.einsum("nm,nmk->nk", w, normal_slope(nm, min_z))
+    out = np.column_stack([slope, np.ones(len(b))])
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def skin_push_out(points, capsules, binding, body_posed, body_faces, params=None, tightness=0.0, softness=0.0,
+                  up=(0.0, 1.0, 0.0)):
+    """Capsule push-out, then the skin-bound push-out of the result (reference of ``KisekaeSkinPushOut``).
+
+    Parameters
+    ----------
+    points : (N, 3) array_like
+        Posed garment vertices (m).
+    capsules : (C, 8) array_like
+        Posed capsules ``[a, r0, b, r1]`` (m).
+    binding : kisekae.fit.bound.SkinBinding
+    body_posed : (Nb, 3) array_like
+        Posed body vertices (m).
+    body_faces : (F, 3) array_like
+        Body triangles (the posed normals are computed from them).
+    params : kisekae.fit.PushParams, optional
+        ``smooth_iterations`` is ignored (no smoothing pass, as in the shader).
+    tightness, softness : float or (N,) array_like
+        Masks, 0..1.
+    up : (3,) array_like
+
+    Returns
+    -------
+    new_points : (N, 3) float64
+    push_capsule, push_bound : (N,) float64 metres
+    d : (N,) float64, capsule field distance before the push (m)
+    clearance : (N,) float64, bound clearance after the capsule push (m)
+    """
+    from ..fit.bound import push_out_bound
+    from ..fit.pushout import PushParams, push_out_reference
+
+    params = params or PushParams()
+    c = np.asarray(capsules, np.float64)
+    n = len(np.asarray(points))
+    t = np.broadcast_to(np.asarray(tightness, np.float64), (n,))
+    s = np.broadcast_to(np.asarray(softness, np.float64), (n,))
+    q, push_c, d = push_out_reference(points, c[:, 0:3], c[:, 4:7], c[:, 3], c[:, 7], params, tightness=t, softness=s,
+                                      up=np.asarray(up, np.float64))
+    q2, push_b, clearance = push_out_bound(binding, q, body_posed, body_faces, params, tightness=t, softness=s, up=up)
+    return q2, push_c, push_b, d, clearance

@@ -7,7 +7,9 @@
 //   kisekae_source_structured.hlsl  structured buffers (desktop, optional)
 // or by defining KISEKAE_CAPSULE_COUNT, KISEKAE_LOAD_CAPSULE(i), KISEKAE_HIT_COUNT, KISEKAE_LOAD_HIT(i)
 // yourself (O3DE does this from its SRG, see o3de/KisekaeSrg.azsli), or define KISEKAE_NO_DATA when the
-// stage uses neither capsules nor hits.
+// stage uses neither capsules nor hits. The skin-bound push-out and the wound target decoding also need the
+// per-vertex texture macros (KISEKAE_LOAD_BODY_*, KISEKAE_LOAD_WOUND_*; include
+// kisekae_source_vertex_textures.hlsl); without them only their array-free forms are compiled.
 #ifndef KISEKAE_CORE_HLSL
 #define KISEKAE_CORE_HLSL
 
@@ -22,10 +24,13 @@
 #error "kisekae: include a kisekae_source_*.hlsl, define the KISEKAE_* data macros, or define KISEKAE_NO_DATA"
 #endif
 
+#include "kisekae_vertexdata.hlsl"
 #include "kisekae_capsule.hlsl"
 #include "kisekae_pushout.hlsl"
+#include "kisekae_bound.hlsl"
 #include "kisekae_tightlook.hlsl"
 #include "kisekae_tension.hlsl"
+#include "kisekae_wrinkle.hlsl"
 #include "kisekae_wound.hlsl"
 
 #endif // KISEKAE_CORE_HLSL

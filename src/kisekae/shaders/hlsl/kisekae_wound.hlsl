@@ -61,4 +61,61 @@ void KisekaeWoundMorph(inout float3 position, inout float3 normal, float3 target
     }
 }
 
+// --- target decoding (kisekae.wound.encode) -----------------------------------------------------------------
+// The bake stores, per start vertex, the damaged target position and normal. Encodings (kisekae.wound.ENCODINGS):
+//   article8  positions absolute, 8-bit vertex colour RGB, unorm over [boundsMin, boundsMax]; normals RGB8 texture
+//   delta8    positions target - start, 8-bit vertex colour RGB, unorm over the deltas' bounds; normals RGB8
+//   delta16   positions target - start, RGB16 unorm texture over the deltas' bounds; normals RGB16 unorm
+//   half      positions target - start, RGB16F texture; normals RGB16F
+//   float     positions target - start, RGB32F texture; normals RGB32F
+// Unorm normals decode as normalize(c * 2 - 1), float normals as normalize(c) (zero stays zero).
+// The vertex colour's alpha holds the body part id (0..255) in every encoding.
+#define KISEKAE_WOUND_ARTICLE8 0u
+#define KISEKAE_WOUND_DELTA8 1u
+#define KISEKAE_WOUND_DELTA16 2u
+#define KISEKAE_WOUND_HALF 3u
+#define KISEKAE_WOUND_FLOAT 4u
+
+struct KisekaeWoundEncoding
+{
+    uint kind;           // KISEKAE_WOUND_* (the sidecar's "name")
+    float3 boundsMin;    // sidecar bounds_min_m (m); unused by half and float
+    float3 boundsMax;    // sidecar bounds_max_m (m)
+};
+
+// Target position (m) from the start position, the position data c (vertex colour RGB for the 8-bit
+// encodings, else the position texel) as the GPU reads it (unorm already in 0..1).
+float3 KisekaeWoundDecodePosition(float3 start, float3 c, KisekaeWoundEncoding E)
+{
+    bool isUnorm = E.kind <= KISEKAE_WOUND_DELTA16;
+    float3 x = isUnorm ? E.boundsMin + c * (E.boundsMax - E.boundsMin) : c;
+    return E.kind == KISEKAE_WOUND_ARTICLE8 ? x : start + x;
+}
+
+// Target unit normal from the normal texel c.
+float3 KisekaeWoundDecodeNormal(float3 c, KisekaeWoundEncoding E)
+{
+    float3 n = E.kind <= KISEKAE_WOUND_DELTA16 ? c * 2.0 - 1.0 : c;
+    return KisekaeDirectionOr(n, n); // zero stays zero; kisekae:guard
+}
+
+// Body part id from the vertex colour's alpha (unorm 8-bit).
+uint KisekaeWoundPart(float alpha)
+{
+    return (uint)round(alpha * 255.0);
+}
+
+#ifdef KISEKAE_LOAD_WOUND_POSITION
+// Decode vertex vertexId's target through KISEKAE_LOAD_WOUND_POSITION / _NORMAL; vertexColor is the start
+// mesh's colour (RGB = 8-bit positions, A = body part id).
+void KisekaeWoundTarget(uint vertexId, float3 start, float4 vertexColor, KisekaeWoundEncoding E,
+                        out float3 targetPosition, out float3 targetNormal, out uint part)
+{
+    float3 c = E.kind <= KISEKAE_WOUND_DELTA8 ? vertexColor.rgb : KISEKAE_LOAD_WOUND_POSITION(vertexId);
+    targetPosition = KisekaeWoundDecodePosition(start, c, E);
+    targetNormal = KisekaeWoundDecodeNormal(KISEKAE_LOAD_WOUND_NORMAL(vertexId), E);
+    part = KisekaeWoundPart(vertexColor.a);
+}
+#endif
+
 #endif // KISEKAE_WOUND_HLSL

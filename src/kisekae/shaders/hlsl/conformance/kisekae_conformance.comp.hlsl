@@ -1,5 +1,6 @@
 // Conformance kernel: runs one core function per thread on arrays, so CI can compare the core with the
-// Python reference (kisekae.shaders.execute). Not for engines. Select the data source with
+// Python reference (kisekae.shaders.execute). Not for engines. The per-vertex textures (posed body, wound
+// targets) always come from kisekae_source_vertex_textures.hlsl. Select the data source with
 // KISEKAE_HARNESS_SOURCE: 0 = constant arrays (cbuffer), 1 = texture, 2 = structured buffers.
 #ifndef KISEKAE_HARNESS_SOURCE
 #define KISEKAE_HARNESS_SOURCE 0
@@ -12,6 +13,7 @@
 #else
 #include "../kisekae_source_structured.hlsl"
 #endif
+#include "../kisekae_source_vertex_textures.hlsl"
 #include "../kisekae_core.hlsl"
 
 cbuffer KisekaeHarness
@@ -27,8 +29,31 @@ StructuredBuffer<float4> gIn0;
 StructuredBuffer<float4> gIn1;
 StructuredBuffer<float4> gIn2;
 StructuredBuffer<float4> gIn3;
+StructuredBuffer<float4> gIn4;
+StructuredBuffer<float4> gIn5;
 RWStructuredBuffer<float4> gOut0;
 RWStructuredBuffer<float4> gOut1;
+
+KisekaePushParams HarnessPushParams()
+{
+    KisekaePushParams P;
+    P.margin = gParams[0].x;
+    P.stiffness = gParams[0].y;
+    P.maxPush = gParams[0].z;
+    P.skirtBias = gParams[0].w;
+    P.smoothK = gParams[1].x;
+    P.up = gParams[1].yzw;
+    return P;
+}
+
+KisekaeWrinkleParams HarnessWrinkleParams(uint row)
+{
+    KisekaeWrinkleParams W;
+    W.useStretch = gParams[row];
+    W.threshold = gParams[row + 1u];
+    W.gain = gParams[row + 2u];
+    return W;
+}
 
 [numthreads(64, 1, 1)]
 void main(uint3 id : SV_DispatchThreadID)
@@ -42,6 +67,8 @@ void main(uint3 id : SV_DispatchThreadID)
     float4 x1 = gIn1[i];
     float4 x2 = gIn2[i];
     float4 x3 = gIn3[i];
+    float4 x4 = gIn4[i];
+    float4 x5 = gIn5[i];
     float4 y0 = float4(0.0, 0.0, 0.0, 0.0);
     float4 y1 = float4(0.0, 0.0, 0.0, 0.0);
     if (gMode == 0u)
@@ -127,6 +154,77 @@ void main(uint3 id : SV_DispatchThreadID)
         KisekaeWoundMorph(pos, n, x2.xyz, x3.xyz, x0.w);
         y0 = float4(pos, 0.0);
         y1 = float4(n, 0.0);
+    }
+    else if (gMode == 5u)
+    {
+        // tight look with a preset: x0 = (normal, ao), x1 = (dentDir, sss), x2 = (tightness, pressure, preset)
+        float3 n = x0.xyz;
+        float ao = x0.w;
+        float sss = x1.w;
+        KisekaeTightLook(n, ao, sss, x1.xyz, x2.x, x2.y, KisekaeTightPreset((uint)x2.z));
+        y0 = float4(n, ao);
+        y1 = float4(sss, 0.0, 0.0, 0.0);
+    }
+    else if (gMode == 9u)
+    {
+        // skin-bound push-out: x0.xyz = vertex, x1 = (barycentrics, tightness), x2 = (corner ids, softness);
+        // push parameters as mode 3; the posed body comes from the vertex textures
+        float push;
+        float s;
+        float3 q = KisekaeBoundPushOutLoad(x0.xyz, (uint3)x2.xyz, x1.xyz, x1.w, x2.w, HarnessPushParams(), push, s);
+        y0 = float4(q, push);
+        y1 = float4(s, 0.0, 0.0, 0.0);
+    }
+    else if (gMode == 10u)
+    {
+        // capsule field, then the skin binding: inputs as mode 9
+        float2 push;
+        float d;
+        float s;
+        float3 q = KisekaeSkinPushOut(x0.xyz, (uint3)x2.xyz, x1.xyz, x1.w, x2.w, HarnessPushParams(), push, d, s);
+        y0 = float4(q, push.x);
+        y1 = float4(d, s, push.y, 0.0);
+    }
+    else if (gMode == 11u)
+    {
+        // wrinkle weights: x0 = (compress, stretch), x1 / x2 = masks of set 0 / 1; gParams[0..2] / [3..5] = the
+        // sets' (useStretch, threshold, gain); gParams[6] = (sets 1 or 2, normalise 0 or 1)
+        float4 w0 = KisekaeWrinkleWeights(x0.x, x0.y, x1, HarnessWrinkleParams(0u));
+        float4 w1 = KisekaeWrinkleWeights(x0.x, x0.y, x2, HarnessWrinkleParams(3u));
+        if (gParams[6].x < 1.5)
+        {
+            w1 = float4(0.0, 0.0, 0.0, 0.0);
+            if (gParams[6].y > 0.5)
+            {
+                w0 = KisekaeWrinkleNormalize(w0);
+            }
+        }
+        else if (gParams[6].y > 0.5)
+        {
+            KisekaeWrinkleNormalize2(w0, w1);
+        }
+        y0 = w0;
+        y1 = w1;
+    }
+    else if (gMode == 12u)
+    {
+        // wrinkle normal blend: x0.xyz = base normal, x1 = weights, x2..x5 = wrinkle normals (tangent space)
+        y0 = float4(KisekaeBlendWrinkleNormals(x0.xyz, x1, x2.xyz, x3.xyz, x4.xyz, x5.xyz), 0.0);
+    }
+    else if (gMode == 13u)
+    {
+        // wound target decoding: x0 = (start position, vertex id), x1 = vertex colour (unorm as the GPU reads it);
+        // gParams[0] = (boundsMin, kind), gParams[1].xyz = boundsMax
+        KisekaeWoundEncoding E;
+        E.kind = (uint)gParams[0].w;
+        E.boundsMin = gParams[0].xyz;
+        E.boundsMax = gParams[1].xyz;
+        float3 tp;
+        float3 tn;
+        uint part;
+        KisekaeWoundTarget((uint)x0.w, x0.xyz, x1, E, tp, tn, part);
+        y0 = float4(tp, (float)part);
+        y1 = float4(tn, 0.0);
     }
     gOut0[i] = y0;
     gOut1[i] = y1;
