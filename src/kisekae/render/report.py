@@ -217,24 +217,27 @@ def section_tension(ctx) -> str:
     rows, labels, hist = [], [], {}
     for pname in ("leg_raise", "crouch", "sit"):
         pose = _pose(av, pname)
-        body, gs = avatar_items(av, pose, garments=["tights"])
+        body, gs = avatar_items(av, pose, garments=["tights"])  # skinned: the tension of the pose itself
         t = tension_map(rest, gs["tights"].positions, mesh.quads if mesh.quads is not None else mesh.faces)
         comp, stre = np.asarray(t.compress), np.asarray(t.stretch)
         hist[pname] = (comp, stre)
         attrs = {"ratio": np.asarray(t.ratio)}  # mapped to compress/stretch by the shader core on the GPU
-        cam = named_camera("three_quarter", body.positions, 16 / 9, landmarks=avatar_landmarks(av, pose))
+        lm = avatar_landmarks(av, pose)
+        cam = named_camera("three_quarter", body.positions, 16 / 9, landmarks=lm)
+        knees = named_camera("knees", body.positions, 16 / 9, landmarks=lm)
         g = gs["tights"]
         heat = type(g)(g.positions, g.faces, M.tension(shaded=True), normals=g.normals, attributes=attrs,
                        role="garment")
         real = type(g)(g.positions, g.faces, M.cloth(preset="realistic"), normals=g.normals, attributes=attrs)
         anime = type(g)(g.positions, g.faces, M.cloth(preset="anime"), normals=g.normals, attributes=attrs)
         skin_t = type(body)(body.positions, body.faces, M.skin(), normals=body.normals)
-        rows.append([r.draw([skin_t, heat], cam, THUMB).rgb, r.draw([skin_t, real], cam, THUMB).rgb,
-                     r.draw([skin_t, anime], cam, THUMB).rgb])
+        rows.append([r.draw([skin_t, heat], cam, THUMB).rgb, r.draw([skin_t, heat], knees, THUMB).rgb,
+                     r.draw([skin_t, real], knees, THUMB).rgb, r.draw([skin_t, anime], knees, THUMB).rgb])
         labels.append(pname)
-    sheet = comparison_sheet(rows, row_labels=labels, cell_width=420,
-                             col_labels=["tension map (R compress, G stretch)", "wrinkles, realistic",
-                                         "wrinkles, anime"], title="Tights: tension and wrinkle look")
+    sheet = comparison_sheet(rows, row_labels=labels, cell_width=360,
+                             col_labels=["tension map (R compress, G stretch)", "tension map, knees",
+                                         "wrinkles, realistic", "wrinkles, anime"],
+                             title="Tights: tension and wrinkle look")
     import matplotlib
 
     matplotlib.use("Agg")
