@@ -88,17 +88,20 @@ def section_fix(ctx) -> str:
         press = _pressure(ctx, pname)
         before_body, before = avatar_items(av, pose)
         after_body, after = avatar_items(av, pose, positions=fixed, attributes={"body": {"pressure": press}})
-        # the close-up with the most poke-through before fixing
-        close = max(("knees", "hips", "waist"), key=lambda v: poke_through(
-            before_body, list(before.values()), named_camera(v, before_body.positions, 16 / 9, landmarks=lm), THUMB,
-            renderer=r).count)
+        # per garment, the view with the most poke-through before fixing
         row = []
-        for view in ("three_quarter", close):
-            cam = named_camera(view, before_body.positions, 16 / 9, landmarks=lm)
+        worst = {}
+        for gname in before:
+            cams = {v: named_camera(v, before_body.positions, 16 / 9, landmarks=lm) for v in VIEWS}
+            counts = {v: poke_through(before_body, [before[gname]], c, (320, 180), renderer=r).count
+                      for v, c in cams.items()}  # a quarter of the pixels is enough to pick the view
+            view = max(VIEWS, key=lambda v: (counts[v], v == "three_quarter"))
+            worst[gname] = view
             for stage, body, gs in (("before", before_body, before), ("after", after_body, after)):
-                res = poke_through(body, list(gs.values()), cam, THUMB, renderer=r)
-                img = mark_pixels(r.draw([body, *gs.values()], cam, THUMB).rgb, res.mask, grow=1)
-                row.append(label(img, f"{stage}, {view}: {res.count} px"))
+                res = poke_through(body, [gs[gname]], cams[view], THUMB, renderer=r)
+                img = mark_pixels(r.draw([body, gs[gname]], cams[view], THUMB).rgb, res.mask, grow=1)
+                row.append(label(img, f"{gname} {stage}, {view}: {res.count} px"))
+        close = worst.get("tights", next(iter(worst.values()), "three_quarter"))
         cam = named_camera(close, after_body.positions, 16 / 9, landmarks=lm)
         heat = type(after_body)(after_body.positions, after_body.faces, M.heatmap((0.0, 1.0), "inferno"),
                                 normals=after_body.normals, attributes={"heat": press})
@@ -106,9 +109,10 @@ def section_fix(ctx) -> str:
         row.append(label(r.draw([after_body], cam, THUMB).rgb, "tight look (garments hidden)"))
         rows.append(row)
         labels.append(pname)
+    names = list(av.garments)
     sheet = comparison_sheet(rows, row_labels=labels, cell_width=300,
-                             col_labels=["before", "after", "close-up before", "close-up after", "pressure",
-                                         "tight look"],
+                             col_labels=[f"{g} {s}" for g in names for s in ("before", "after")]
+                             + ["body pressure", "tight look"],
                              title="Push-out fix (kisekae.fit.fix): poke-through pixels in magenta")
     return ("<h2>Before and after the fix</h2><p>Garments fixed by <code>kisekae.fit.fix.fix_pose</code> "
             "(exact-skin solver, default parameters). Poke-through pixels (skin showing through a garment's "
