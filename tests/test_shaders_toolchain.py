@@ -122,7 +122,8 @@ def test_renderer_programs_link():
 def test_no_hand_copied_core_in_the_package():
     """Only the HLSL files define the core; nothing else in the package re-implements it in GLSL."""
     root = HLSL_DIR.parents[1]
-    markers = ("KisekaeCapsuleDistance", "KisekaePushAmount", "KisekaeTightLook", "KisekaeTensionFromRatio")
+    markers = ("KisekaeCapsuleDistance", "KisekaePushAmount", "KisekaeTightLook", "KisekaeTensionFromRatio",
+               "KisekaeBoundPushOut", "KisekaeWrinkleWeights", "KisekaeBlendWrinkleNormals", "KisekaeWoundDecode")
     for path in root.rglob("*"):
         if not path.is_file() or HLSL_DIR in path.parents or path.suffix in (".pyc",):
             continue
@@ -156,3 +157,51 @@ def test_unity_include_layout_compiles(tmp_path):
     cs = (HLSL_DIR.parent / "unity" / "Runtime" / "KisekaeCapsuleRig.cs").read_text()
     for name in ("_KisekaeCapsuleA", "_KisekaeCapsuleB", "_KisekaeCapsuleCount", "_KisekaeHits", "_KisekaeHitCount"):
         assert name in cs and name in (HLSL_DIR / "kisekae_source_constants.hlsl").read_text()
+
+
+_VERTEX_PROBE = """#include "KisekaeCore.hlsl"
+struct VIn { float3 p : POSITION; float3 bary : TEXCOORD2; float3 corners : TEXCOORD3; float4 c : COLOR0;
+             uint id : SV_VertexID; };
+float4 main(VIn v) : SV_Position
+{
+    KisekaePushParams P; P.margin = 0.002; P.stiffness = 0.5; P.maxPush = 0.1; P.skirtBias = 0.0;
+    P.smoothK = 0.0; P.up = float3(0.0, 1.0, 0.0);
+    float2 push; float d; float s;
+    float3 q = KisekaeSkinPushOut(v.p, (uint3)v.corners, v.bary, 0.0, 0.0, P, push, d, s);
+    KisekaeWoundEncoding E; E.kind = KISEKAE_WOUND_DELTA16; E.boundsMin = float3(-0.1, -0.1, -0.1);
+    E.boundsMax = float3(0.1, 0.1, 0.1);
+    float3 tp; float3 tn; uint part;
+    KisekaeWoundTarget(v.id, q, v.c, E, tp, tn, part);
+    float3 n = float3(0.0, 1.0, 0.0);
+    KisekaeWoundMorph(q, n, tp, tn, 0.5);
+    return float4(q + 0.001 * n, 1.0 + (float)part);
+}
+"""
+
+
+def test_unity_vertex_textures_compile_for_mobile(tmp_path):
+    """The Unity include with KISEKAE_VERTEX_TEXTURES (skin-bound push-out, wound targets) compiles without
+    warnings and cross-compiles to GLSL ES 3.00: textures and constant arrays only, no compute buffers.
+    (Unity itself is not available here.)"""
+    unity = HLSL_DIR.parent / "unity" / "Shaders"
+    shutil.copy(unity / "KisekaeCore.hlsl", tmp_path / "KisekaeCore.hlsl")
+    shutil.copytree(HLSL_DIR, tmp_path / "hlsl")
+    (tmp_path / "probe.hlsl").write_text(_VERTEX_PROBE)
+    c = compile_hlsl(tmp_path / "probe.hlsl", "vert", defines={"KISEKAE_VERTEX_TEXTURES": None}, glsl_version=300,
+                     es=True, use_cache=False, core_dir=tmp_path / "hlsl")
+    assert c.glsl.startswith("#version 300 es") and "WARNING" not in c.log.upper()
+    for name in ("_KisekaeBodyPositionTex", "_KisekaeBodyNormalTex", "_KisekaeWoundPositionTex", "_KisekaeWoundNormalTex"):
+        assert name in c.glsl
+    assert "texelFetch" in c.glsl and "buffer" not in c.glsl.replace("Buffer", "")
+    # without the define the texture functions are absent, so the same call does not compile
+    with pytest.raises(KisekaeError, match="glslang failed"):
+        compile_hlsl(tmp_path / "probe.hlsl", "vert", use_cache=False, core_dir=tmp_path / "hlsl")
+
+
+def test_o3de_srg_defines_every_data_macro():
+    """O3DE's SRG file defines every data macro of the core (it cannot use kisekae_source_*.hlsl)."""
+    srg = (HLSL_DIR.parent / "o3de" / "KisekaeSrg.azsli").read_text()
+    for macro in ("KISEKAE_CAPSULE_COUNT", "KISEKAE_LOAD_CAPSULE", "KISEKAE_HIT_COUNT", "KISEKAE_LOAD_HIT",
+                  "KISEKAE_LOAD_BODY_POSITION", "KISEKAE_LOAD_BODY_NORMAL", "KISEKAE_LOAD_WOUND_POSITION",
+                  "KISEKAE_LOAD_WOUND_NORMAL"):
+        assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
