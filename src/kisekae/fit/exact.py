@@ -15,14 +15,19 @@ projects onto the union's boundary instead. Per pose:
 2. *Contact* vertices - closer than ``margin``, or an end of an edge that crosses the body - move
    by the push law of :func:`kisekae.fit.pushout.push_amount` along the outward direction at
    their closest surface point (skirt-biased when ``skirt_bias > 0``).
-3. A pushed vertex that is still inside (it reached a surface buried in another part) is
-   projected onto the nearest *exposed* body point: a posed body vertex whose point one gap out
-   along its normal is outside the union (tested lazily, only near such vertices), plus the gap.
-   Candidates farther than ``max_push`` are not taken.
+3. A pushed vertex that is still inside (it reached a surface buried in another part) marches
+   along its preferred direction (the garment's rest normal carried by skinning, so neighbours
+   move alike) to where that ray leaves the union; failing that, it goes to the nearest *exposed*
+   body point: a posed body vertex whose point one gap out along its normal is outside the union
+   (tested lazily, only near such vertices), plus the gap. Nothing beyond ``max_push`` is taken.
+   (Trying the exposed point first keeps garments inside deep folds and looks tidier there, but
+   leaves 2-4 times more crossing edges: leg_raise 9 / 1 against 1 / 0, sit 28 / 4 against 7 / 0.)
 4. The displacement is smoothed over contact neighbours; a vertex that smoothing would put back
    inside keeps its unsmoothed position. Vertices that were clear never move.
-5. Garment edges that still cross the body (a thin part or a crease between two vertices) get
-   both ends pushed outward in growing steps until no edge crosses, within ``max_push``.
+5. Garment edges that still cross the body are lifted: both ends move along the outward
+   direction at the chord's deepest sample by its depth plus the gap, shared by the ends'
+   remaining ``max_push`` budgets; where the budgets cannot pay, the looser end is pulled back to
+   just before the point where the edge enters the body.
 
 Every displacement is capped at ``max_push``; the returned info says what, if anything, could
 not be resolved within it.
@@ -152,12 +157,8 @@ class _Exposure:
         self.state = np.full(len(self.v), -1, dtype=np.int8)  # -1 unknown, 0 buried, 1 exposed
         self.tree = cKDTree(self.v)
 
-    def nearest(self, points, radius, k=6, labels=None, body_labels=None, compatible=None):
-        """For each point the up to ``k`` nearest exposed offset points within ``radius`` (sorted).
-
-        With part labels, exposed points of compatible parts come first (a thigh's garment slides
-        along the thigh to where it leaves the belly rather than jumping onto the belly).
-        """
+    def nearest(self, points, radius, k=6):
+        """For each point the up to ``k`` nearest exposed offset points within ``radius`` (sorted)."""
         pts = np.asarray(points, dtype=np.float64)
         near = self.tree.query_ball_point(pts, r=radius)
         ids = np.unique(np.concatenate([np.asarray(x, dtype=np.int64) for x in near])) if len(pts) else []
@@ -170,18 +171,12 @@ class _Exposure:
         out = []
         if exposed.size == 0:
             return [np.zeros(0, np.int64) for _ in range(len(pts))]
-        kk = min(max(k, 64 if labels is not None else k), exposed.size)
         sub = cKDTree(self.v[exposed] + self.n[exposed] * self.offset)
-        dist, idx = sub.query(pts, k=kk, distance_upper_bound=radius)
+        dist, idx = sub.query(pts, k=min(k, exposed.size), distance_upper_bound=radius)
         dist = dist.reshape(len(pts), -1)
         idx = idx.reshape(len(pts), -1)
-        for i, (row_d, row_i) in enumerate(zip(dist, idx)):
-            ok = np.isfinite(row_d)
-            cand = exposed[row_i[ok]]
-            if labels is not None and cand.size:
-                good = compatible[labels[i], body_labels[cand]]
-                cand = np.concatenate([cand[good][:k], cand[~good][:k]])
-            out.append(cand[: 2 * k])
+        for row_d, row_i in zip(dist, idx):
+            out.append(exposed[row_i[np.isfinite(row_d)]])
         return out
 
 
@@ -311,7 +306,7 @@ def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
 
 def push_out_exact(query, points, edges, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
                    max_rounds: int = 4, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 30,
-                   part_labels=None, directions=None):
+                   directions=None):
     """Push a posed garment outside the posed body surface (see the module docstring).
 
     Parameters
@@ -339,9 +334,6 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         Preferred outward directions, consistent over the garment (e.g. the garment's rest normals
         carried by skinning). A vertex trapped where body parts overlap marches along its own
         preferred direction to where it leaves the body, so neighbours stay neighbours.
-    part_labels : tuple (garment_labels (N,), body_labels (Nb,), compatible (L, L) bool), optional
-        Body-part labels (e.g. the dominant bone of each vertex). A garment vertex trapped where
-        body parts overlap is projected preferably onto exposed skin of a compatible part.
 
     Returns
     -------
@@ -419,12 +411,7 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         # Then: the nearest exposed point of the union's boundary.
         if exposure is None:
             exposure = _Exposure(query, probe_gap)
-        if part_labels is not None:
-            g_lab, b_lab, compat = part_labels
-            near = exposure.nearest(p[bad], radius=max_push + probe_gap, labels=np.asarray(g_lab)[bad],
-                                    body_labels=np.asarray(b_lab), compatible=np.asarray(compat, dtype=bool))
-        else:
-            near = exposure.nearest(p[bad], radius=max_push + probe_gap)
+        near = exposure.nearest(p[bad], radius=max_push + probe_gap)
         for i, cands in zip(bad, near):
             for v in cands:
                 target = exposure.v[v] + exposure.n[v] * max(gap[i], 1e-4)
