@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..qa.bvh import BVH, build_bvh
+from ._geom import ray_triangle
 from ..validate import as_faces, as_points
 
 #: Traversal stack size; a median-split tree over 2**40 triangles is far shallower.
@@ -193,28 +194,7 @@ def ray_bvh_numba(origin, direction, vertices, faces, left, right, order, start,
             continue
         for s in range(start[node], start[node] + count[node]):
             f = order[s]
-            ia, ib, ic = faces[f, 0], faces[f, 1], faces[f, 2]
-            ax, ay, az = vertices[ia, 0], vertices[ia, 1], vertices[ia, 2]
-            e1x, e1y, e1z = vertices[ib, 0] - ax, vertices[ib, 1] - ay, vertices[ib, 2] - az
-            e2x, e2y, e2z = vertices[ic, 0] - ax, vertices[ic, 1] - ay, vertices[ic, 2] - az
-            px = dy * e2z - dz * e2y
-            py = dz * e2x - dx * e2z
-            pz = dx * e2y - dy * e2x
-            det = e1x * px + e1y * py + e1z * pz
-            if abs(det) <= 1e-300:
-                continue
-            idet = 1.0 / det
-            tx, ty, tz = ox - ax, oy - ay, oz - az
-            u = (tx * px + ty * py + tz * pz) * idet
-            if u < 0.0 or u > 1.0:
-                continue
-            qx = ty * e1z - tz * e1y
-            qy = tz * e1x - tx * e1z
-            qz = tx * e1y - ty * e1x
-            w = (dx * qx + dy * qy + dz * qz) * idet
-            if w < 0.0 or u + w > 1.0:
-                continue
-            t = (e2x * qx + e2y * qy + e2z * qz) * idet
+            t, u, w = ray_triangle(ox, oy, oz, dx, dy, dz, vertices, faces[f, 0], faces[f, 1], faces[f, 2])
             if t > t_min and (t < best_t or (t == best_t and f < best_f)):
                 best_t = t
                 best_f = f
