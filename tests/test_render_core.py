@@ -189,3 +189,17 @@ def test_wound_tint_only_where_the_morph_moves(ball, r0):
     assert redness[30:42, 60:66].mean() > 60  # damaged side: wound colour
     plain = r0.draw([DrawItem(p, f, materials.skin(FLAT))], cam, (96, 72)).rgb.astype(int)
     assert np.abs(rgb[30:42, 28:36] - plain[30:42, 28:36]).max() <= 1  # undamaged side untouched
+
+
+def test_wrinkle_blend_uses_the_core_weights(ball, r0):
+    """Below the wrinkle map's threshold the core's weight is 0 (no wrinkles); above it they appear."""
+    p, f, cam = ball
+    c = np.full(len(p), 0.4)
+    plain = r0.draw([DrawItem(p, f, materials.cloth(preset="anime"))], cam, (96, 72)).rgb.astype(int)
+    for threshold, expect in ((0.5, False), (0.2, True)):
+        mat = materials.cloth(preset="anime", wrinkle_threshold=threshold, wrinkle_gain=2.0)
+        img = r0.draw([DrawItem(p, f, mat, attributes={"compress": c})], cam, (96, 72)).rgb.astype(int)
+        changed = np.abs(img - plain).max(axis=2) > 2
+        assert bool(changed.sum() > 200) == expect, (threshold, changed.sum())
+    with pytest.raises(KisekaeError, match="wrinkle"):
+        materials.cloth(wrinkle_threshold=1.0)

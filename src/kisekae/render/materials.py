@@ -127,6 +127,9 @@ class Material:
     shaded : bool, optional
         Light the ``heatmap`` / ``tension`` colours. Default: shaded heat maps, unshaded tension
         (so that pixel colours are the map's values, as Blender's Tension Map shows them).
+    wrinkle_threshold, wrinkle_gain : float, default 0, 1
+        The wrinkle map's weight ``saturate(gain * saturate((compress - threshold) / (1 - threshold)))``
+        (the shader core's wrinkle weights, as :class:`kisekae.tension.wrinkle.WrinkleMap`).
     tension_params : (4,) float, default (1, 1, 1, 1)
         The Tension Map node group's falloff, stretch area, compress area and weight limit. Used by
         the shader core when a mesh carries the tension ratio ``T`` (attribute ``ratio``).
@@ -142,6 +145,8 @@ class Material:
     wrinkles: bool = True
     shaded: bool | None = None
     tension_params: tuple = (1.0, 1.0, 1.0, 1.0)
+    wrinkle_threshold: float = 0.0
+    wrinkle_gain: float = 1.0
 
     def __post_init__(self):
         if self.shaded is None:
@@ -161,6 +166,12 @@ class Material:
             raise KisekaeError(f"expected 4 finite numbers >= 0 (falloff, stretch area, compress area, weight "
                                f"limit), got {self.tension_params!r}", "material.tension_params")
         object.__setattr__(self, "tension_params", tuple(float(x) for x in tp))
+        th, gn = float(self.wrinkle_threshold), float(self.wrinkle_gain)
+        if not (0.0 <= th < 1.0 and np.isfinite(gn) and gn >= 0.0):
+            raise KisekaeError(f"need 0 <= wrinkle_threshold < 1 and wrinkle_gain >= 0, got {th!r}, {gn!r}",
+                               "material.wrinkle_threshold")
+        object.__setattr__(self, "wrinkle_threshold", th)
+        object.__setattr__(self, "wrinkle_gain", gn)
         if self.colormap not in COLORMAPS:
             raise KisekaeError(f"unknown colormap {self.colormap!r}; known: {', '.join(COLORMAPS)}",
                                "material.colormap")

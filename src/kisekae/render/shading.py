@@ -305,6 +305,7 @@ class CoreShading:
             (p.wrinkle_freq, 0.0, lo, hi),
             (t[0], t[1], t[2], t[3]),
             (*linear(material.wound_color), 0.35),
+            (material.wrinkle_threshold, material.wrinkle_gain, 0.0, 0.0),
         ], np.float32)
         return block.tobytes()
 

@@ -10,7 +10,7 @@
 // rasterizer such as llvmpipe runs both sides of every branch):
 //   KISEKAE_RENDER_MAP      heat-map / Tension Map colours (kinds 3, 4)
 //   KISEKAE_RENDER_DENT     the core's tight look (the mesh has tightness or pressure)
-//   KISEKAE_RENDER_WRINKLE  the wrinkle normal blend (the mesh has compression)
+//   KISEKAE_RENDER_WRINKLE  the wrinkle normal blend (the mesh has compression; weight from KisekaeWrinkleWeights)
 //   KISEKAE_RENDER_RATIO    the core's Tension Map from the ratio T (the mesh has T)
 //   KISEKAE_RENDER_WOUND    wound tint by the morph parameter p
 #ifndef KISEKAE_RENDER_MAP
@@ -42,6 +42,7 @@ cbuffer KisekaeRenderPixel : register(b1)
     float4 _Wrinkle;    // wrinkle ridges per metre, 1 = tension from the ratio T, heat range lo, hi
     float4 _Tension;    // core tension params: falloff, stretchArea, compressArea, weightLimit
     float4 _WoundColor; // rgb = wound colour at p = 1 (linear), a = AO loss at p = 1
+    float4 _WrinkleMap; // core wrinkle weight of the (procedural) compress-driven map: threshold, gain; zw unused
 };
 
 Texture2D<float4> _Colormap : register(t0);      // 256 x 1 heat-map colours
@@ -154,7 +155,14 @@ float4 main(PixelIn i) : SV_Target
     ao *= 1.0 - _WoundColor.a * wound;
 #endif
 #if KISEKAE_RENDER_WRINKLE
-    float wrinkleH = _Look.w * compress * WrinklePattern(i.world, _Wrinkle.x);
+    // the core's wrinkle-map weight (one map, driven by compression); its normal is blended by adding
+    // slopes, as the core's blend does, here through the surface gradient of the weighted height
+    KisekaeWrinkleParams WP;
+    WP.useStretch = float4(0.0, 0.0, 0.0, 0.0);
+    WP.threshold = float4(_WrinkleMap.x, 0.0, 0.0, 0.0);
+    WP.gain = float4(_WrinkleMap.y, 0.0, 0.0, 0.0);
+    float weight = KisekaeWrinkleWeights(compress, stretch, float4(1.0, 0.0, 0.0, 0.0), WP).x;
+    float wrinkleH = _Look.w * weight * WrinklePattern(i.world, _Wrinkle.x);
     n = normalize(n - SurfaceGradient(n, dpdx, dpdy, ddx(wrinkleH), ddy(wrinkleH)));
 #endif
 
