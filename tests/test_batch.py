@@ -345,7 +345,7 @@ def test_after_stage_plumbing_with_a_known_fix(tmp_path, monkeypatch):
 
 def test_after_stage_matches_the_fix_solver(tmp_path):
     """With kisekae.fit's solver present, after rows equal fix_pose + check_pose run directly."""
-    fix_mod = pytest.importorskip("kisekae.fit.fix")
+    import kisekae.fit.fix as fix_mod
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.avatar.poses import named_pose
     from kisekae.qa.check import check_pose

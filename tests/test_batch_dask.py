@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catalog.toml"
 
 @pytest.fixture(scope="module")
 def cluster_client():
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=":0", silence_logs=40) as cluster:
         with distributed.Client(cluster) as client:
