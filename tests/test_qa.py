@@ -113,3 +113,16 @@ def test_check_matches_facts_of_the_data(avatar, pose, garment, fact):
     if rec["inside_count"]:
         assert 0 < rec["p95_depth_m"] <= rec["max_depth_m"] < 0.1
         assert rec["edge_crossings"] > 0
+
+
+def test_degenerate_triangles_do_not_crash_queries():
+    """Collapsed triangles (a point, a segment) give finite distances, winding numbers and crossings."""
+    v = np.array([[0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0.0]])
+    f = np.array([[0, 1, 2], [3, 4, 5]])
+    bvh = build_bvh(v, f)
+    st = refit(bvh, v, f)
+    d, _ = surface_distance(np.array([[0, 1, 0], [1.5, 1, 0]]), bvh, st)
+    np.testing.assert_allclose(d, [1.0, 1.0])
+    q = BodyQuery(BodyTopology.from_mesh(v, f), v)
+    assert np.all(np.isfinite(q.winding(np.array([[0.5, 0.5, 0.5]]))))
+    assert not q.crossing_edges(np.array([[1.5, -1, 0], [1.5, 1, 0]]), np.array([[0, 1]]))[0]

@@ -8,56 +8,63 @@ import numpy as np
 from .bvh import BVH, BVHState
 
 
-@numba.njit(cache=True, error_model="numpy")
-def point_triangle_distance2(px, py, pz, tri, t):
-    """Squared distance from p to triangle ``tri[t]`` (Ericson, Real-Time Collision Detection 5.1.5)."""
-    ax, ay, az = tri[t, 0, 0], tri[t, 0, 1], tri[t, 0, 2]
-    bx, by, bz = tri[t, 1, 0], tri[t, 1, 1], tri[t, 1, 2]
-    cx, cy, cz = tri[t, 2, 0], tri[t, 2, 1], tri[t, 2, 2]
+@numba.njit(cache=True, inline="always")
+def closest_barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
+    """Barycentrics ``(u, v, w)`` of the point of triangle abc closest to p.
+
+    Ericson, Real-Time Collision Detection, 5.1.5, with guards for degenerate triangles (a
+    zero-length edge or zero area falls back to the nearest valid feature, never divides by 0).
+    """
     abx, aby, abz = bx - ax, by - ay, bz - az
     acx, acy, acz = cx - ax, cy - ay, cz - az
     apx, apy, apz = px - ax, py - ay, pz - az
     d1 = abx * apx + aby * apy + abz * apz
     d2 = acx * apx + acy * apy + acz * apz
     if d1 <= 0.0 and d2 <= 0.0:
-        qx, qy, qz = ax, ay, az
-    else:
-        bpx, bpy, bpz = px - bx, py - by, pz - bz
-        d3 = abx * bpx + aby * bpy + abz * bpz
-        d4 = acx * bpx + acy * bpy + acz * bpz
-        if d3 >= 0.0 and d4 <= d3:
-            qx, qy, qz = bx, by, bz
-        else:
-            vc = d1 * d4 - d3 * d2
-            if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0 and d1 - d3 > 0.0:
-                v = d1 / (d1 - d3)
-                qx, qy, qz = ax + v * abx, ay + v * aby, az + v * abz
-            else:
-                cpx, cpy, cpz = px - cx, py - cy, pz - cz
-                d5 = abx * cpx + aby * cpy + abz * cpz
-                d6 = acx * cpx + acy * cpy + acz * cpz
-                if d6 >= 0.0 and d5 <= d6:
-                    qx, qy, qz = cx, cy, cz
-                else:
-                    vb = d5 * d2 - d1 * d6
-                    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0 and d2 - d6 > 0.0:
-                        w = d2 / (d2 - d6)
-                        qx, qy, qz = ax + w * acx, ay + w * acy, az + w * acz
-                    else:
-                        va = d3 * d6 - d5 * d4
-                        if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0 and (d4 - d3) + (d5 - d6) > 0.0:
-                            w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-                            qx, qy, qz = bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
-                        else:
-                            den = va + vb + vc
-                            if not den > 0.0:  # degenerate triangle: fall back to its first corner
-                                qx, qy, qz = ax, ay, az
-                            else:
-                                v = vb / den
-                                w = vc / den
-                                qx = ax + abx * v + acx * w
-                                qy = ay + aby * v + acy * w
-                                qz = az + abz * v + acz * w
+        return 1.0, 0.0, 0.0
+    bpx, bpy, bpz = px - bx, py - by, pz - bz
+    d3 = abx * bpx + aby * bpy + abz * bpz
+    d4 = acx * bpx + acy * bpy + acz * bpz
+    if d3 >= 0.0 and d4 <= d3:
+        return 0.0, 1.0, 0.0
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        den = d1 - d3
+        t = d1 / den if den > 0.0 else 0.0
+        return 1.0 - t, t, 0.0
+    cpx, cpy, cpz = px - cx, py - cy, pz - cz
+    d5 = abx * cpx + aby * cpy + abz * cpz
+    d6 = acx * cpx + acy * cpy + acz * cpz
+    if d6 >= 0.0 and d5 <= d6:
+        return 0.0, 0.0, 1.0
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        den = d2 - d6
+        t = d2 / den if den > 0.0 else 0.0
+        return 1.0 - t, 0.0, t
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        den = (d4 - d3) + (d5 - d6)
+        t = (d4 - d3) / den if den > 0.0 else 0.0
+        return 0.0, 1.0 - t, t
+    den = va + vb + vc
+    if not den > 0.0:  # degenerate triangle: fall back to vertex a
+        return 1.0, 0.0, 0.0
+    v = vb / den
+    w = vc / den
+    return 1.0 - v - w, v, w
+
+
+@numba.njit(cache=True)
+def point_triangle_distance2(px, py, pz, tri, t):
+    """Squared distance from p to triangle ``tri[t]`` ((F, 3, 3) corner array)."""
+    ax, ay, az = tri[t, 0, 0], tri[t, 0, 1], tri[t, 0, 2]
+    bx, by, bz = tri[t, 1, 0], tri[t, 1, 1], tri[t, 1, 2]
+    cx, cy, cz = tri[t, 2, 0], tri[t, 2, 1], tri[t, 2, 2]
+    u, v, w = closest_barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz)
+    qx = u * ax + v * bx + w * cx
+    qy = u * ay + v * by + w * cy
+    qz = u * az + v * bz + w * cz
     return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..qa.distance import closest_barycentric as _closest_on_tri
+
 # --------------------------------------------------------------------------------------------
 # vertex normals
 # --------------------------------------------------------------------------------------------
@@ -86,49 +88,6 @@ def closest_point_triangles_numpy(p: np.ndarray, a: np.ndarray, b: np.ndarray, c
         best_bary = np.where(better[:, None], bary, best_bary)
         best_d = np.where(better, d, best_d)
     return best_q, best_bary, best_d
-
-
-@numba.njit(cache=True, inline="always")
-def _closest_on_tri(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
-    """Ericson, Real-Time Collision Detection, 5.1.5. Returns barycentric (u, v, w) of the closest point."""
-    abx, aby, abz = bx - ax, by - ay, bz - az
-    acx, acy, acz = cx - ax, cy - ay, cz - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return 1.0, 0.0, 0.0
-    bpx, bpy, bpz = px - bx, py - by, pz - bz
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return 0.0, 1.0, 0.0
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        den = d1 - d3
-        t = d1 / den if den != 0.0 else 0.0
-        return 1.0 - t, t, 0.0
-    cpx, cpy, cpz = px - cx, py - cy, pz - cz
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return 0.0, 0.0, 1.0
-    vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        den = d2 - d6
-        t = d2 / den if den != 0.0 else 0.0
-        return 1.0 - t, 0.0, t
-    va = d3 * d6 - d5 * d4
-    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        den = (d4 - d3) + (d5 - d6)
-        t = (d4 - d3) / den if den != 0.0 else 0.0
-        return 0.0, 1.0 - t, t
-    den = va + vb + vc
-    if den == 0.0:  # degenerate triangle: fall back to vertex a
-        return 1.0, 0.0, 0.0
-    v = vb / den
-    w = vc / den
-    return 1.0 - v - w, v, w
 
 
 @numba.njit(cache=True)
