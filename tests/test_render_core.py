@@ -203,3 +203,24 @@ def test_wrinkle_blend_uses_the_core_weights(ball, r0):
         assert bool(changed.sum() > 200) == expect, (threshold, changed.sum())
     with pytest.raises(KisekaeError, match="wrinkle"):
         materials.cloth(wrinkle_threshold=1.0)
+
+
+@pytest.mark.parametrize("name", ["article8", "delta8", "delta16", "half", "float"])
+def test_encoded_wound_is_decoded_by_the_core_like_the_cpu(ball, r0, name):
+    """The vertex stage decodes the baked data (core) into the same target as kisekae.wound.encode.decode."""
+    from kisekae.render.geometry import vertex_normals
+    from kisekae.wound.encode import decode, encode
+
+    p, f, cam = ball
+    target = p * np.array([0.75, 1.0, 0.75]) + np.array([0.05, 0.0, 0.02])
+    enc = encode(name, p.astype(np.float32), target.astype(np.float32), vertex_normals(target, f))
+    pos, nrm = decode(enc, p)
+    mat = materials.skin(FLAT, wound_color=(0.86, 0.66, 0.55))
+    pvals = {"wound": np.full(len(p), 0.8)}
+    gpu = r0.draw([DrawItem(p, f, mat, attributes=pvals, wound=WoundMorph.from_encoded(enc, tint_distance=0.0))],
+                  cam, (96, 72)).rgb.astype(int)
+    cpu = r0.draw([DrawItem(p, f, mat, attributes=pvals, wound=WoundMorph(pos, target_normals=nrm, tint_distance=0.0))],
+                  cam, (96, 72)).rgb.astype(int)
+    static = r0.draw([DrawItem(p, f, mat)], cam, (96, 72)).rgb.astype(int)
+    assert np.abs(gpu - static).max(axis=2).astype(bool).sum() > 300
+    assert (np.abs(gpu - cpu).max(axis=2) > 2).sum() <= 8

@@ -57,6 +57,9 @@ class WoundMorph:
     tint_distance : float, default 0.01
         The wound tint is ``p * clip(|target - position| / tint_distance, 0, 1)``: only skin that the
         morph moves turns wound-coloured (metres; 0 tints by ``p`` alone).
+    encoding : (int, (3,), (3,)), optional
+        Set by :meth:`from_encoded`: the targets hold the baked data as a game reads it and the vertex
+        stage decodes them with the core (``KISEKAE_WOUND_*`` code, bounds min, bounds max in metres).
     """
 
     target_positions: object
@@ -68,6 +71,48 @@ class WoundMorph:
     hole_size: float = 0.03
     hole_intensity: float = 40.0
     tint_distance: float = 0.01
+    encoding: tuple | None = None
+
+    @classmethod
+    def from_encoded(cls, encoded, **kwargs) -> "WoundMorph":
+        """Wound morph read from a bake's encoding, decoded on the GPU by the shader core.
+
+        Parameters
+        ----------
+        encoded : kisekae.wound.encode.Encoded
+            One encoding of :func:`kisekae.wound.bake.bake` (``article8``, ``delta8``, ``delta16``,
+            ``half`` or ``float``). Its vertex colours and texels are passed per vertex exactly as a GPU
+            reads them (unorm values in 0..1, floats as stored); body part ids come from the colour alpha.
+            The targets are in the bake's (bind) space: draw the mesh in that space (e.g. the rest pose).
+        **kwargs
+            Other :class:`WoundMorph` fields (hits, hole size, ...).
+        """
+        from ..wound.encode import ENCODINGS
+
+        names = list(ENCODINGS)
+        if encoded.name not in names:
+            raise KisekaeError(f"unknown encoding {encoded.name!r}; known: {', '.join(names)}", "encoded")
+        _, pos_store, nrm_store, _ = ENCODINGS[encoded.name]
+        n = len(encoded.vertex_colors)
+
+        def texels(tex, store):
+            rows = np.asarray(tex).reshape(-1, 3)[:n]
+            if store.startswith("unorm"):
+                return (rows.astype(np.float64) / (255.0 if store == "unorm8" else 65535.0)).astype(np.float32)
+            return rows.astype(np.float32)
+
+        if pos_store == "vertex_color8":
+            c = (encoded.vertex_colors[:, :3].astype(np.float64) / 255.0).astype(np.float32)
+        else:
+            c = texels(encoded.position_texture, pos_store)
+        cn = texels(encoded.normal_texture, nrm_store)
+        parts = encoded.vertex_colors[:, 3].astype(np.int64)
+        kwargs.setdefault("part_reach", np.ones(int(parts.max()) + 1 if n else 1))
+        kwargs.setdefault("part_gain", np.ones(int(parts.max()) + 1 if n else 1))
+        code = {"article8": 0, "delta8": 1, "delta16": 2, "half": 3, "float": 4}[encoded.name]
+        return cls(c, target_normals=cn, parts=parts,
+                   encoding=(code, np.asarray(encoded.bounds_min, np.float32), np.asarray(encoded.bounds_max, np.float32)),
+                   **kwargs)
 
     def check(self, n: int, faces, label: str) -> "WoundMorph":
         """Validate against a mesh of ``n`` vertices (returns self, arrays converted)."""
@@ -408,7 +453,8 @@ class Renderer:
                 self._vubo.write(self.shading.vertex_block(vp))
             else:
                 self._vubo.write(self.shading.vertex_block(vp, hole_size=w.hole_size, hole_intensity=w.hole_intensity,
-                                                           hits=w.hits, tint_distance=w.tint_distance))
+                                                           hits=w.hits, tint_distance=w.tint_distance,
+                                                           encoding=w.encoding))
             self._pubo.write(self.shading.pixel_block(item.material, camera.eye, key, fill))
             self._cmap(item.material.colormap).use(0)
             features = _sh.features_of(item)

@@ -278,17 +278,19 @@ def section_wound(ctx) -> str:
     av, out, r = ctx["avatar"], ctx["out"], default_renderer()
     body = av.body
     dmg = damaged_builtin(av)
-    baked = bake(body.mesh.vertices, body.mesh.faces, dmg.vertices, body.mesh.faces)
-    target_rest, _ = baked.decoded("half")  # what a game would read back from the half-float texture
-    pose = _pose(av, "stand")
+    baked = bake(body.mesh.vertices, body.mesh.faces, dmg.vertices, body.mesh.faces, parts=dmg.parts,
+                 encodings=["delta16", "half"])
+    pose = _pose(av, "stand")  # the bind pose of the built-in avatar: the baked (bind-space) data apply as is
     m = pose.skinning_matrices(av.skeleton)
     posed = body.posed(m)
+    target_rest, _ = baked.decoded("half")
     target = lbs(np.asarray(target_rest, np.float32), body.skin.indices, body.skin.weights, m)
     upper = posed[posed[:, 1] > np.percentile(posed[:, 1], 45)]
     cams = [named_camera(v, upper, 1.0) for v in ("front", "three_quarter")]
     steps = (0.0, 0.25, 0.5, 0.75, 1.0)
     mat = M.skin("realistic")
-    wm = WoundMorph(target)
+    # the sequence reads the 'delta16' bake as a game does (unorm16 texels), decoded by the core on the GPU
+    wm = WoundMorph.from_encoded(baked.encodings["delta16"])
     rows = []
     for cam in cams:
         row = []
@@ -318,17 +320,18 @@ def section_wound(ctx) -> str:
     row += [None, None]
     rows.append(row)
     sheet = comparison_sheet(rows, row_labels=["front", "three-quarter", "hits"], cell_width=260,
-                             title="Wound morph (baked 'half' encoding, morphed in the core's vertex stage)")
+                             title="Wound morph (baked 'delta16' data decoded and morphed in the core's vertex stage)")
     frames = []
     for p in list(np.linspace(0, 1, 9)) + list(np.linspace(1, 0, 9))[1:-1]:
         item = DrawItem(posed, body.mesh.faces, mat, attributes={"wound": np.full(len(posed), p)}, wound=wm)
         frames.append(r.draw([item], cams[1], (320, 320)).rgb)
+    (out / "img").mkdir(parents=True, exist_ok=True)
     save_gif(frames, out / "img" / "wound.gif", fps=10)
     err = baked.error_table()
     return ("<h2>Wound morph</h2><p>Start: the built-in body; target: <code>kisekae.wound.damage.damaged_builtin"
             "</code> (shrunken left forearm, dented chest), baked with <code>kisekae.wound.bake</code> "
-            "(closest-point correspondence). Rows 1-2: the morph parameter p from 0 to 1; row 3: hits resolved by "
-            "the core's per-frame hit loop.</p>" + _img(out, "wound.png", sheet)
+            "(closest-point correspondence, <code>delta16</code> encoding decoded on the GPU by the core). Rows 1-2: the "
+            "morph parameter p from 0 to 1; row 3: hits resolved by the core's per-frame hit loop.</p>" + _img(out, "wound.png", sheet)
             + "<p><img src='img/wound.gif' alt='wound morph animation'></p><pre>" + html.escape(err) + "</pre>")
 
 
@@ -366,6 +369,7 @@ def section_animation(ctx) -> str:
         for p in poses:
             body, gs = avatar_items(avatar, p)
             frames.append(r.draw([body, *gs.values()], cam, (360, 360)).rgb)
+        (out / "img").mkdir(parents=True, exist_ok=True)
         save_gif(frames, out / "img" / name, fps=15)
         html_parts.append(f"<p>{html.escape(note)}</p><p><img src='img/{name}' alt='{name}'></p>")
     return "".join(html_parts)

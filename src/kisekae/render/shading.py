@@ -253,7 +253,7 @@ class CoreShading:
 
     @staticmethod
     def vertex_block(view_proj, *, hole_size: float = 0.0, hole_intensity: float = 1.0, hits=None,
-                     tint_distance: float = 0.0) -> bytes:
+                     tint_distance: float = 0.0, encoding=None) -> bytes:
         """std140 bytes of ``KisekaeRenderVertex``.
 
         Parameters
@@ -268,12 +268,18 @@ class CoreShading:
             Posed hit points (metres) and body part ids; at most :data:`MAX_HITS`.
         tint_distance : float
             Metres of target offset that give the full wound tint at p = 1 (0: the tint is p itself).
+        encoding : (int, (3,), (3,)), optional
+            ``(KISEKAE_WOUND_* code, bounds_min, bounds_max)`` when the target attributes hold encoded data.
         """
-        block = np.zeros((4 + 1 + MAX_HITS, 4), np.float32)
+        block = np.zeros((4 + 4 + MAX_HITS, 4), np.float32)
         block[:4] = np.asarray(view_proj, np.float32).T  # HLSL column_major packing = GLSL's column order
         h = np.zeros((0, 4), np.float32) if hits is None else np.asarray(hits, np.float32).reshape(-1, 4)
         block[4] = (hole_size, hole_intensity, float(len(h)), tint_distance)
-        block[5:5 + len(h)] = h
+        if encoding is not None:
+            block[5] = (float(encoding[0]), 1.0, 0.0, 0.0)
+            block[6, :3] = encoding[1]
+            block[7, :3] = encoding[2]
+        block[8:8 + len(h)] = h
         return block.tobytes()
 
     @staticmethod

@@ -1,6 +1,7 @@
 // kisekae_render.vert.hlsl - vertex stage of the kisekae Python renderer (kisekae.render).
 //
-// Runs the shader core's wound functions on every vertex: the morph parameter p is the vertex's own
+// Runs the shader core's wound functions on every vertex: the target is given directly or decoded from
+// the baked encoding (KisekaeWoundDecodePosition/Normal); the morph parameter p is the vertex's own
 // p (a baked or CPU-computed value) combined with the core's hit loop (KisekaeWoundP over up to
 // KISEKAE_RENDER_MAX_HITS hits), then KisekaeWoundMorph moves the position and normal towards the
 // damaged target. Positions arrive posed (world space, metres); targets are posed the same way.
@@ -15,6 +16,9 @@ cbuffer KisekaeRenderVertex : register(b0)
 {
     float4x4 _ViewProj;                       // world -> clip, column vectors
     float4 _Wound;                            // holeSize (m), holeIntensity (1/m), hit count, tint distance (m)
+    float4 _WoundCode;                        // x = KISEKAE_WOUND_* encoding, y = 1: targets are encoded data
+    float4 _WoundBoundsMin;                   // xyz = the encoding's bounds_min (m)
+    float4 _WoundBoundsMax;                   // xyz = the encoding's bounds_max (m)
     float4 _Hits[KISEKAE_RENDER_MAX_HITS];    // xyz = posed hit point (m), w = body part id
 };
 
@@ -31,8 +35,8 @@ struct VertexIn
     float3 normal : NORMAL;            // posed unit normal
     float4 look : TEXCOORD0;           // tightness, pressure, compress, stretch (0..1)
     float4 extra : TEXCOORD1;          // tension ratio T (0 = none), heat scalar, wound p, body part id
-    float3 woundPosition : TEXCOORD2;  // damaged target position (m), posed
-    float3 woundNormal : TEXCOORD3;    // damaged target normal, posed
+    float3 woundPosition : TEXCOORD2;  // damaged target position (m), posed; or the encoded position data c
+    float3 woundNormal : TEXCOORD3;    // damaged target normal, posed; or the encoded normal texel
     float2 woundPart : TEXCOORD4;      // reach, gain of the vertex's body part
 };
 
@@ -55,11 +59,23 @@ VertexOut main(VertexIn v)
     {
         p = max(p, KisekaeWoundP(v.position, (uint)(v.extra.w + 0.5), v.woundPart.x, v.woundPart.y, W));
     }
+    float3 targetPosition = v.woundPosition;
+    float3 targetNormal = v.woundNormal;
+    if (_WoundCode.y > 0.5)
+    {
+        // the baked data as a game reads it (vertex colour / texel values), decoded by the core
+        KisekaeWoundEncoding E;
+        E.kind = (uint)(_WoundCode.x + 0.5);
+        E.boundsMin = _WoundBoundsMin.xyz;
+        E.boundsMax = _WoundBoundsMax.xyz;
+        targetPosition = KisekaeWoundDecodePosition(v.position, v.woundPosition, E);
+        targetNormal = KisekaeWoundDecodeNormal(v.woundNormal, E);
+    }
     float3 position = v.position;
     float3 normal = v.normal;
-    KisekaeWoundMorph(position, normal, v.woundPosition, v.woundNormal, p);
+    KisekaeWoundMorph(position, normal, targetPosition, targetNormal, p);
     // tint: p itself, or (with a tint distance) p scaled by how far the damaged target lies from the surface
-    float tint = _Wound.w > 0.0 ? p * saturate(distance(v.woundPosition, v.position) / _Wound.w) : p;
+    float tint = _Wound.w > 0.0 ? p * saturate(distance(targetPosition, v.position) / _Wound.w) : p;
     VertexOut o;
     o.world = position;
     o.normal = normal;
