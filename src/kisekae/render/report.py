@@ -308,7 +308,9 @@ def section_wound(ctx) -> str:
     chest = np.flatnonzero(dmg.parts == PART_CHEST)
     arm = np.flatnonzero(dmg.parts == PART_ARM)
     pick = lambda idx, q: int(idx[np.argsort(posed[idx, 2])[int(q * (len(idx) - 1))]])  # noqa: E731
-    hit_vertices = [pick(chest, 0.95), pick(arm, 0.5), pick(chest, 0.8), pick(arm, 0.9)]
+    dent = int(np.argmin(np.linalg.norm(posed - dmg.dent_center, axis=1)))  # the dented chest's centre
+    beside = int(np.argmin(np.linalg.norm(posed - (dmg.dent_center + [0.03, -0.03, 0.0]), axis=1)))
+    hit_vertices = [dent, pick(arm, 0.5), beside, pick(arm, 0.9)]
     row = []
     for n in (1, 2, 4):
         hv = hit_vertices[:n]
