@@ -57,7 +57,7 @@ COLORMAP_SAMPLER = "SPIRV_Cross_Combined_Colormap_ColormapSampler"
 
 
 #: Feature switches of the fragment stage (``KISEKAE_RENDER_<name>``), in variant-tuple order.
-FEATURES = ("MAP", "DENT", "WRINKLE", "RATIO", "WOUND")
+FEATURES = ("MAP", "DENT", "WRINKLE", "RATIO", "WOUND", "TOON")
 #: Every feature on (the reference variant; its uniform blocks size the renderer's buffers).
 ALL_FEATURES = (True,) * len(FEATURES)
 
@@ -68,7 +68,8 @@ def features_of(item) -> tuple:
     A software rasterizer (llvmpipe) executes both sides of every branch, so code for effects a mesh
     does not carry is compiled out instead of skipped: ``MAP`` heat-map/tension kinds, ``DENT`` skin
     with ``tightness``/``pressure``, ``WRINKLE`` skin/cloth with ``compress``/``ratio`` and a wrinkle
-    height, ``RATIO`` meshes with ``ratio``, ``WOUND`` skin with ``wound`` or a wound morph.
+    height, ``RATIO`` meshes with ``ratio``, ``WOUND`` skin with ``wound`` or a wound morph,
+    ``TOON`` skin/cloth whose preset has toon bands or a contrast exponent other than 1.
     """
     m, a = item.material, item.attributes
     surface = m.kind in ("skin", "cloth")
@@ -76,7 +77,8 @@ def features_of(item) -> tuple:
             m.kind == "skin" and ("tightness" in a or "pressure" in a),
             surface and m.wrinkles and m.preset.wrinkle_amp > 0 and ("compress" in a or "ratio" in a),
             "ratio" in a,
-            m.kind == "skin" and ("wound" in a or item.wound is not None))
+            m.kind == "skin" and ("wound" in a or item.wound is not None),
+            surface and (m.preset.bands > 0 or m.preset.contrast != 1.0))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
 //   KISEKAE_RENDER_WRINKLE  the wrinkle normal blend (the mesh has compression; weight from KisekaeWrinkleWeights)
 //   KISEKAE_RENDER_RATIO    the core's Tension Map from the ratio T (the mesh has T)
 //   KISEKAE_RENDER_WOUND    wound tint by the morph parameter p
+//   KISEKAE_RENDER_TOON     toon bands / contrast exponent (the anime look)
 #ifndef KISEKAE_RENDER_MAP
 #define KISEKAE_RENDER_MAP 1
 #endif
@@ -27,6 +28,9 @@
 #endif
 #ifndef KISEKAE_RENDER_WOUND
 #define KISEKAE_RENDER_WOUND 1
+#endif
+#ifndef KISEKAE_RENDER_TOON
+#define KISEKAE_RENDER_TOON 1
 #endif
 #define KISEKAE_NO_DATA
 #include "kisekae_core.hlsl"
@@ -169,12 +173,16 @@ float4 main(PixelIn i) : SV_Target
     float3 v = normalize(_Eye.xyz - i.world);
     float ndl = dot(n, _KeyDir.xyz);
     float diffuse = max((ndl + sss) / (1.0 + sss), 0.0);
+#if KISEKAE_RENDER_TOON
     diffuse = Toon(diffuse, _KeyDir.w, fwidth(diffuse));
     diffuse = pow(max(diffuse, 1e-8), _FillDir.w);
+#endif
     float fill = max(dot(n, _FillDir.xyz), 0.0) * 0.25;
     float3 h = normalize(_KeyDir.xyz + v);
     float spec = ndl > 0.0 && kind != 2 ? _Look.z * pow(max(dot(n, h), 1e-8), 48.0) : 0.0;
+#if KISEKAE_RENDER_TOON
     spec = _KeyDir.w > 0.5 ? step(0.5 * _Look.z, spec) * _Look.z : spec;
+#endif
     float grazing = 1.0 - max(dot(n, v), 0.0);
     float rim = _Look.y * grazing * grazing * grazing;
     float3 light = (0.16 + diffuse * 0.9 + fill) * ao;
