@@ -166,7 +166,7 @@ float4 main(VIn v) : SV_Position
 {
     KisekaePushParams P; P.margin = 0.002; P.stiffness = 0.5; P.maxPush = 0.1; P.skirtBias = 0.0;
     P.smoothK = 0.0; P.up = float3(0.0, 1.0, 0.0);
-    float2 push; float d; float s;
+    float3 push; float d; float s;
     float3 q = KisekaeSkinPushOut(v.p, (uint3)v.corners, v.bary, 0.0, 0.0, P, push, d, s);
     KisekaeWoundEncoding E; E.kind = KISEKAE_WOUND_DELTA16; E.boundsMin = float3(-0.1, -0.1, -0.1);
     E.boundsMax = float3(0.1, 0.1, 0.1);

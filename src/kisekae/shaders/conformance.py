@@ -489,11 +489,10 @@ def bound_vectors(poses=POSES, seed: int = 0):
 
 
 def bound_checks(poses=POSES, source: str = "constants"):
-    """Skin-bound push-out against kisekae.fit.bound.push_out_bound, and the capsule-then-bound chain against
-    kisekae.shaders.reference.skin_push_out, on the built-in avatar's garments."""
+    """Skin-bound push-out against kisekae.fit.bound.push_out_bound, and the runtime chain (capsules, then the
+    binding, total capped) against kisekae.fit.bound.push_out_runtime, on the built-in avatar's garments."""
     from ..fit import pushout, sdf
-    from ..fit.bound import push_out_bound
-    from .reference import skin_push_out
+    from ..fit.bound import push_out_bound, push_out_runtime
 
     caps_by_pose = {v["pose"]: v["capsules"] for v in avatar_vectors(tuple(poses))}
     checks = []
@@ -522,19 +521,25 @@ def bound_checks(poses=POSES, source: str = "constants"):
         c64 = caps.astype(np.float64)
         ok = _memo(("skin ok", vec["pose"]), lambda: _well_conditioned(pts, caps, sdf.capsule_distance(
             pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7])[0]))
-        for case in (PUSH_CASES[0], PUSH_CASES[3]):
+        for case in (PUSH_CASES[0], PUSH_CASES[3], dict(PUSH_CASES[3], max_push=0.015)):
             params = pushout.PushParams(**case, smooth_iterations=0)
-            ref = _memo(("skin", vec["pose"], str(case)), lambda: skin_push_out(
-                pts.astype(np.float64), caps.astype(np.float64), bd, vec["body"].astype(np.float64), vec["faces"],
-                params, tightness=tight, softness=soft))
-            got = X.gpu_skin_push_out(pts, caps, bd.corners, bd.bary, vec["body"], vec["body_normals"],
-                                      tightness=tight, softness=soft, source=source, **case)
-            label = f"avatar {vec['pose']} skin push (capsules, then bound) b={case['skirt_bias']:g}"
+            args = (caps[:, 0:3].astype(np.float64), caps[:, 4:7].astype(np.float64), caps[:, 3].astype(np.float64),
+                    caps[:, 7].astype(np.float64))
+            ref, rpush = _memo(("runtime", vec["pose"], str(case)), lambda: push_out_runtime(
+                bd, pts.astype(np.float64), args, vec["body"].astype(np.float64), vec["faces"], params,
+                tightness=tight, softness=soft))
+            _, rcap, rd = _memo(("runtime caps", vec["pose"], str(case)), lambda: pushout.push_out_reference(
+                pts.astype(np.float64), *args, params, tightness=tight, softness=soft))
+            got, push, pcap, _, d, _ = X.gpu_skin_push_out(pts, caps, bd.corners, bd.bary, vec["body"],
+                                                           vec["body_normals"], tightness=tight, softness=soft,
+                                                           source=source, **case)
+            label = (f"avatar {vec['pose']} skin push (capsules, then bound) b={case['skirt_bias']:g} "
+                     f"max={case['max_push']:g}")
             # positions where the capsule gradient is well conditioned (as the capsule push-out checks)
-            checks.append(Check(label + " positions", _err(got[0][ok], ref[0][ok]), TOL_POSITION, int(ok.sum())))
-            checks.append(Check(label + " capsule push", _err(got[1], ref[1]), TOL_POSITION, n))
-            checks.append(Check(label + " bound push", _err(got[2], ref[2]), TOL_POSITION, n))
-            checks.append(Check(label + " field distance", _err(got[3], ref[3]), TOL_DISTANCE, n))
+            checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_POSITION, int(ok.sum())))
+            checks.append(Check(label + " total push", _err(push[ok], rpush[ok]), TOL_POSITION, int(ok.sum())))
+            checks.append(Check(label + " capsule push", _err(pcap, rcap), TOL_POSITION, n))
+            checks.append(Check(label + " field distance", _err(d, rd), TOL_DISTANCE, n))
     return checks
 
 

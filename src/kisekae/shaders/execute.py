@@ -133,12 +133,19 @@ class CoreRunner:
         changed constants).
     max_capsules, max_hits : int
         Array sizes of the constant-array source (``KISEKAE_MAX_CAPSULES``, ``KISEKAE_MAX_HITS``).
+    mode : str, optional
+        Compile only this harness mode (``KISEKAE_HARNESS_MODE``): a much smaller program, which
+        llvmpipe JIT-compiles several times faster than the kernel with every mode. None = all modes.
     """
 
-    def __init__(self, source: str = "constants", *, core_dir=None, max_capsules: int = 64, max_hits: int = 32):
+    def __init__(self, source: str = "constants", *, core_dir=None, max_capsules: int = 64, max_hits: int = 32,
+                 mode: str | None = None):
         if source not in SOURCES:
             raise KisekaeError(f"must be one of {sorted(SOURCES)}, got {source!r}", "source")
+        if mode is not None and mode not in MODES:
+            raise KisekaeError(f"must be one of {sorted(MODES)}, got {mode!r}", "mode")
         self.source = source
+        self.mode = mode
         self.max_capsules = int(max_capsules)
         self.max_hits = int(max_hits)
         root = Path(core_dir) if core_dir else toolchain.HLSL_DIR
@@ -149,6 +156,7 @@ class CoreRunner:
                 "KISEKAE_HARNESS_SOURCE": SOURCES[source],
                 "KISEKAE_MAX_CAPSULES": self.max_capsules,
                 "KISEKAE_MAX_HITS": self.max_hits,
+                "KISEKAE_HARNESS_MODE": -1 if mode is None else MODES[mode],
             },
             core_dir=root,
         )
@@ -243,6 +251,8 @@ class CoreRunner:
         """
         if mode not in MODES:
             raise KisekaeError(f"must be one of {sorted(MODES)}, got {mode!r}", "mode")
+        if self.mode is not None and mode != self.mode:
+            raise KisekaeError(f"this kernel was compiled for mode {self.mode!r} only, got {mode!r}", "mode")
         n = int(n)
         if n <= 0:
             return np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32)
@@ -303,12 +313,18 @@ class using_core:
         return False
 
 
-def runner(source: str = "constants") -> CoreRunner:
-    """Shared :class:`CoreRunner` for the current core (see :class:`using_core`) and ``source``."""
-    key = (source, _core_dir[0])
+def runner(source: str = "constants", mode: str | None = None) -> CoreRunner:
+    """Shared :class:`CoreRunner` for the current core (see :class:`using_core`), ``source`` and ``mode``
+    (one harness mode, or None for the kernel with every mode)."""
+    key = (source, _core_dir[0], mode)
     if key not in _runners:
-        _runners[key] = CoreRunner(source, core_dir=_core_dir[0])
+        _runners[key] = CoreRunner(source, core_dir=_core_dir[0], mode=mode)
     return _runners[key]
+
+
+def _run(mode: str, source: str, n: int, **kw):
+    """Dispatch one harness mode on the kernel compiled for that mode alone (see :func:`runner`)."""
+    return runner(source, mode).run(mode, n, **kw)
 
 
 def gpu_capsule_field(points, capsules, smooth_k: float = 0.0, *, source: str = "constants"):
@@ -340,7 +356,7 @@ def gpu_capsule_field(points, capsules, smooth_k: float = 0.0, *, source: str = 
         raise KisekaeError(f"must be >= 0 and finite, got {smooth_k!r}", "smooth_k")
     in0 = np.zeros((len(pts), 4), np.float32)
     in0[:, :3] = pts
-    o0, o1 = runner(source).run("capsule_field", len(pts), in0=in0, params=[[smooth_k, 0, 0, 0]], capsules=caps)
+    o0, o1 = _run("capsule_field", source, len(pts), in0=in0, params=[[smooth_k, 0, 0, 0]], capsules=caps)
     return o0[:, 3], o0[:, :3], o1[:, 0].astype(np.int64)
 
 
@@ -354,7 +370,7 @@ def gpu_capsule_distance(points, capsules, index, *, source: str = "constants"):
     in0 = np.zeros((len(pts), 4), np.float32)
     in0[:, :3] = pts
     in0[:, 3] = idx
-    o0, _ = runner(source).run("capsule_distance", len(pts), in0=in0, capsules=caps)
+    o0, _ = _run("capsule_distance", source, len(pts), in0=in0, capsules=caps)
     return o0[:, 3], o0[:, :3]
 
 
@@ -365,8 +381,8 @@ def gpu_tension_from_ratio(ratio, *, falloff=1.0, stretch_area=1.0, compress_are
         raise KisekaeError("non-finite value (NaN or inf)", "ratio")
     in0 = np.zeros((len(r), 4), np.float32)
     in0[:, 0] = r
-    o0, _ = runner().run(
-        "tension", len(r), in0=in0, params=[[falloff, stretch_area, compress_area, weight_limit]]
+    o0, _ = _run(
+        "tension", "constants", len(r), in0=in0, params=[[falloff, stretch_area, compress_area, weight_limit]]
     )
     return o0[:, 0], o0[:, 1]
 
@@ -429,8 +445,8 @@ def gpu_push_out(points, capsules, *, margin=0.002, stiffness=0.5, max_push=0.10
             raise KisekaeError(f"must be > 0 metres, got {v!r}", name)
     if margin > max_push:
         raise KisekaeError(f"margin ({margin:g} m) is greater than max_push ({max_push:g} m)", "margin")
-    o0, o1 = runner(source).run(
-        "pushout", n, in0=_vec4(n, pts), in1=_vec4(n, t, s),
+    o0, o1 = _run(
+        "pushout", source, n, in0=_vec4(n, pts), in1=_vec4(n, t, s),
         params=[[margin, stiffness, max_push, skirt_bias], [smooth_k, *np.asarray(up, np.float32)]],
         capsules=caps,
     )
@@ -441,8 +457,8 @@ def gpu_push_amount(d, *, margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias
     """``KisekaePushAmount`` (the push law alone) for distances ``d`` (m); returns ``(N,)`` float32 metres."""
     dd = np.asarray(d, np.float32).reshape(-1)
     n = len(dd)
-    o0, o1 = runner().run(
-        "pushout", n, in0=_vec4(n, np.full((n, 3), 1e3)),  # far point: the field part is inert
+    o0, o1 = _run(
+        "pushout", "constants", n, in0=_vec4(n, np.full((n, 3), 1e3)),  # far point: the field part is inert
         in1=_vec4(n, _mask(tightness, n, "tightness"), _mask(softness, n, "softness"), dd),
         params=[[margin, stiffness, max_push, skirt_bias], [0.0, 0.0, 1.0, 0.0]],
         capsules=np.array([[0, 0, 0, 0.1, 0, 0.1, 0, 0.1]], np.float32),
@@ -490,14 +506,14 @@ def gpu_tight_look(normals, ao, sss, pressure_values, preset="seed", *, tightnes
     if isinstance(preset, str):
         if preset not in TIGHT_PRESETS:
             raise KisekaeError(f"unknown preset {preset!r}; choose one of {sorted(TIGHT_PRESETS)}", "preset")
-        o0, o1 = runner().run("tight_look_preset", n, in2=_vec4(n, tight, pres, np.full(n, TIGHT_PRESETS[preset])),
+        o0, o1 = _run("tight_look_preset", "constants", n, in2=_vec4(n, tight, pres, np.full(n, TIGHT_PRESETS[preset])),
                               **ins)
     elif isinstance(preset, dict):
         try:
             st = [float(preset[k]) for k in ("normal_strength", "ao_strength", "sss_strength")]
         except KeyError as exc:
             raise KisekaeError(f"missing {exc.args[0]!r}", "preset") from None
-        o0, o1 = runner().run("tight_look", n, in2=_vec4(n, tight, pres), params=[[*st, 0.0]], **ins)
+        o0, o1 = _run("tight_look", "constants", n, in2=_vec4(n, tight, pres), params=[[*st, 0.0]], **ins)
     else:
         raise KisekaeError("must be a preset name or a dict of strengths", "preset")
     return o0[:, :3], o0[:, 3], o1[:, 0]
@@ -570,20 +586,23 @@ def gpu_bound_push_out(points, corners, bary, body_positions, body_normals, *, m
     n, ins, tex = _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness,
                                   texture_width)
     params = _push_params(margin, stiffness, max_push, skirt_bias, 0.0, up)
-    o0, o1 = runner().run("bound_push_out", n, params=params, textures=tex, **ins)
+    o0, o1 = _run("bound_push_out", "constants", n, params=params, textures=tex, **ins)
     return o0[:, :3], o0[:, 3], o1[:, 0]
 
 
 def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_normals, *, margin=0.002, stiffness=0.5,
                       max_push=0.10, skirt_bias=0.0, smooth_k=0.0, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                       texture_width: int = 256, source: str = "constants"):
-    """``KisekaeSkinPushOut`` on the GPU: capsule push-out first, then the skin-bound clearance.
+    """``KisekaeSkinPushOut`` on the GPU (:func:`kisekae.fit.bound.push_out_runtime`): capsule push-out first,
+    then the skin-bound clearance, the total displacement capped at ``max_push``.
 
     Parameters are those of :func:`gpu_push_out` and :func:`gpu_bound_push_out`.
 
     Returns
     -------
     new_points : (N, 3) float32
+    push : (N,) float32
+        Total displacement length after the cap (m).
     push_capsule, push_bound : (N,) float32
         Push lengths of the two steps (m).
     d : (N,) float32
@@ -595,8 +614,8 @@ def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_norm
     n, ins, tex = _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness,
                                   texture_width)
     params = _push_params(margin, stiffness, max_push, skirt_bias, smooth_k, up)
-    o0, o1 = runner(source).run("skin_push_out", n, params=params, capsules=caps, textures=tex, **ins)
-    return o0[:, :3], o0[:, 3], o1[:, 2], o1[:, 0], o1[:, 1]
+    o0, o1 = _run("skin_push_out", source, n, params=params, capsules=caps, textures=tex, **ins)
+    return o0[:, :3], o1[:, 3], o0[:, 3], o1[:, 2], o1[:, 0], o1[:, 1]
 
 
 def gpu_wrinkle_weights(compress, stretch, maps, *, normalize: bool = True):
@@ -646,7 +665,7 @@ def gpu_wrinkle_weights(compress, stretch, maps, *, normalize: bool = True):
             masks[s, :, c] = mk
     rows[6, 0] = 1.0 if len(maps) <= 4 else 2.0
     rows[6, 1] = 1.0 if normalize else 0.0
-    o0, o1 = runner().run("wrinkle_weights", n, in0=_vec4(n, co, st), in1=masks[0], in2=masks[1], params=rows)
+    o0, o1 = _run("wrinkle_weights", "constants", n, in0=_vec4(n, co, st), in1=masks[0], in2=masks[1], params=rows)
     return np.concatenate([o0, o1], axis=1)[:, : len(maps)]
 
 
@@ -679,7 +698,7 @@ def gpu_blend_wrinkle_normals(base, normals, weights):
     full[:, : nm.shape[1]] = nm
     w4 = np.zeros((n, 4), np.float32)
     w4[:, : w.shape[1]] = w
-    o0, _ = runner().run("wrinkle_normals", n, in0=_vec4(n, b), in1=w4, in2=_vec4(n, full[:, 0]),
+    o0, _ = _run("wrinkle_normals", "constants", n, in0=_vec4(n, b), in1=w4, in2=_vec4(n, full[:, 0]),
                          in3=_vec4(n, full[:, 1]), in4=_vec4(n, full[:, 2]), in5=_vec4(n, full[:, 3]))
     return o0[:, :3]
 
@@ -716,8 +735,8 @@ def gpu_wound_decode(encoded, start_vertices):
         tex["wound_position"] = encoded.position_texture
     lo = np.asarray(encoded.bounds_min, np.float32)
     hi = np.asarray(encoded.bounds_max, np.float32)
-    o0, o1 = runner().run(
-        "wound_decode", n, in0=_vec4(n, start, np.arange(n)), in1=vc.astype(np.float32) / np.float32(255.0),
+    o0, o1 = _run(
+        "wound_decode", "constants", n, in0=_vec4(n, start, np.arange(n)), in1=vc.astype(np.float32) / np.float32(255.0),
         params=[[*lo, WOUND_ENCODINGS[encoded.name]], [*hi, 0.0]], textures=tex,
     )
     return o0[:, :3], o1[:, :3], np.rint(o0[:, 3]).astype(np.int64)
@@ -737,8 +756,8 @@ def gpu_wound_p(positions, parts, hits, hit_parts, *, hole_size, hole_intensity,
     reach = np.asarray(part_reach, np.float32)[parts]
     gain = np.asarray(part_gain, np.float32)[parts]
     hits4 = np.column_stack([hp, np.asarray(hit_parts, np.float32).reshape(-1)])
-    o0, _ = runner(source).run(
-        "wound_loop", n, in0=_vec4(n, pos, parts), in1=_vec4(n, reach, gain),
+    o0, _ = _run(
+        "wound_loop", source, n, in0=_vec4(n, pos, parts), in1=_vec4(n, reach, gain),
         params=[[hole_size, hole_intensity, 0, 0]], hits=hits4,
     )
     return o0[:, 0]
@@ -752,8 +771,8 @@ def gpu_wound_accumulate(mask, bind_positions, parts, hit, hit_part, *, hole_siz
     parts = np.asarray(parts, np.int64).reshape(-1)
     reach = np.asarray(part_reach, np.float32)[parts]
     gain = np.asarray(part_gain, np.float32)[parts]
-    o0, _ = runner().run(
-        "wound_accumulate", n, in0=_vec4(n, pos, parts), in1=_vec4(n, reach, gain, mask),
+    o0, _ = _run(
+        "wound_accumulate", "constants", n, in0=_vec4(n, pos, parts), in1=_vec4(n, reach, gain, mask),
         params=[[hole_size, hole_intensity, 0, 0], [*np.asarray(hit, np.float32).reshape(3), float(hit_part)]],
     )
     return o0[:, 0]
@@ -763,8 +782,8 @@ def gpu_wound_morph(positions, normals, target_positions, target_normals, p):
     """``KisekaeWoundMorph`` on the GPU; returns morphed ``(positions (N,3), normals (N,3))`` float32."""
     pos = as_points(positions, "positions", dtype=np.float32)
     n = len(pos)
-    o0, o1 = runner().run(
-        "wound_morph", n, in0=_vec4(n, pos, p), in1=_vec4(n, normals), in2=_vec4(n, target_positions),
+    o0, o1 = _run(
+        "wound_morph", "constants", n, in0=_vec4(n, pos, p), in1=_vec4(n, normals), in2=_vec4(n, target_positions),
         in3=_vec4(n, target_normals),
     )
     return o0[:, :3], o1[:, :3]

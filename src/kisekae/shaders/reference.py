@@ -2,16 +2,13 @@
 
 Every other core function is specified by its own package and the conformance tests compare the
 core with those directly: the capsule field (:mod:`kisekae.fit.sdf`), capsule and skin-bound push-out
-(:mod:`kisekae.fit.pushout`, :mod:`kisekae.fit.bound`), the tight look
+and the runtime chain of both (:mod:`kisekae.fit.pushout`, :mod:`kisekae.fit.bound`), the tight look
 (:func:`kisekae.fit.pressure.tight_look`, the reference of record), the tension mapping
 (:mod:`kisekae.tension.blender`), wrinkle weights (:mod:`kisekae.tension.wrinkle`) and the wound
 (:mod:`kisekae.wound.runtime`, :func:`kisekae.wound.decode`).
 
-Specified here:
-
-* :func:`blend_wrinkle_normals`, the blend of tangent-space wrinkle normals (``KisekaeBlendWrinkleNormals``);
-* :func:`skin_push_out`, the order in which ``KisekaeSkinPushOut`` chains the capsule push-out and the
-  skin-bound push-out (both steps are kisekae.fit's own functions).
+Specified here: :func:`blend_wrinkle_normals`, the blend of tangent-space wrinkle normals
+(``KisekaeBlendWrinkleNormals``), which no other package defines.
 """
 
 from __future__ import annotations
@@ -85,45 +82,3 @@ def blend_wrinkle_normals(base, normals, weights, *, min_z: float = MIN_NORMAL_Z
     slope = normal_slope(b, min_z) + np.einsum("nm,nmk->nk", w, normal_slope(nm, min_z))
     out = np.column_stack([slope, np.ones(len(b))])
     return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-def skin_push_out(points, capsules, binding, body_posed, body_faces, params=None, tightness=0.0, softness=0.0,
-                  up=(0.0, 1.0, 0.0)):
-    """Capsule push-out, then the skin-bound push-out of the result (reference of ``KisekaeSkinPushOut``).
-
-    Parameters
-    ----------
-    points : (N, 3) array_like
-        Posed garment vertices (m).
-    capsules : (C, 8) array_like
-        Posed capsules ``[a, r0, b, r1]`` (m).
-    binding : kisekae.fit.bound.SkinBinding
-    body_posed : (Nb, 3) array_like
-        Posed body vertices (m).
-    body_faces : (F, 3) array_like
-        Body triangles (the posed normals are computed from them).
-    params : kisekae.fit.PushParams, optional
-        ``smooth_iterations`` is ignored (no smoothing pass, as in the shader).
-    tightness, softness : float or (N,) array_like
-        Masks, 0..1.
-    up : (3,) array_like
-
-    Returns
-    -------
-    new_points : (N, 3) float64
-    push_capsule, push_bound : (N,) float64 metres
-    d : (N,) float64, capsule field distance before the push (m)
-    clearance : (N,) float64, bound clearance after the capsule push (m)
-    """
-    from ..fit.bound import push_out_bound
-    from ..fit.pushout import PushParams, push_out_reference
-
-    params = params or PushParams()
-    c = np.asarray(capsules, np.float64)
-    n = len(np.asarray(points))
-    t = np.broadcast_to(np.asarray(tightness, np.float64), (n,))
-    s = np.broadcast_to(np.asarray(softness, np.float64), (n,))
-    q, push_c, d = push_out_reference(points, c[:, 0:3], c[:, 4:7], c[:, 3], c[:, 7], params, tightness=t, softness=s,
-                                      up=np.asarray(up, np.float64))
-    q2, push_b, clearance = push_out_bound(binding, q, body_posed, body_faces, params, tightness=t, softness=s, up=up)
-    return q2, push_c, push_b, d, clearance

@@ -8,9 +8,10 @@
 //   n_b = normalize(u n_i + v n_j + w n_k)           (its outward normal)
 //   s   = (p - b) . n_b                              (signed clearance, m)
 //   the push law of kisekae_pushout.hlsl with d = s, along n_b (skirt bias included).
-// KisekaeSkinPushOut combines it with the capsule field: capsule push first (contacts between different
-// body parts, such as thigh against belly, which the binding cannot see), then the bound clearance of the
-// capsule-pushed position. Units are metres; positions in the body's (posed) space.
+// KisekaeSkinPushOut is the runtime mode (kisekae.fit.bound.push_out_runtime): capsule push first (contacts
+// between different body parts, such as thigh against belly, which the binding cannot see), then the bound
+// clearance of the capsule-pushed position, the total displacement capped at maxPush. Units are metres;
+// positions in the body's (posed) space.
 #ifndef KISEKAE_BOUND_HLSL
 #define KISEKAE_BOUND_HLSL
 
@@ -45,17 +46,25 @@ float3 KisekaeBoundPushOutLoad(float3 p, uint3 corners, float3 bary, float tight
         bary, tightness, softness, P, push, s);
 }
 
-// Capsule field first, then the bound clearance (the GPU form of the exact-skin mode). Outputs the two push
-// lengths (m; x = capsule, y = bound), the capsule field distance d and the bound clearance s after the
-// capsule push (m).
+// The runtime push-out of kisekae.fit.bound.push_out_runtime: capsule field first, then the bound clearance of
+// the capsule-pushed position, then the total displacement capped at maxPush (scaled along itself).
+// Outputs the push lengths (m; x = capsule step, y = bound step, z = total displacement after the cap), the
+// capsule field distance d before the push and the bound clearance s after the capsule step (m).
 float3 KisekaeSkinPushOut(float3 p, uint3 corners, float3 bary, float tightness, float softness, KisekaePushParams P,
-                          out float2 push, out float d, out float s)
+                          out float3 push, out float d, out float s)
 {
     float pushCapsule;
     float pushBound;
     float3 q = KisekaePushOut(p, tightness, softness, P, pushCapsule, d);
     q = KisekaeBoundPushOutLoad(q, corners, bary, tightness, softness, P, pushBound, s);
-    push = float2(pushCapsule, pushBound);
+    float3 disp = q - p;
+    float total = length(disp);
+    if (total > P.maxPush)
+    {
+        q = p + disp * (P.maxPush / total);
+        total = P.maxPush;
+    }
+    push = float3(pushCapsule, pushBound, total);
     return q;
 }
 #endif

@@ -2,6 +2,11 @@
 // Python reference (kisekae.shaders.execute). Not for engines. The per-vertex textures (posed body, wound
 // targets) always come from kisekae_source_vertex_textures.hlsl. Select the data source with
 // KISEKAE_HARNESS_SOURCE: 0 = constant arrays (cbuffer), 1 = texture, 2 = structured buffers.
+// KISEKAE_HARNESS_MODE = n compiles only mode n (a small program, quick for llvmpipe to JIT); -1 = all modes.
+#ifndef KISEKAE_HARNESS_MODE
+#define KISEKAE_HARNESS_MODE -1
+#endif
+#define KISEKAE_HARNESS_HAS(m) (KISEKAE_HARNESS_MODE < 0 || KISEKAE_HARNESS_MODE == (m))
 #ifndef KISEKAE_HARNESS_SOURCE
 #define KISEKAE_HARNESS_SOURCE 0
 #endif
@@ -71,6 +76,7 @@ void main(uint3 id : SV_DispatchThreadID)
     float4 x5 = gIn5[i];
     float4 y0 = float4(0.0, 0.0, 0.0, 0.0);
     float4 y1 = float4(0.0, 0.0, 0.0, 0.0);
+#if KISEKAE_HARNESS_HAS(0)
     if (gMode == 0u)
     {
         // capsule field: x0.xyz = point; gParams[0].x = smooth-union width k
@@ -80,14 +86,18 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(g, d);
         y1 = float4((float)nearest, 0.0, 0.0, 0.0);
     }
-    else if (gMode == 1u)
+#endif
+#if KISEKAE_HARNESS_HAS(1)
+    if (gMode == 1u)
     {
         // one capsule: x0.xyz = point, x0.w = capsule index
         float3 g;
         float d = KisekaeCapsuleDistance(x0.xyz, KISEKAE_LOAD_CAPSULE((uint)x0.w), g);
         y0 = float4(g, d);
     }
-    else if (gMode == 2u)
+#endif
+#if KISEKAE_HARNESS_HAS(2)
+    if (gMode == 2u)
     {
         // tension mapping: x0.x = ratio T; gParams[0] = (falloff, stretchArea, compressArea, weightLimit)
         KisekaeTensionParams P;
@@ -98,7 +108,9 @@ void main(uint3 id : SV_DispatchThreadID)
         KisekaeTension t = KisekaeTensionFromRatio(x0.x, P);
         y0 = float4(t.compress, t.stretch, 0.0, 0.0);
     }
-    else if (gMode == 3u)
+#endif
+#if KISEKAE_HARNESS_HAS(3)
+    if (gMode == 3u)
     {
         // push-out: x0.xyz = vertex, x1.x = tightness, x1.y = softness;
         // gParams[0] = (margin, stiffness, maxPush, skirtBias), gParams[1] = (smoothK, up)
@@ -115,7 +127,9 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(q, push);
         y1 = float4(d, KisekaePushAmount(x1.z, x1.x, x1.y, P), 0.0, 0.0);
     }
-    else if (gMode == 4u)
+#endif
+#if KISEKAE_HARNESS_HAS(4)
+    if (gMode == 4u)
     {
         // tight look: x0 = (normal, ao), x1 = (dentDir, sss), x2.x = tightness, x2.y = pressure;
         // gParams[0] = (normalStrength, aoStrength, sssStrength, -)
@@ -130,7 +144,9 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(n, ao);
         y1 = float4(sss, 0.0, 0.0, 0.0);
     }
-    else if (gMode == 6u)
+#endif
+#if KISEKAE_HARNESS_HAS(6)
+    if (gMode == 6u)
     {
         // wound loop: x0 = (position, part), x1.x = reach, x1.y = gain; gParams[0] = (holeSize, holeIntensity)
         KisekaeWoundParams W;
@@ -138,7 +154,9 @@ void main(uint3 id : SV_DispatchThreadID)
         W.holeIntensity = gParams[0].y;
         y0 = float4(KisekaeWoundP(x0.xyz, (uint)x0.w, x1.x, x1.y, W), 0.0, 0.0, 0.0);
     }
-    else if (gMode == 7u)
+#endif
+#if KISEKAE_HARNESS_HAS(7)
+    if (gMode == 7u)
     {
         // flat-cost accumulation of one hit gParams[1] into mask x1.z: x0 = (bind position, part)
         KisekaeWoundParams W;
@@ -146,7 +164,9 @@ void main(uint3 id : SV_DispatchThreadID)
         W.holeIntensity = gParams[0].y;
         y0 = float4(KisekaeAccumulateHit(x1.z, x0.xyz, (uint)x0.w, x1.x, x1.y, gParams[1], W), 0.0, 0.0, 0.0);
     }
-    else if (gMode == 8u)
+#endif
+#if KISEKAE_HARNESS_HAS(8)
+    if (gMode == 8u)
     {
         // morph: x0 = (position, p), x1 = normal, x2 = target position, x3 = target normal
         float3 pos = x0.xyz;
@@ -155,7 +175,9 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(pos, 0.0);
         y1 = float4(n, 0.0);
     }
-    else if (gMode == 5u)
+#endif
+#if KISEKAE_HARNESS_HAS(5)
+    if (gMode == 5u)
     {
         // tight look with a preset: x0 = (normal, ao), x1 = (dentDir, sss), x2 = (tightness, pressure, preset)
         float3 n = x0.xyz;
@@ -165,7 +187,9 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(n, ao);
         y1 = float4(sss, 0.0, 0.0, 0.0);
     }
-    else if (gMode == 9u)
+#endif
+#if KISEKAE_HARNESS_HAS(9)
+    if (gMode == 9u)
     {
         // skin-bound push-out: x0.xyz = vertex, x1 = (barycentrics, tightness), x2 = (corner ids, softness);
         // push parameters as mode 3; the posed body comes from the vertex textures
@@ -175,17 +199,21 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(q, push);
         y1 = float4(s, 0.0, 0.0, 0.0);
     }
-    else if (gMode == 10u)
+#endif
+#if KISEKAE_HARNESS_HAS(10)
+    if (gMode == 10u)
     {
         // capsule field, then the skin binding: inputs as mode 9
-        float2 push;
+        float3 push;
         float d;
         float s;
         float3 q = KisekaeSkinPushOut(x0.xyz, (uint3)x2.xyz, x1.xyz, x1.w, x2.w, HarnessPushParams(), push, d, s);
         y0 = float4(q, push.x);
-        y1 = float4(d, s, push.y, 0.0);
+        y1 = float4(d, s, push.y, push.z);
     }
-    else if (gMode == 11u)
+#endif
+#if KISEKAE_HARNESS_HAS(11)
+    if (gMode == 11u)
     {
         // wrinkle weights: x0 = (compress, stretch), x1 / x2 = masks of set 0 / 1; gParams[0..2] / [3..5] = the
         // sets' (useStretch, threshold, gain); gParams[6] = (sets 1 or 2, normalise 0 or 1)
@@ -206,12 +234,16 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = w0;
         y1 = w1;
     }
-    else if (gMode == 12u)
+#endif
+#if KISEKAE_HARNESS_HAS(12)
+    if (gMode == 12u)
     {
         // wrinkle normal blend: x0.xyz = base normal, x1 = weights, x2..x5 = wrinkle normals (tangent space)
         y0 = float4(KisekaeBlendWrinkleNormals(x0.xyz, x1, x2.xyz, x3.xyz, x4.xyz, x5.xyz), 0.0);
     }
-    else if (gMode == 13u)
+#endif
+#if KISEKAE_HARNESS_HAS(13)
+    if (gMode == 13u)
     {
         // wound target decoding: x0 = (start position, vertex id), x1 = vertex colour (unorm as the GPU reads it);
         // gParams[0] = (boundsMin, kind), gParams[1].xyz = boundsMax
@@ -226,6 +258,7 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(tp, (float)part);
         y1 = float4(tn, 0.0);
     }
+#endif
     gOut0[i] = y0;
     gOut1[i] = y1;
 }
