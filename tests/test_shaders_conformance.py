@@ -74,3 +74,66 @@ def test_gpu_inputs_are_validated():
         X.CoreRunner("vertex-colours")
     with pytest.raises(KisekaeError, match="constant arrays"):
         X.gpu_capsule_field(np.zeros((2, 3)), np.repeat(caps, 20, axis=0))
+
+
+def test_vertex_texture_layout():
+    vals = np.arange(10 * 2, dtype=np.float32).reshape(10, 2)
+    tex = X.vertex_texture(vals, 4)
+    assert tex.shape == (3, 4, 2)
+    for i in range(10):
+        assert np.array_equal(tex[i // 4, i % 4], vals[i])
+    assert not tex[2, 2:].any()  # padding
+    with pytest.raises(KisekaeError, match="width"):
+        X.vertex_texture(vals, 0)
+    with pytest.raises(KisekaeError, match="values"):
+        X.vertex_texture(np.zeros((3, 5)), 4)
+
+
+def test_blend_wrinkle_normals_analytic():
+    from kisekae.shaders.reference import blend_wrinkle_normals
+
+    up = np.array([[0.0, 0.0, 1.0]])
+    a = np.array([0.6, 0.0, 0.8])            # slope (0.75, 0)
+    b = np.array([0.0, -0.28, 0.96])         # slope (0, -0.291666)
+    # weight 0 leaves the base; weight 1 on a flat base gives the map itself
+    assert np.allclose(blend_wrinkle_normals([a], [[b]], [[0.0]]), a)
+    assert np.allclose(blend_wrinkle_normals(up, [[a]], [[1.0]]), a)
+    # slopes add: half of a plus all of b on a flat base
+    want = np.array([0.375, -0.28 / 0.96, 1.0])
+    assert np.allclose(blend_wrinkle_normals(up, [[a, b]], [[0.5, 1.0]]), want / np.linalg.norm(want))
+    # a grazing normal counts with z = 1/64
+    g = np.array([1.0, 0.0, 0.0])
+    want = np.array([64.0, 0.0, 1.0])
+    assert np.allclose(blend_wrinkle_normals(up, [[g]], [[1.0]]), want / np.linalg.norm(want))
+    with pytest.raises(KisekaeError, match="weights"):
+        blend_wrinkle_normals(up, [[a]], [[1.0, 2.0]])
+
+
+def test_new_gpu_inputs_are_validated():
+    from kisekae.tension.wrinkle import WrinkleMap
+
+    body = np.zeros((4, 3))
+    nrm = np.tile([0.0, 1.0, 0.0], (4, 1))
+    with pytest.raises(KisekaeError, match="corners"):
+        X.gpu_bound_push_out(np.zeros((2, 3)), np.array([[0, 1, 9], [0, 1, 2]]), np.full((2, 3), 1 / 3), body, nrm)
+    with pytest.raises(KisekaeError, match="corners"):
+        X.gpu_bound_push_out(np.zeros((2, 3)), np.zeros((2, 3)), np.full((2, 3), 1 / 3), body, nrm)
+    with pytest.raises(KisekaeError, match="bary"):
+        X.gpu_bound_push_out(np.zeros((2, 3)), np.zeros((2, 3), int), np.full((2, 2), 0.5), body, nrm)
+    with pytest.raises(KisekaeError, match="body_normals"):
+        X.gpu_bound_push_out(np.zeros((2, 3)), np.zeros((2, 3), int), np.full((2, 3), 1 / 3), body, nrm[:3])
+    with pytest.raises(KisekaeError, match="max_push"):
+        X.gpu_skin_push_out(np.zeros((2, 3)), C.edge_capsules(), np.zeros((2, 3), int), np.full((2, 3), 1 / 3), body,
+                            nrm, margin=0.2, max_push=0.1)
+    with pytest.raises(KisekaeError, match="maps"):
+        X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap(f"m{i}") for i in range(9)])
+    with pytest.raises(KisekaeError, match="threshold"):
+        X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap("m", threshold=1.0)])
+    with pytest.raises(KisekaeError, match="normals"):
+        X.gpu_blend_wrinkle_normals(np.zeros((2, 3)), np.zeros((2, 5, 3)), np.zeros((2, 5)))
+    with pytest.raises(KisekaeError, match="preset"):
+        X.gpu_tight_look(nrm, np.ones(4), np.ones(4), np.zeros(4), "cartoon")
+    with pytest.raises(KisekaeError, match="tightness"):
+        X.gpu_tight_look(nrm, np.ones(4), np.ones(4), np.zeros(4), tightness=np.full(4, 1.5))
+    with pytest.raises(KisekaeError, match="mode"):
+        X.runner("constants", "tension").run("pushout", 1)

@@ -2,8 +2,10 @@
 
 Layout
 ------
-``hlsl/kisekae_core.hlsl``            the one include (capsule field, push-out, tight look, tension map, wound)
-``hlsl/kisekae_source_*.hlsl``        data sources: constant arrays, a float texture, structured buffers
+``hlsl/kisekae_core.hlsl``            the one include (capsule field, capsule and skin-bound push-out, tight look,
+                                      tension map, wrinkle weights and normal blend, wound hits and target decoding)
+``hlsl/kisekae_source_*.hlsl``        data sources: constant arrays, a float texture, structured buffers, and
+                                      per-vertex textures (posed body, wound targets)
 ``hlsl/render/*.hlsl``                vertex/fragment programs the Python renderer runs
 ``hlsl/conformance/*.comp.hlsl``      the compute kernel CI uses to compare the core with the references
 ``unity/``, ``o3de/``                 engine glue (see docs/engine-integration.md)

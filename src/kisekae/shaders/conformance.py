@@ -13,7 +13,12 @@ KisekaeCapsuleDistance kisekae.fit.sdf.capsule_distance, and an    distance 1e-6
 KisekaePushOut         kisekae.fit.pushout.push_out_reference      positions 1e-4 m
 KisekaePushAmount      kisekae.fit.pushout.push_amount             1e-6 m
 KisekaeTensionFromRatio kisekae.tension.blender.map_ratio          1e-5
-KisekaeTightLook       kisekae.shaders.reference.tight_look        colours 1/255, normals 1e-5
+KisekaeBoundPushOut    kisekae.fit.bound.push_out_bound            positions 1e-4 m, clearance 1e-6 m
+KisekaeSkinPushOut     kisekae.fit.bound.push_out_runtime          positions 1e-4 m
+KisekaeTightLook       kisekae.fit.pressure.tight_look (presets)   colours 1/255 (and 1e-6), normals 1e-5
+KisekaeWrinkleWeights  kisekae.tension.wrinkle.wrinkle_weights     1e-5
+KisekaeBlendWrinkle..  kisekae.shaders.reference.blend_wrinkle_... 1e-5
+KisekaeWoundTarget     kisekae.wound.decode (five encodings)       positions 1e-6 m, normals 1e-5, ids exact
 KisekaeWoundP          kisekae.wound.runtime.wound_p_numpy         1e-5
 KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
 KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
