@@ -363,45 +363,102 @@ def spatial_order(points) -> np.ndarray:
     return np.argsort(code, kind="stable").astype(np.int64)
 
 
-@numba.njit(cache=True, inline="always")
-def _push_one(d, gx, gy, gz, margin, stiffness, max_push, skirt_bias, tight, soft, up):
-    """The push law for one vertex: ``(amount, direction)``; amount 0 when nothing moves."""
-    if d >= margin:
-        return 0.0, 0.0, 0.0, 0.0
-    s = stiffness * (1.0 - 0.5 * tight)
-    gap = s * margin
-    if d < 0.0:
-        amount = gap - d
-    else:
-        x = 1.0 - d / margin
-        amount = gap * ((1.0 - soft) * x + soft * x * x)
-    amount *= 1.0 + skirt_bias
-    if amount > max_push:
-        amount = max_push
-    gl = np.sqrt(gx * gx + gy * gy + gz * gz)
-    if gl < 1e-12:
-        return 0.0, 0.0, 0.0, 0.0
-    gx /= gl
-    gy /= gl
-    gz /= gl
-    if skirt_bias > 0.0:
-        dn = gx * up[0] + gy * up[1] + gz * up[2]
-        mx = gx + skirt_bias * (gx - dn * up[0])
-        my = gy + skirt_bias * (gy - dn * up[1])
-        mz = gz + skirt_bias * (gz - dn * up[2])
-        ml = np.sqrt(mx * mx + my * my + mz * mz)
-        gx, gy, gz = mx / ml, my / ml, mz / ml
-    return amount, gx, gy, gz
+#: Safety factor of the float32 pre-selection, per metre of block scale (see :class:`CapsulePushPlan`).
+#: float32 rounds to 6e-8 relative and a distance takes about a dozen rounded operations (about
+#: 1e-6 of the scale at worst); 4e-6 leaves a four-fold margin on top of that.
+F32_TOL = 4e-6
+
+_CAPSULE_ERRORS = {
+    1: "capsule {i} has a non-finite end or radius (NaN or inf)",
+    2: "capsule {i} has radius <= 0",
+    3: "capsule {i} is degenerate (p0 == p1 or one end sphere inside the other)",
+}
+
+
+@numba.njit(cache=True)
+def _pack_capsules(a, b, ra, rb, caps, bound):
+    """Validate and pack world capsules into ``caps (C, 14)`` (as :func:`prepare_capsules`) and
+    their bounding spheres ``bound (C, 4)`` (segment midpoint, half-length + larger radius).
+
+    Returns ``(code, capsule)``: code 0 when all are valid, else a key of ``_CAPSULE_ERRORS``.
+    """
+    for i in range(a.shape[0]):
+        ax, ay, az = a[i, 0], a[i, 1], a[i, 2]
+        dx, dy, dz = b[i, 0] - ax, b[i, 1] - ay, b[i, 2] - az
+        r0 = ra[i]
+        r1 = rb[i]
+        if not (np.isfinite(dx) and np.isfinite(dy) and np.isfinite(dz) and np.isfinite(ax) and np.isfinite(ay)
+                and np.isfinite(az) and np.isfinite(r0) and np.isfinite(r1)):
+            return 1, i
+        if r0 <= 0.0 or r1 <= 0.0:
+            return 2, i
+        L = np.sqrt(dx * dx + dy * dy + dz * dz)
+        if L <= max(abs(r0 - r1), 1e-6 * 0.999):
+            return 3, i
+        ux, uy, uz = dx / L, dy / L, dz / L
+        s = (r0 - r1) / L
+        if abs(ux) < 0.9:  # e = u x (1, 0, 0)
+            ex, ey, ez = 0.0, uz, -uy
+        else:  # e = u x (0, 1, 0)
+            ex, ey, ez = -uz, 0.0, ux
+        el = np.sqrt(ex * ex + ey * ey + ez * ez)
+        caps[i, 0], caps[i, 1], caps[i, 2] = ax, ay, az
+        caps[i, 3], caps[i, 4], caps[i, 5] = ux, uy, uz
+        caps[i, 6], caps[i, 7], caps[i, 8] = L, s, np.sqrt(1.0 - s * s)
+        caps[i, 9], caps[i, 10] = r0, r1
+        caps[i, 11], caps[i, 12], caps[i, 13] = ex / el, ey / el, ez / el
+        bound[i, 0] = ax + 0.5 * dx
+        bound[i, 1] = ay + 0.5 * dy
+        bound[i, 2] = az + 0.5 * dz
+        bound[i, 3] = 0.5 * L + max(r0, r1)
+    return 0, -1
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _block_min(xs, ys, zs, m, caps, c, dbest, ibest):
-    """Fold capsule ``c`` into the running nearest distance of ``m`` block vertices (a SIMD loop).
+def _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1):
+    """Fold candidate ``q`` (float32, block-local ``cl[q]``) into the two smallest distances
+    ``b1 <= b2`` and the argmin ``i1`` of ``m`` block vertices: a branch-free SIMD loop.
 
-    A branch-free form of ``_cone_distance``: the end sphere's squared distance is selected
-    before the square root, so one root serves both ends. Ties keep the earlier capsule, as the
-    reference's ``argmin`` does.
+    The distance is :func:`kisekae.fit.sdf._cone_distance` in float32; the end sphere's squared
+    distance is selected before its square root. Ties keep the earlier candidate.
     """
+    ax, ay, az = cl[q, 0], cl[q, 1], cl[q, 2]
+    ux, uy, uz = cl[q, 3], cl[q, 4], cl[q, 5]
+    L, sn, cs, ra, rb = cl[q, 6], cl[q, 7], cl[q, 8], cl[q, 9], cl[q, 10]
+    Lc = L * cs
+    zero = np.float32(0.0)
+    qi = np.int32(q)
+    for j in range(m):
+        pax = fx[j] - ax
+        pay = fy[j] - ay
+        paz = fz[j] - az
+        x = pax * ux + pay * uy + paz * uz
+        pp = pax * pax + pay * pay + paz * paz
+        wx = pax - x * ux
+        wy = pay - x * uy
+        wz = paz - x * uz
+        y = np.sqrt(wx * wx + wy * wy + wz * wz)
+        t = x * cs - y * sn
+        use_a = t < zero
+        pbx = pax - L * ux
+        pby = pay - L * uy
+        pbz = paz - L * uz
+        qd = pp if use_a else pbx * pbx + pby * pby + pbz * pbz
+        rr = ra if use_a else rb
+        d = (np.sqrt(qd) - rr) if (use_a | (t > Lc)) else (x * sn + y * cs - ra)
+        lo = b1[j]
+        lt = d < lo
+        b2[j] = min(b2[j], max(lo, d))
+        b1[j] = d if lt else lo
+        i1[j] = qi if lt else i1[j]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _block_exact(cx, cy, cz, nn, caps, c, q, ci, dd, gxb, gyb, gzb):
+    """float64 distance and gradient of capsule ``c`` at the gathered vertices whose float32
+    nearest candidate is ``q`` (``ci[i] == q``); the other lanes keep their values. A
+    branch-free SIMD form of :func:`kisekae.fit.sdf._round_cone` (same formulas and fallbacks on
+    the axis and at the sphere centres) with one square root and one division per vertex."""
     ax = caps[c, 0]
     ay = caps[c, 1]
     az = caps[c, 2]
@@ -413,100 +470,152 @@ def _block_min(xs, ys, zs, m, caps, c, dbest, ibest):
     cs = caps[c, 8]
     ra = caps[c, 9]
     rb = caps[c, 10]
-    Lc = L * cs
-    for j in range(m):
-        pax = xs[j] - ax
-        pay = ys[j] - ay
-        paz = zs[j] - az
-        x = pax * ux + pay * uy + paz * uz
-        pp = pax * pax + pay * pay + paz * paz
-        wx = pax - x * ux
-        wy = pay - x * uy
-        wz = paz - x * uz
-        y = np.sqrt(wx * wx + wy * wy + wz * wz)  # not sqrt(pp - x^2): exact near the axis
-        t = x * cs - y * sn
-        use_a = t < 0.0
-        pbx = pax - L * ux
-        pby = pay - L * uy
-        pbz = paz - L * uz
-        qd = pp if use_a else pbx * pbx + pby * pby + pbz * pbz
-        rr = ra if use_a else rb
-        d = (np.sqrt(qd) - rr) if (use_a | (t > Lc)) else (x * sn + y * cs - ra)
-        better = d < dbest[j]
-        dbest[j] = d if better else dbest[j]
-        ibest[j] = c if better else ibest[j]
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _block_grad(xs, ys, zs, m, caps, ibest, gxb, gyb, gzb):
-    """Gradient of each vertex's nearest capsule ``ibest[j]`` (branch-free ``_round_cone``)."""
-    for j in range(m):
-        c = np.uint64(ibest[j] if ibest[j] >= 0 else 0)  # unsigned: no negative-index wraparound
-        pax = xs[j] - caps[c, 0]
-        pay = ys[j] - caps[c, 1]
-        paz = zs[j] - caps[c, 2]
-        ux = caps[c, 3]
-        uy = caps[c, 4]
-        uz = caps[c, 5]
-        L = caps[c, 6]
-        sn = caps[c, 7]
-        cs = caps[c, 8]
+    px_, py_, pz_ = caps[c, 11], caps[c, 12], caps[c, 13]
+    qi = np.int32(q)
+    pos = sn >= 0.0
+    for i in range(nn):
+        pax = cx[i] - ax
+        pay = cy[i] - ay
+        paz = cz[i] - az
         x = pax * ux + pay * uy + paz * uz
         wx = pax - x * ux
         wy = pay - x * uy
         wz = paz - x * uz
-        y = np.sqrt(wx * wx + wy * wy + wz * wz)
-        axis_ok = y >= 1e-12
-        inv_y = 1.0 / (y if axis_ok else 1.0)
-        ex = wx * inv_y if axis_ok else caps[c, 11]
-        ey = wy * inv_y if axis_ok else caps[c, 12]
-        ez = wz * inv_y if axis_ok else caps[c, 13]
-        t = x * cs - y * sn
-        use_a = t < 0.0
+        w2 = wx * wx + wy * wy + wz * wz
+        A = x * cs
+        Bq = (x - L) * cs
+        sw = sn * sn * w2
+        use_a = ((A < 0.0) | (A * A < sw)) if pos else ((A < 0.0) & (A * A > sw))
+        use_b = ((Bq > 0.0) & (Bq * Bq > sw)) if pos else ((Bq > 0.0) | (Bq * Bq < sw))
         off = 0.0 if use_a else L
         qx = pax - off * ux
         qy = pay - off * uy
         qz = paz - off * uz
-        nq = np.sqrt(qx * qx + qy * qy + qz * qz)
-        cap_ok = nq >= 1e-12
-        inv_q = 1.0 / (nq if cap_ok else 1.0)
+        on_cap = use_a | use_b
+        r = np.sqrt((qx * qx + qy * qy + qz * qz) if on_cap else w2)
+        ok = r >= 1e-12
+        inv = 1.0 / (r if ok else 1.0)
+        d = (r - (ra if use_a else rb)) if on_cap else x * sn + r * cs - ra
         sgn = -1.0 if use_a else 1.0
-        on_cap = use_a | (t > L * cs)
-        gxb[j] = (qx * inv_q if cap_ok else sgn * ux) if on_cap else sn * ux + cs * ex
-        gyb[j] = (qy * inv_q if cap_ok else sgn * uy) if on_cap else sn * uy + cs * ey
-        gzb[j] = (qz * inv_q if cap_ok else sgn * uz) if on_cap else sn * uz + cs * ez
+        ex = wx * inv if ok else px_
+        ey = wy * inv if ok else py_
+        ez = wz * inv if ok else pz_
+        g0 = (qx * inv if ok else sgn * ux) if on_cap else sn * ux + cs * ex
+        g1 = (qy * inv if ok else sgn * uy) if on_cap else sn * uy + cs * ey
+        g2 = (qz * inv if ok else sgn * uz) if on_cap else sn * uz + cs * ez
+        sel = ci[i] == qi
+        dd[i] = d if sel else dd[i]
+        gxb[i] = g0 if sel else gxb[i]
+        gyb[i] = g1 if sel else gyb[i]
+        gzb[i] = g2 if sel else gzb[i]
 
 
-@numba.njit(cache=True)
-def _push_blocked(points, order, caps, bound, k, margin, stiffness, max_push, skirt_bias, tight, soft, up, block,
-                  out, push_out, d_out):
-    """Blocked capsule push-out (see :func:`push_out_blocked`). Returns False if ``order`` repeats a vertex."""
+@numba.njit(cache=True, error_model="numpy")
+def _block_push(dd, gxb, gyb, gzb, ct, cs_, nn, margin, stiffness, max_push, skirt_bias, upx, upy, upz, unit, amt):
+    """The push law over gathered vertices (branch-free SIMD loop, as :func:`push_amount` and
+    :func:`bias_direction`): writes the amount to ``amt`` (0 for vertices that stay) and the unit
+    (skirt-biased) direction over the gradient in ``gxb, gyb, gzb``. With ``unit`` the gradient
+    already has unit length (one round cone) and is not renormalised."""
+    for i in range(nn):
+        d = dd[i]
+        ti = ct[i]
+        so = cs_[i]
+        gap = stiffness * (1.0 - 0.5 * ti) * margin
+        x = 1.0 - d / margin
+        amount = (gap - d) if d < 0.0 else gap * ((1.0 - so) * x + so * x * x)
+        amount *= 1.0 + skirt_bias
+        amount = max_push if amount > max_push else amount
+        amt[i] = amount if d < margin else 0.0
+    if not unit:
+        for i in range(nn):
+            gx, gy, gz = gxb[i], gyb[i], gzb[i]
+            gl = np.sqrt(gx * gx + gy * gy + gz * gz)
+            ok = gl >= 1e-12
+            gl = gl if ok else 1.0
+            gxb[i] = gx / gl
+            gyb[i] = gy / gl
+            gzb[i] = gz / gl
+            amt[i] = amt[i] if ok else 0.0
+    if skirt_bias > 0.0:
+        for i in range(nn):
+            gx, gy, gz = gxb[i], gyb[i], gzb[i]
+            dn = gx * upx + gy * upy + gz * upz
+            mx = gx + skirt_bias * (gx - dn * upx)
+            my = gy + skirt_bias * (gy - dn * upy)
+            mz = gz + skirt_bias * (gz - dn * upz)
+            ml = np.sqrt(mx * mx + my * my + mz * mz)
+            ml = ml if ml >= 1e-12 else 1.0
+            gxb[i] = mx / ml
+            gyb[i] = my / ml
+            gzb[i] = mz / ml
+
+
+@numba.njit(cache=True, inline="always")
+def _write_still(order, s0, m, xs, ys, zs, b1, out, push_out, d_out, copy, diag):
+    """Write a block as if no vertex moved (the moving ones are overwritten afterwards)."""
+    if copy:
+        for j in range(m):
+            v = order[s0 + j]
+            out[v, 0] = xs[j]
+            out[v, 1] = ys[j]
+            out[v, 2] = zs[j]
+    if diag:
+        for j in range(m):
+            v = order[s0 + j]
+            push_out[v] = 0.0
+            d_out[v] = b1[j]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _plan_kernel(points, order, tight, soft, caps, bound, prm, block, out, push_out, d_out, copy, diag):
+    """Blocked capsule push-out (see :class:`CapsulePushPlan`). ``copy``: write every vertex to
+    ``out`` (else only the vertices that may move: ``out`` is ``points``); ``diag``: write
+    ``push_out`` and ``d_out``. Returns the first vertex (in ``order``) of a block holding a
+    non-finite coordinate, or -1 when all went well."""
+    k, margin, stiffness, max_push, skirt_bias = prm[0], prm[1], prm[2], prm[3], prm[4]
+    upx, upy, upz, tol = prm[5], prm[6], prm[7], prm[8]
     n = points.shape[0]
     C = caps.shape[0]
     reach = margin + 1.5 * k
+    pad = block + 8
     xs = np.empty(block)
     ys = np.empty(block)
     zs = np.empty(block)
-    dbest = np.empty(block)
-    gxb = np.empty(block)
-    gyb = np.empty(block)
-    gzb = np.empty(block)
-    ibest = np.empty(block, dtype=np.int64)
-    seen = np.zeros(n, dtype=np.bool_)
+    fx = np.empty(block, dtype=np.float32)
+    fy = np.empty(block, dtype=np.float32)
+    fz = np.empty(block, dtype=np.float32)
+    b1 = np.empty(block, dtype=np.float32)
+    b2 = np.empty(block, dtype=np.float32)
+    i1 = np.empty(block, dtype=np.int32)
+    # gathered ("compact") lanes: the vertices that may move, padded to a multiple of 8
+    lane = np.empty(pad, dtype=np.int64)
+    cx = np.zeros(pad)
+    cy = np.zeros(pad)
+    cz = np.zeros(pad)
+    ci = np.zeros(pad, dtype=np.int32)
+    cd = np.zeros(pad)
+    cgx = np.zeros(pad)
+    cgy = np.zeros(pad)
+    cgz = np.zeros(pad)
+    ct = np.zeros(pad)
+    cso = np.zeros(pad)
+    camt = np.zeros(pad)
     cand = np.empty(max(C, 1), dtype=np.int64)
+    cl = np.empty((max(C, 1), 11), dtype=np.float32)
     dbuf = np.empty(max(C, 1))
+    used = np.empty(max(C, 1), dtype=np.bool_)
+    inf32 = np.float32(np.inf)
     for s0 in range(0, n, block):
         m = min(block, n - s0)
         lx = ly = lz = np.inf
         hx = hy = hz = -np.inf
+        bad = 0.0
         for j in range(m):
             v = order[s0 + j]
-            if seen[v]:
-                return False
-            seen[v] = True
             x = points[v, 0]
             y = points[v, 1]
             z = points[v, 2]
+            bad += x * 0.0 + y * 0.0 + z * 0.0  # NaN once any coordinate is NaN or inf
             xs[j] = x
             ys[j] = y
             zs[j] = z
@@ -516,74 +625,302 @@ def _push_blocked(points, order, caps, bound, k, margin, stiffness, max_push, sk
             hy = max(hy, y)
             lz = min(lz, z)
             hz = max(hz, z)
-        cx = 0.5 * (lx + hx)
-        cy = 0.5 * (ly + hy)
-        cz = 0.5 * (lz + hz)
+        if bad != 0.0:
+            return s0
+        ox = 0.5 * (lx + hx)
+        oy = 0.5 * (ly + hy)
+        oz = 0.5 * (lz + hz)
         rad = 0.5 * np.sqrt((hx - lx) ** 2 + (hy - ly) ** 2 + (hz - lz) ** 2)
-        # capsules that may come within `reach` of a vertex of the block (exact: 1-Lipschitz bound)
+        # candidates: capsules that may come within `reach` of a vertex of the block. The
+        # distance is 1-Lipschitz, so its value at the box centre minus the half-diagonal bounds
+        # it over the block (1e-9 m of slack covers rounding).
         nc = 0
+        scale = 0.0
         for c in range(C):
-            ex = cx - bound[c, 0]
-            ey = cy - bound[c, 1]
-            ez = cz - bound[c, 2]
-            lim = reach + rad + bound[c, 3]
+            ex = ox - bound[c, 0]
+            ey = oy - bound[c, 1]
+            ez = oz - bound[c, 2]
+            lim = reach + rad + bound[c, 3] + 1e-9
             if ex * ex + ey * ey + ez * ez >= lim * lim:
-                continue  # farther than reach from the capsule's bounding sphere
-            if _cone_distance(caps, c, cx, cy, cz) - rad >= reach:
+                continue
+            if _cone_distance(caps, c, ox, oy, oz) - rad >= reach + 1e-9:
                 continue
             cand[nc] = c
+            ax = caps[c, 0] - ox
+            ay = caps[c, 1] - oy
+            az = caps[c, 2] - oz
+            cl[nc, 0] = ax
+            cl[nc, 1] = ay
+            cl[nc, 2] = az
+            for r in range(3, 11):
+                cl[nc, r] = caps[c, r]
+            scale = max(scale, np.sqrt(ax * ax + ay * ay + az * az) + caps[c, 6] + max(caps[c, 9], caps[c, 10]))
             nc += 1
-        lowest = np.inf
+        if nc == 0:
+            for j in range(m):
+                b1[j] = inf32
+            _write_still(order, s0, m, xs, ys, zs, b1, out, push_out, d_out, copy, diag)
+            continue
+        # float32 pre-selection in block-local coordinates: nearest and second-nearest candidate
+        eps = tol * (scale + rad)
         for j in range(m):
-            dbest[j] = np.inf
-            ibest[j] = -1
+            fx[j] = xs[j] - ox
+            fy[j] = ys[j] - oy
+            fz[j] = zs[j] - oz
+            b1[j] = inf32
+            b2[j] = inf32
+            i1[j] = 0
         for q in range(nc):
-            _block_min(xs, ys, zs, m, caps, cand[q], dbest, ibest)
+            _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1)
+        # vertices whose float32 distance is below reach + eps may be within reach: gather them
+        lim = reach + eps
+        nn = 0
         for j in range(m):
-            lowest = min(lowest, dbest[j])
-        if lowest < margin and k == 0.0:
-            _block_grad(xs, ys, zs, m, caps, ibest, gxb, gyb, gzb)
-        for j in range(m):
-            v = order[s0 + j]
-            d = dbest[j]
-            d_out[v] = d
-            if d >= reach:
-                continue
-            px, py, pz = xs[j], ys[j], zs[j]
-            gx, gy, gz = gxb[j], gyb[j], gzb[j]
-            if k > 0.0:
-                d, gx, gy, gz, _ = _fold_point(px, py, pz, caps, cand, nc, k, dbuf, margin)
-                d_out[v] = d
-            if d >= margin:
-                continue
-            amount, gx, gy, gz = _push_one(d, gx, gy, gz, margin, stiffness, max_push, skirt_bias, tight[v], soft[v], up)
-            out[v, 0] = px + amount * gx
-            out[v, 1] = py + amount * gy
-            out[v, 2] = pz + amount * gz
-            push_out[v] = amount
-    return True
+            lane[nn] = j
+            nn += 1 if b1[j] < lim else 0
+        _write_still(order, s0, m, xs, ys, zs, b1, out, push_out, d_out, copy, diag)
+        if nn:
+            npad = (nn + 7) & ~7
+            for i in range(nn, npad):
+                lane[i] = lane[nn - 1]
+            for q in range(nc):
+                used[q] = False
+            for i in range(npad):
+                j = lane[i]
+                cx[i] = xs[j]
+                cy[i] = ys[j]
+                cz[i] = zs[j]
+                ci[i] = i1[j]
+                ct[i] = tight[s0 + j]
+                cso[i] = soft[s0 + j]
+                used[i1[j]] = True
+            if k == 0.0:
+                # where the runner-up is within 2 eps the float32 ranking may be wrong: rank all
+                # candidates in float64 (ties to the lower index, as the reference's argmin)
+                for i in range(nn):
+                    j = lane[i]
+                    if b2[j] - b1[j] <= 2.0 * eps:
+                        best = np.inf
+                        ib = 0
+                        for q in range(nc):
+                            d = _cone_distance(caps, cand[q], cx[i], cy[i], cz[i])
+                            if d < best:
+                                best = d
+                                ib = q
+                        ci[i] = ib
+                        used[ib] = True
+                # float64 distance and gradient of each vertex's nearest candidate
+                for q in range(nc):
+                    if used[q]:
+                        _block_exact(cx, cy, cz, npad, caps, cand[q], q, ci, cd, cgx, cgy, cgz)
+            else:
+                for i in range(nn):
+                    d, g0, g1, g2, _ = _fold_point(cx[i], cy[i], cz[i], caps, cand, nc, k, dbuf, margin)
+                    cd[i] = d
+                    cgx[i] = g0
+                    cgy[i] = g1
+                    cgz[i] = g2
+                for i in range(nn, npad):
+                    cd[i] = np.inf
+            _block_push(cd, cgx, cgy, cgz, ct, cso, npad, margin, stiffness, max_push, skirt_bias, upx, upy, upz,
+                        k == 0.0, camt)
+            for i in range(nn):
+                v = order[s0 + lane[i]]
+                a_ = camt[i]
+                out[v, 0] = cx[i] + a_ * cgx[i]
+                out[v, 1] = cy[i] + a_ * cgy[i]
+                out[v, 2] = cz[i] + a_ * cgz[i]
+                if diag:
+                    push_out[v] = a_
+                    d_out[v] = cd[i]
+    return -1
+
+
+def _as_f64(x, shape, name):
+    """``x`` as a C-contiguous float64 array of ``shape`` (-1: any length); no copy when it already is."""
+    arr = x if (type(x) is np.ndarray and x.dtype == np.float64 and x.flags.c_contiguous) else None
+    if arr is None:
+        try:
+            arr = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise KisekaeError(f"cannot read as numbers: {exc}", name) from None
+    if arr.ndim != len(shape) or any(s != -1 and s != t for s, t in zip(shape, arr.shape)):
+        want = "(" + ", ".join("C" if s == -1 else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise KisekaeError(f"expected shape {want}, got {arr.shape}", name)
+    return arr
+
+
+class CapsulePushPlan:
+    """Capsule push-out prepared once per garment and run every frame: the 1 ms path.
+
+    Everything that does not change from frame to frame is checked and laid out at
+    construction: the parameters, the masks (resolved per vertex, permuted into block order),
+    the vertex order and the output buffers. :meth:`run` then only checks shapes, packs the
+    posed capsules (validated in the same compiled pass) and runs one Numba kernel on one core.
+
+    The kernel takes the vertices ``block`` at a time in ``order`` (a Morton order of the
+    template by default, see :func:`spatial_order`; skinning moves neighbours together, so
+    the blocks stay compact in every pose). Per block:
+
+    1. capsules are culled exactly: a capsule is a candidate when its distance from the block's
+       box centre, minus the box's half-diagonal, is below ``margin + 1.5 * smooth_k`` (the
+       distance is 1-Lipschitz, so no capsule within reach of a vertex is dropped);
+    2. every candidate's distance is evaluated for the whole block in float32, in coordinates
+       relative to the block centre (a branch-free SIMD loop that keeps the nearest and the
+       second-nearest distance per vertex). Its error is below ``eps = f32_tol * S`` where ``S``
+       is the block's scale (block radius + farthest candidate end + length + radius, metres);
+    3. blocks whose float32 minimum is at or above ``reach + eps`` cannot move: they are copied;
+    4. otherwise the float32 nearest capsule is re-evaluated in float64 (distance and gradient,
+       SIMD again). Where the runner-up lies within ``2 eps`` the float32 ranking might be
+       wrong, and all candidates are evaluated in float64 for that vertex (scalar);
+       with ``smooth_k > 0`` the smooth union is folded over the candidates per vertex;
+    5. the push law runs over the block and the results are scattered back.
+
+    So the float64 distance, gradient and push are those of the NumPy reference
+    (:func:`push_out_reference`) for every vertex that can move.
+
+    Parameters
+    ----------
+    points : array_like (N, 3)
+        A template of the garment's vertices (rest pose or first frame), metres: sets ``N``
+        and the default order.
+    params : PushParams, optional
+        Copied at construction (make a new plan to change them).
+    tightness, softness : None, float, (N,) or texture
+        Masks (see :func:`resolve_mask`).
+    uvs : array_like (N, 2), optional
+        Needed for texture masks.
+    up : array_like (3,)
+        World up, for the skirt bias.
+    order : array_like int (N,), optional
+        Vertex order (a permutation of ``0..N-1``); default ``spatial_order(points)``.
+    block : int
+        Vertices per block (default 64).
+
+    Attributes
+    ----------
+    n : int
+        Number of garment vertices.
+    order : ndarray int64 (N,)
+    out, push, d : ndarray float64 (N, 3), (N,), (N,)
+        Output buffers, overwritten by every :meth:`run`.
+    f32_tol : float
+        Float32 pre-selection tolerance per metre of block scale (default :data:`F32_TOL`).
+    """
+
+    def __init__(self, points, params: PushParams | None = None, tightness=None, softness=None, uvs=None, up=UP,
+                 order=None, block: int = BLOCK):
+        p, params, t, s = _inputs(points, params, tightness, softness, uvs)
+        n = p.shape[0]
+        up = _as_f64(up, (3,), "up")
+        if not np.all(np.isfinite(up)):
+            raise KisekaeError("non-finite value (NaN or inf)", "up")
+        if int(block) < 1:
+            raise KisekaeError(f"must be >= 1, got {block!r}", "block")
+        if order is None:
+            order = spatial_order(p)
+        try:
+            order = np.asarray(order)
+            ok = order.ndim == 1 and (order.size == 0 or np.issubdtype(order.dtype, np.integer))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok or order.shape[0] != n or (n and (order.min() < 0 or order.max() >= n)):
+            raise KisekaeError(f"must be a permutation of the {n} garment vertices", "order")
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        if n and np.bincount(order, minlength=n).max() > 1:
+            raise KisekaeError(f"must be a permutation of the {n} garment vertices (a vertex repeats)", "order")
+        self.n = n
+        self.block = int(block)
+        self.order = order
+        self.params = PushParams(**vars(params))
+        self.up = up.copy()
+        self.f32_tol = F32_TOL
+        self._tight = np.ascontiguousarray(t[order])
+        self._soft = np.ascontiguousarray(s[order])
+        self.out = np.empty((n, 3))
+        self.push = np.zeros(n)
+        self.d = np.full(n, np.inf)
+        self._caps = np.empty((0, 14))
+        self._bound = np.empty((0, 4))
+
+    def run(self, points, a, b, ra, rb, out=None, diagnostics: bool = True):
+        """Push one frame's garment vertices out of the posed capsules.
+
+        Parameters
+        ----------
+        points : array_like (N, 3)
+            Posed garment vertices, world, metres (float64 C-contiguous avoids a copy).
+        a, b : array_like (C, 3)
+            Posed capsule end centres, world, metres.
+        ra, rb : array_like (C,)
+            End radii, metres.
+        out : ndarray float64 (N, 3), optional
+            Where to write the pushed vertices; default the plan's own :attr:`out` buffer.
+            Passing ``points`` itself updates it in place, and then only the vertices that may
+            move are written (the others already hold their result).
+        diagnostics : bool
+            Also write :attr:`push` and :attr:`d` (default). ``False`` skips them (a per-frame
+            engine needs only the positions) and returns ``None`` for both.
+
+        Returns
+        -------
+        new_points : ndarray float64 (N, 3)
+            ``out`` (or :attr:`out`); overwritten by the next run.
+        push : ndarray float64 (N,) or None
+            Displacement length, metres (:attr:`push`).
+        d : ndarray float64 (N,) or None
+            Field distance (:attr:`d`): exact wherever it is below ``margin + smooth_k``;
+            elsewhere a value at or above ``margin`` (float32 or the hard minimum over the
+            block's candidates), or ``inf`` when no capsule is near the block.
+        """
+        n = self.n
+        p = _as_f64(points, (n, 3), "garment vertices")
+        a = _as_f64(a, (-1, 3), "capsule a")
+        C = a.shape[0]
+        b = _as_f64(b, (C, 3), "capsule b")
+        ra = _as_f64(ra, (C,), "capsule ra")
+        rb = _as_f64(rb, (C,), "capsule rb")
+        if self._caps.shape[0] != C:
+            self._caps = np.empty((C, 14))
+            self._bound = np.empty((C, 4))
+        code, i = _pack_capsules(a, b, ra, rb, self._caps, self._bound)
+        if code:
+            raise KisekaeError(_CAPSULE_ERRORS[code].format(i=i), "capsules")
+        if out is None:
+            out = self.out
+        elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+                  and out.flags.writeable and out.shape == (n, 3)):
+            raise KisekaeError(f"must be a writeable C-contiguous float64 array of shape ({n}, 3)", "out")
+        pr = self.params
+        prm = np.array([pr.smooth_k, pr.margin, pr.stiffness, pr.max_push, pr.skirt_bias, self.up[0], self.up[1],
+                        self.up[2], self.f32_tol])
+        if n:
+            diag = bool(diagnostics)
+            bad = _plan_kernel(p, self.order, self._tight, self._soft, self._caps, self._bound, prm, self.block, out,
+                               self.push, self.d, out is not p, diag)
+            if bad >= 0:
+                rows = self.order[bad:bad + self.block]
+                row = int(rows[~np.isfinite(p[rows]).all(axis=1)].min())
+                raise KisekaeError(f"non-finite value (NaN or inf) at row {row}", "garment vertices")
+        if not diagnostics:
+            return out, None, None
+        return out, self.push, self.d
 
 
 def push_out_blocked(points, a, b, ra, rb, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
                      up=UP, order=None, block: int = BLOCK):
-    """Capsule push-out by blocks of nearby vertices (Numba, one core): the fast path.
+    """Capsule push-out by blocks of nearby vertices (Numba, one core), in one call.
 
-    Same result as :func:`push_out_reference` for every vertex that moves. Vertices are taken
-    ``block`` at a time in ``order`` (see :func:`spatial_order`; compute it once per garment). Per
-    block, a capsule is a candidate when its distance from the block's box centre, minus the box's
-    half-diagonal, is below ``margin + 1.5 * smooth_k``; the distance is 1-Lipschitz, so no
-    capsule within reach of any vertex of the block is dropped. Then every candidate's distance is
-    evaluated for the whole block in a branch-free loop (vectorised by the compiler), and the
-    gradient only for the vertices that move (of the nearest capsule; with ``smooth_k > 0`` the
-    smooth union is folded over the block's candidates in index order, exactly as the reference).
+    Builds a :class:`CapsulePushPlan` and runs it once; for a garment animated over many frames
+    build the plan once and call :meth:`CapsulePushPlan.run` per frame instead (this saves the
+    input checks, the mask resolution and, when ``order`` is not given, a sort per call).
 
     Parameters
     ----------
     points, a, b, ra, rb, params, tightness, softness, uvs, up
         As :func:`push_out_reference`.
     order : array_like int (N,), optional
-        Vertex order (a permutation); default :func:`spatial_order` of ``points`` (costs a sort,
-        so pass a stored one per frame).
+        Vertex order (a permutation); default :func:`spatial_order` of ``points``.
     block : int
         Vertices per block (default 64).
 
@@ -591,33 +928,13 @@ def push_out_blocked(points, a, b, ra, rb, params: PushParams | None = None, tig
     -------
     new_points : ndarray float64 (N, 3)
     push : ndarray float64 (N,)
-        Displacement length, metres.
+        Displacement length, metres. Same as the reference for every vertex.
     d : ndarray float64 (N,)
-        Field distance: exact wherever it is below ``margin + smooth_k`` (the hard minimum is then
-        below ``margin + 1.5 smooth_k``); elsewhere a value at or above ``margin`` (the hard
-        minimum over the block's candidates), or ``inf`` when no capsule is near the block.
+        Field distance: exact wherever it is below ``margin + smooth_k``; elsewhere a value at
+        or above ``margin``, or ``inf`` when no capsule is near the vertex's block.
     """
-    p, params, t, s = _inputs(points, params, tightness, softness, uvs)
-    caps = prepare_capsules(a, b, ra, rb)
-    n = p.shape[0]
-    if order is None:
-        order = spatial_order(p)
-    order = np.ascontiguousarray(order, dtype=np.int64).reshape(-1)
-    if order.shape[0] != n or (n and (order.min() < 0 or order.max() >= n)):
-        raise KisekaeError(f"must be a permutation of the {n} garment vertices", "order")
-    if int(block) < 1:
-        raise KisekaeError(f"must be >= 1, got {block!r}", "block")
-    # bounding sphere of each capsule: centre of the segment, half-length + larger radius
-    mid = caps[:, 0:3] + 0.5 * caps[:, 6:7] * caps[:, 3:6]
-    bound = np.ascontiguousarray(np.column_stack([mid, 0.5 * caps[:, 6] + np.maximum(caps[:, 9], caps[:, 10])]))
-    out = p.copy()
-    push = np.zeros(n)
-    d = np.full(n, np.inf)
-    if n and not _push_blocked(p, order, caps, bound, float(params.smooth_k), float(params.margin),
-                               float(params.stiffness), float(params.max_push), float(params.skirt_bias), t, s,
-                               np.asarray(up, dtype=np.float64), int(block), out, push, d):
-        raise KisekaeError(f"must be a permutation of the {n} garment vertices (a vertex repeats)", "order")
-    return out, push, d
+    plan = CapsulePushPlan(points, params, tightness, softness, uvs, up, order, block)
+    return plan.run(points, a, b, ra, rb)
 
 
 # --------------------------------------------------------------------------- mesh helpers
