@@ -304,9 +304,80 @@ def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
     return True
 
 
+def _body_edges(query) -> np.ndarray:
+    """Unique edges of the body triangles, cached on the body topology."""
+    e = getattr(query.topology, "_edges", None)
+    if e is None:
+        from ..avatar.mesh import unique_edges
+
+        e = unique_edges(query.topology.faces).astype(np.int64)
+        query.topology._edges = e
+    return e
+
+
+def exposed_body_edges(query, offset: float = 1e-3) -> np.ndarray:
+    """Body edges with both ends on the outside of the body union (cached on the query).
+
+    A vertex is exposed when the point ``offset`` out along its normal is outside the union
+    (winding number); skin buried inside another body part cannot show through cloth.
+    """
+    e = getattr(query, "_exposed_edges", None)
+    if e is None:
+        from ..avatar.mesh import vertex_normals as _vn
+
+        v = np.asarray(query.vertices, dtype=np.float64)
+        n = _vn(v, query.topology.faces).astype(np.float64) * query.topology.orientation
+        exposed = ~query.inside(v + offset * n)
+        be = _body_edges(query)
+        e = be[exposed[be[:, 0]] & exposed[be[:, 1]]]
+        query._exposed_edges = e
+    return e
+
+
+def _lift_pierced_faces(query, p, p0, faces, contact, gap, max_push) -> int:
+    """One round of lifting garment triangles that exposed skin pierces (in place).
+
+    Skin can show through cloth without any garment edge crossing it: a bump (a knuckle, a
+    kneecap) pokes through the middle of a garment face. For each exposed body edge through a
+    garment triangle, the triangle's corners rise along its outward normal until the bump's tip
+    is a gap below the face. Returns how many piercing body edges were found.
+    """
+    from ..avatar.mesh import face_normals
+    from ..qa.bvh import build_bvh, refit
+    from ..qa.crossings import edge_crossings
+
+    bvh = build_bvh(p, faces)
+    state = refit(bvh, p, faces)
+    vb = np.asarray(query.vertices, dtype=np.float64)
+    be = exposed_body_edges(query)
+    hit, tri = edge_crossings(vb, be, bvh, state, return_triangles=True)
+    if not hit.any():
+        return 0
+    be = be[hit]
+    f = faces[tri[hit]]
+    fn = face_normals(p, faces)[tri[hit]]
+    # Outward: the side the body's outward normal points to at the face.
+    _, nb, _ = signed_body_distance(query, p[f].mean(axis=1))
+    fn = np.where((np.einsum("ij,ij->i", fn, nb) < 0)[:, None], -fn, fn)
+    tip = np.maximum(np.einsum("ij,ij->i", vb[be[:, 0]] - p[f[:, 0]], fn),
+                     np.einsum("ij,ij->i", vb[be[:, 1]] - p[f[:, 0]], fn))
+    lift = np.maximum(tip, 0.0) + np.maximum(gap[f].max(axis=1), 1e-4)
+    need = np.zeros(len(p))
+    dsum = np.zeros((len(p), 3))
+    for col in range(3):
+        np.maximum.at(need, f[:, col], lift)
+        np.add.at(dsum, f[:, col], fn)
+    moved = need > 0
+    d = dsum[moved] / np.maximum(np.linalg.norm(dsum[moved], axis=1, keepdims=True), 1e-12)
+    p[moved] += need[moved, None] * d
+    contact[moved] = True
+    _cap(p, p0, max_push)
+    return int(hit.sum())
+
+
 def push_out_exact(query, points, edges, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
                    max_rounds: int = 4, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 30,
-                   directions=None):
+                   directions=None, pierce_rounds: int = 6):
     """Push a posed garment outside the posed body surface (see the module docstring).
 
     Parameters
@@ -326,8 +397,9 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         Rounds of re-projecting vertices that are still inside.
     up : array_like (3,)
         World up (skirt bias).
-    garment_faces : ignored
-        Kept for compatibility.
+    garment_faces : (F, 3) int array, optional
+        Garment triangles. With them, body edges that pierce a garment face between its vertices
+        (a knuckle through a glove's face) lift that face (``pierce_rounds`` rounds).
     crossing_rounds : int
         Rounds of the edge-crossing fix.
     directions : (N, 3) array, optional
@@ -442,14 +514,32 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         p[back] = before[back]
         if back.size == 0:
             break
-    # Edges that still cross the body (see _fix_crossings).
-    if e.size:
-        for _ in range(crossing_rounds):
-            if not _fix_crossings(query, p, p0, e, contact, gap, max_push):
+    # Garment edges through the body (see _fix_crossings), then skin bumps through the middle of
+    # garment faces (see _lift_pierced_faces); lifting faces can make new edge crossings, so the
+    # two alternate.
+    faces = None if garment_faces is None else np.asarray(garment_faces, dtype=np.int64)
+
+    def settle():
+        r = 0
+        while r < max_rounds and reproject(p):
+            r += 1
+
+    for sweep in range(2 if faces is not None and len(faces) else 1):
+        if e.size:
+            for _ in range(crossing_rounds if sweep == 0 else max(crossing_rounds // 3, 1)):
+                if not _fix_crossings(query, p, p0, e, contact, gap, max_push):
+                    break
+                settle()
+        if faces is None or not len(faces):
+            break
+        pierced = 0
+        for _ in range(pierce_rounds):
+            pierced = _lift_pierced_faces(query, p, p0, faces, contact, gap, max_push)
+            if not pierced:
                 break
-            r = 0
-            while r < max_rounds and reproject(p):
-                r += 1
+            settle()
+        if not pierced and not (e.size and query.crossing_edges(p, e).any()):
+            break
     push = np.linalg.norm(p - p0, axis=1)
     unresolved = np.zeros(n, dtype=bool)
     if contact.any():

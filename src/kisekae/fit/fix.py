@@ -104,7 +104,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         mk = masks.get(name, {})
         new, info = push_out_exact(query, x, part.mesh.edges, p, tightness=mk.get("tightness"),
                                    softness=mk.get("softness"), uvs=part.mesh.uvs.get("uv0"),
-                                   directions=skinned_normals(part, m))
+                                   directions=skinned_normals(part, m), garment_faces=part.mesh.faces)
         contact = info["contact"].copy()
         if layered and fixed_layers:
             # Alternate: clear the layers beneath, then the body again; the total move stays capped.
