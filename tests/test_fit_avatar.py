@@ -41,8 +41,23 @@ def test_exact_mode_stand_pose(avatar):
     # Clear vertices (farther than margin, and not the end of an edge that crosses the body) never move.
     far = ~info["contact"]
     assert np.abs(new[far] - x[far]).max() < 1e-4
-    crossing_ends = np.unique(part.mesh.edges[q.crossing_edges(x, part.mesh.edges)].ravel())
-    assert set(np.flatnonzero(info["contact"] & (info["d_before"] >= params.margin))) <= set(crossing_ends)
+    # Vertices beyond margin may move only as ends of edges through the body or corners of faces
+    # that exposed skin pierces (found here independently, on the skinned garment).
+    from kisekae.fit.exact import exposed_body_edges
+    from kisekae.qa.bvh import build_bvh, refit
+    from kisekae.qa.crossings import edge_crossings
+
+    allowed = set(part.mesh.edges[q.crossing_edges(x, part.mesh.edges)].ravel())
+    tree = build_bvh(x, part.mesh.faces)
+    hit, tri = edge_crossings(q.vertices, exposed_body_edges(q), tree, refit(tree, x, part.mesh.faces),
+                              return_triangles=True)
+    allowed |= set(part.mesh.faces[tri[hit]].ravel())
+    moved_far = set(np.flatnonzero(info["contact"] & (info["d_before"] >= params.margin)))
+    assert moved_far, "the stand pose has skin poking through between tights vertices"
+    # Lifting a pierced face can make a neighbouring edge cross; its ends are then contact too,
+    # so allow one ring around the initially allowed set.
+    ring = set(part.mesh.edges[np.isin(part.mesh.edges, list(allowed)).any(axis=1)].ravel())
+    assert moved_far <= allowed | ring
     assert q.crossing_edges(new, part.mesh.edges).sum() == 0
 
 

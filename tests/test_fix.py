@@ -97,8 +97,20 @@ def test_verification_matrix_inside_and_caps(avatar, pose_name):
     for b, a in zip(before, recs):
         assert a["edge_crossings"] <= b["edge_crossings"]
     if pose_name != "crouch":
-        # The skirt clears completely in stand and leg_raise (crossings included).
-        assert recs[1]["edge_crossings"] == 0
+        # Both garments clear completely in stand and leg_raise: no garment edge through the body
+        # and no exposed skin edge through a garment face.
+        from kisekae.fit.exact import exposed_body_edges
+        from kisekae.qa.bvh import build_bvh, refit
+        from kisekae.qa.crossings import edge_crossings
+
+        m = pose.skinning_matrices(avatar.skeleton)
+        q = BodyQuery(body_topology(avatar), avatar.body.posed(m))
+        for rec in recs:
+            assert rec["edge_crossings"] == 0, rec
+            pos = fixed[rec["garment"]].positions
+            faces = avatar.garments[rec["garment"]].mesh.faces
+            tree = build_bvh(pos, faces)
+            assert not edge_crossings(q.vertices, exposed_body_edges(q), tree, refit(tree, pos, faces)).any()
 
 
 def test_exact_beats_shrinkwrap_in_a_deep_pose(avatar):
