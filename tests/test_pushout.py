@@ -156,3 +156,140 @@ def test_blocked_kernel_bad_order():
         push_out_blocked(p, A, B, RA, RB, block=0)
     with pytest.raises(KisekaeError, match="non-finite"):
         push_out_blocked([[np.nan, 0, 0]], A, B, RA, RB)
+
+
+# --------------------------------------------------------------------------- CapsulePushPlan (the 1 ms path)
+def _crossing_capsules(offset):
+    """Two crossing capsules (an X): along their bisector planes the nearest capsule swaps."""
+    a = np.array([[-0.15, -0.15, 0.0], [-0.15, 0.15, 0.01]]) + offset
+    b = np.array([[0.15, 0.15, 0.0], [0.15, -0.15, 0.01]]) + offset
+    return a, b, np.array([0.05, 0.045]), np.array([0.04, 0.05])
+
+
+def _near_tie_points(rng, a, b, ra, rb, n, jitter=2e-6):
+    """Points within ``jitter`` (metres) of being equidistant from both capsules, at clearances -10..+3 mm."""
+    from kisekae.fit.sdf import capsule_distance
+
+    p = np.vstack([a + rng.uniform(0, 1, (n, 1)) * (b - a) for a, b in zip(a, b)]) + rng.normal(0, 0.06, (2 * n, 3))
+    target = rng.uniform(-0.01, 0.003, len(p))
+    for _ in range(40):  # Newton steps onto {d0 = d1 = target}
+        d, g = capsule_distance(p, a, b, ra, rb)
+        gs = g[:, 0] + g[:, 1]  # changes both distances alike
+        p += ((target - d[:, 0]) / np.maximum(1 + (g[:, 0] * g[:, 1]).sum(1), 1e-3))[:, None] * gs
+        d, g = capsule_distance(p, a, b, ra, rb)
+        gd = g[:, 0] - g[:, 1]
+        p -= ((d[:, 0] - d[:, 1]) / np.maximum((gd * gd).sum(1), 1e-12))[:, None] * gd
+    d, _ = capsule_distance(p, a, b, ra, rb)
+    p = p[np.abs(d[:, 0] - d[:, 1]) < 1e-10]
+    return p + rng.normal(0, jitter, p.shape)
+
+
+@pytest.mark.parametrize("offset", [0.0, 300.0])
+@pytest.mark.parametrize("params", [PushParams(), PushParams(smooth_k=0.01, skirt_bias=0.5, stiffness=0.8, softness=0.3)])
+def test_plan_matches_reference_on_near_ties(offset, params):
+    from kisekae.fit.pushout import CapsulePushPlan
+
+    rng = np.random.default_rng(21)
+    a, b, ra, rb = _crossing_capsules(np.array([offset, -offset, 0.5 * offset]))
+    p = _near_tie_points(rng, a, b, ra, rb, 1500)
+    p = np.vstack([p, shell_points(rng, 1000) + offset * np.array([1, -1, 0.5])])
+    t = rng.uniform(0, 1, len(p))
+    ref, push_r, d_r = push_out_reference(p, a, b, ra, rb, params, tightness=t)
+    assert (push_r > 0).sum() > 1000
+    plan = CapsulePushPlan(p, params, tightness=t)
+    out, push, d = plan.run(p, a, b, ra, rb)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(push, push_r, rtol=0, atol=1e-12)
+    near = d_r < params.margin + params.smooth_k
+    np.testing.assert_allclose(d[near], d_r[near], rtol=0, atol=1e-12)
+    assert np.all(d[~near] >= params.margin)
+    far = d_r >= params.margin
+    assert np.all(out[far] == p[far])
+    # a second frame through the same plan reuses its buffers and gives the same numbers
+    out2, _, _ = plan.run(p, a, b, ra, rb)
+    assert out2 is out
+
+
+def test_plan_float32_tolerance_is_needed():
+    """With no tolerance the float32 ranking picks the wrong capsule near ties: the tests see it."""
+    from kisekae.fit.pushout import CapsulePushPlan
+
+    rng = np.random.default_rng(22)
+    a, b, ra, rb = _crossing_capsules(np.array([300.0, -300.0, 150.0]))
+    p = _near_tie_points(rng, a, b, ra, rb, 1500, jitter=1e-9)
+    ref, _, _ = push_out_reference(p, a, b, ra, rb)
+    plan = CapsulePushPlan(p)
+    plan.f32_tol = 0.0
+    out, _, _ = plan.run(p, a, b, ra, rb)
+    assert np.abs(out - ref).max() > 1e-7
+    plan.f32_tol = 4e-6
+    out, _, _ = plan.run(p, a, b, ra, rb)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
+
+
+def test_plan_float32_error_bound():
+    """float32 block-local distances stay within F32_TOL * scale / 4 of float64 (what eps assumes)."""
+    from kisekae.fit.pushout import F32_TOL
+    from kisekae.fit.sdf import capsule_distance
+
+    rng = np.random.default_rng(23)
+    for offset in (0.0, 1000.0):
+        a = rng.uniform(-0.3, 0.3, (20, 3)) + offset
+        b = a + rng.normal(0, 0.15, (20, 3))
+        ra = rng.uniform(0.01, 0.08, 20)
+        rb = rng.uniform(0.01, 0.08, 20)
+        keep = np.linalg.norm(b - a, axis=1) > np.abs(ra - rb) + 1e-3
+        a, b, ra, rb = a[keep], b[keep], ra[keep], rb[keep]
+        centre = np.full(3, offset)
+        p = centre + rng.uniform(-0.4, 0.4, (3000, 3))
+        d64, _ = capsule_distance(p, a, b, ra, rb)
+        # the float32 evaluation of the kernel, in coordinates relative to the block centre
+        f = lambda v: np.asarray(v, np.float32)
+        pl, al, bl = f(p - centre), f(a - centre), f(b - centre)
+        d32, _ = capsule_distance(pl.astype(np.float64), al.astype(np.float64), bl.astype(np.float64), ra, rb)
+        scale = np.linalg.norm(a - centre, axis=1) + np.linalg.norm(b - a, axis=1) + np.maximum(ra, rb) + 0.7
+        assert np.all(np.abs(d32 - d64) <= 0.25 * F32_TOL * scale[None])
+
+
+def test_plan_in_place_and_positions_only():
+    from kisekae.fit.pushout import CapsulePushPlan
+
+    rng = np.random.default_rng(24)
+    p = shell_points(rng, 3000)
+    ref, push_r, _ = push_out_reference(p, A, B, RA, RB)
+    plan = CapsulePushPlan(p, order=np.arange(len(p)), block=32)
+    q = p.copy()
+    out, push, d = plan.run(q, A, B, RA, RB, out=q, diagnostics=False)
+    assert out is q and push is None and d is None
+    np.testing.assert_allclose(q, ref, rtol=0, atol=1e-9)
+    out, push, d = plan.run(p, A, B, RA, RB)
+    np.testing.assert_allclose(push, push_r, rtol=0, atol=1e-12)
+
+
+def test_plan_bad_input():
+    from kisekae.fit.pushout import CapsulePushPlan
+
+    p = shell_points(np.random.default_rng(25), 200)
+    plan = CapsulePushPlan(p)
+    with pytest.raises(KisekaeError, match="garment vertices.*shape"):
+        plan.run(p[:-1], A, B, RA, RB)
+    bad = p.copy()
+    bad[137, 1] = np.nan
+    with pytest.raises(KisekaeError, match="row 137"):
+        plan.run(bad, A, B, RA, RB)
+    with pytest.raises(KisekaeError, match="degenerate"):
+        plan.run(p, A, A, RA, RB)
+    with pytest.raises(KisekaeError, match="radius <= 0"):
+        plan.run(p, A, B, np.array([0.05, 0.0]), RB)
+    with pytest.raises(KisekaeError, match="non-finite"):
+        plan.run(p, np.array([[0.0, np.inf, 0.0], [0.0, 0.3, 0.0]]), B, RA, RB)
+    with pytest.raises(KisekaeError, match="capsule b"):
+        plan.run(p, A, B[:1], RA, RB)
+    with pytest.raises(KisekaeError, match="out"):
+        plan.run(p, A, B, RA, RB, out=np.empty((len(p), 3), dtype=np.float32))
+    with pytest.raises(KisekaeError, match="tightness"):
+        CapsulePushPlan(p, tightness=np.zeros(len(p) + 1))
+    with pytest.raises(KisekaeError, match="repeats"):
+        CapsulePushPlan(p, order=np.zeros(len(p), dtype=int))
+    with pytest.raises(KisekaeError, match="greater than max_push"):
+        CapsulePushPlan(p, PushParams(margin=0.05, max_push=0.02))
