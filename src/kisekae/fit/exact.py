@@ -519,10 +519,21 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
     # two alternate.
     faces = None if garment_faces is None else np.asarray(garment_faces, dtype=np.int64)
 
+    # The last position of every contact vertex at which it was outside: a lift that pushes a
+    # vertex into another body part beyond repair is undone rather than left inside.
+    last_good = p.copy()
+
     def settle():
         r = 0
         while r < max_rounds and reproject(p):
             r += 1
+        c = np.flatnonzero(contact)
+        if c.size:
+            inside = query.inside(p[c])
+            last_good[c[~inside]] = p[c[~inside]]
+            p[c[inside]] = last_good[c[inside]]
+
+    settle()
 
     for sweep in range(2 if faces is not None and len(faces) else 1):
         if e.size:

@@ -107,6 +107,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
                                    directions=skinned_normals(part, m), garment_faces=part.mesh.faces)
         contact = info["contact"].copy()
         if layered and fixed_layers:
+            body_only = new.astype(np.float64).copy()
             # Alternate: clear the layers beneath, then the body again; the total move stays capped.
             for _ in range(2):
                 before = new.astype(np.float64)
@@ -118,8 +119,12 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
                 new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
                 contact |= info2["contact"]
                 new = _cap_total(new.astype(np.float64), x, p.max_push)
+                # Never trade the body for a layer: a vertex the cap left inside the body goes
+                # back to where the body-only solve had it (outside the body, maybe under a layer).
+                back = query.inside(new)
+                new[back] = body_only[back]
             info["contact"] = contact
-            info["unresolved"] = info2["unresolved"]
+            info["unresolved"] = query.inside(new) & contact
         push = np.linalg.norm(new.astype(np.float64) - x, axis=1)
         info["push"] = push
         elapsed = (time.perf_counter() - t0) * 1e3
