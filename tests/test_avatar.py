@@ -140,3 +140,17 @@ def test_top_k_weights():
     assert s.indices[1, 0] == 3 and s.weights[1, 0] == 1.0
     with pytest.raises(KisekaeError, match="no skin weight"):
         top_k_weights(np.zeros((1, 3)))
+
+
+def test_named_poses_resolve_through_a_humanoid_mapping(avatar):
+    """On a rig with other bone names, named poses follow the VRM humanoid mapping."""
+    from kisekae.avatar.skeleton import Skeleton
+
+    s = avatar.skeleton
+    renamed = Skeleton([f"J_Bip_{i}" for i in range(s.n_bones)], s.parents, s.rest, s.tails)
+    with pytest.raises(KisekaeError, match="unknown bone"):
+        named_pose(renamed, "leg_raise")
+    renamed.humanoid = {"leftUpperLeg": s.index["thigh_l"], "hips": s.index["pelvis"]}
+    a = named_pose(s, "leg_raise").world_matrices(s)
+    b = named_pose(renamed, "leg_raise").world_matrices(renamed)
+    np.testing.assert_allclose(a, b, atol=1e-12)

@@ -61,13 +61,38 @@ BONE_ALIASES = {
 }
 
 
+#: game_engine bone name -> VRM humanoid bone name (used for VRM avatars and recognised rigs).
+HUMANOID = {
+    "pelvis": "hips", "spine_01": "spine", "spine_02": "chest", "spine_03": "upperChest", "neck_01": "neck",
+    "head": "head", "clavicle_l": "leftShoulder", "clavicle_r": "rightShoulder", "upperarm_l": "leftUpperArm",
+    "upperarm_r": "rightUpperArm", "lowerarm_l": "leftLowerArm", "lowerarm_r": "rightLowerArm",
+    "hand_l": "leftHand", "hand_r": "rightHand", "thigh_l": "leftUpperLeg", "thigh_r": "rightUpperLeg",
+    "calf_l": "leftLowerLeg", "calf_r": "rightLowerLeg", "foot_l": "leftFoot", "foot_r": "rightFoot",
+}
+
+
+def humanoid_map(skeleton: Skeleton) -> dict:
+    """VRM humanoid bone name -> bone index: the skeleton's own (VRM files) or guessed from its names."""
+    own = getattr(skeleton, "humanoid", None)
+    if own:
+        return own
+    from ..io.vrm import guess_humanoid
+
+    return guess_humanoid(skeleton.names)
+
+
 def resolve_bone(skeleton: Skeleton, name: str, source: str) -> int:
-    """Index of ``name`` in ``skeleton``, trying :data:`BONE_ALIASES` before giving up."""
+    """Index of ``name`` in ``skeleton``: the name itself, a :data:`BONE_ALIASES` alias, then the
+    humanoid bone it stands for (:data:`HUMANOID`) through the skeleton's humanoid mapping."""
     if name in skeleton.index:
         return skeleton.index[name]
     for alias in BONE_ALIASES.get(name, []):
         if alias in skeleton.index:
             return skeleton.index[alias]
+    vrm_name = HUMANOID.get(name, name)
+    mapping = humanoid_map(skeleton)
+    if vrm_name in mapping:
+        return int(mapping[vrm_name])
     return skeleton.bone(name, source)
 
 

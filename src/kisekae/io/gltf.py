@@ -940,8 +940,16 @@ def _images(doc: GltfDocument) -> dict:
 
 
 def load_avatar(path, *, garments=None, mapping=None, body=None) -> Avatar:
-    """The avatar of a .glb/.gltf/.vrm file (see :func:`load_gltf`)."""
-    return load_gltf(path, garments=garments, mapping=mapping, body=body).avatar
+    """The avatar of a .glb/.gltf/.vrm file (see :func:`load_gltf`).
+
+    A VRM file's humanoid mapping is kept on ``avatar.skeleton.humanoid`` (VRM bone name -> bone
+    index), so named poses (``kisekae.avatar.poses``) work on any VRM avatar.
+    """
+    asset = load_gltf(path, garments=garments, mapping=mapping, body=body)
+    if asset.vrm is not None and asset.node_of_bone is not None:
+        bone_of_node = {int(n): b for b, n in enumerate(asset.node_of_bone)}
+        asset.avatar.skeleton.humanoid = vrm_mod.humanoid_bones(asset.vrm, bone_of_node)
+    return asset.avatar
 
 
 # ============================================================================= description
