@@ -163,3 +163,14 @@ def test_frames_selection():
         parse_frames("4:2", 5)
     with pytest.raises(KisekaeError, match="bad frame"):
         parse_frames("x", 5)
+
+
+def test_bvh_retargets_by_humanoid_role_onto_other_names(avatar):
+    """The CMU clip drives the game_engine rig (other bone names) through humanoid roles."""
+    motion = load_bvh(BVH, avatar.skeleton, "2")
+    clip = read_bvh(BVH)
+    q, _ = clip.global_rotations(2)
+    names = [j.name for j in clip.joints]
+    want = q[names.index("LeftUpLeg")] @ clip.joints[names.index("LeftLeg")].offset
+    got = motion.poses[0].world_matrices(avatar.skeleton)[avatar.skeleton.index["thigh_l"], :3, 1]
+    np.testing.assert_allclose(got, want / np.linalg.norm(want), atol=1e-6)

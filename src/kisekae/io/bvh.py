@@ -267,9 +267,24 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
     """Retarget ``clip`` onto ``skeleton`` by joint name (see module docstring)."""
     names = [JOINT_ALIASES.get(j.name, j.name) for j in clip.joints]
     mapping = {skeleton.index[n]: b for b, n in enumerate(names) if n in skeleton.index}
+    # Bones without a same-named joint: match by humanoid role (hips, leftUpperLeg, ...), so a
+    # Mixamo- or CMU-named clip drives a VRM or game-engine rig.
+    from ..avatar.poses import humanoid_map
+    from .vrm import HUMANOID_NAMES
+
+    ours = humanoid_map(skeleton)
+    joint_of = {n: b for b, n in enumerate(names)}
+    for role, bone in ours.items():
+        bone = int(bone)
+        if bone in mapping:
+            continue
+        for candidate in HUMANOID_NAMES.get(role, ()):
+            if candidate in joint_of and joint_of[candidate] not in mapping.values():
+                mapping[bone] = joint_of[candidate]
+                break
     if not mapping:
         raise KisekaeError(
-            f"no BVH joint name matches a bone of this rig (rig has e.g. {skeleton.names[:4]}); use the cmu_mb rig",
+            f"no BVH joint matches a bone of this rig by name or humanoid role (rig has e.g. {skeleton.names[:4]})",
             clip.path,
         )
     frames = list(range(clip.n_frames)) if frames is None else frames
