@@ -11,7 +11,7 @@ def add_avatar_args(p, *, garments_default=("tights", "skirt")):
     p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default=None,
                    help="rig of the built-in avatar (default: game_engine, or cmu_mb with --bvh)")
     p.add_argument("--garment", action="append", metavar="NAME|PATH",
-                   help=f"garment name or .mhclo file (repeatable; default: {' '.join(garments_default)})")
+                   help=f"garment name or .mhclo file (repeatable; default: {' '.join(garments_default)}, or all garments of --avatar)")
     p.add_argument("--pose", action="append", metavar="NAME", help="named pose (repeatable; default: stand leg_raise crouch)")
     p.add_argument("--pose-file", action="append", metavar="FILE", help="JSON pose file (repeatable)")
     p.add_argument("--bvh", metavar="FILE", help="BVH clip, retargeted by joint name onto the cmu_mb rig")
@@ -32,7 +32,10 @@ def load_avatar(args):
     else:
         avatar = load_builtin_avatar(rig)
     names = []
-    for g in args.garment or args.garments_default:
+    wanted = args.garment or (list(avatar.garments) if avatar_path else args.garments_default)
+    if not wanted:
+        raise KisekaeError("the avatar has no garments; name one with --garment", avatar_path or "--garment")
+    for g in wanted:
         if g.lower().endswith(".mhclo"):
             from ..io.mhclo import load_mhclo
 
