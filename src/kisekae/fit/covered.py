@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..qa.bvh import build_bvh, refit
+from ..qa.raytri import ray_triangle_tuv
 from ..validate import as_faces, as_points, positive
 
 #: Barycentric tolerance: a ray through a shared edge hits (at least) one of its triangles even
@@ -72,33 +73,12 @@ def ray_hits_reference(origins, directions, max_distance, triangles):
 # --------------------------------------------------------------------------- Numba kernel
 @numba.njit(cache=True, inline="always")
 def _ray_triangle(ox, oy, oz, dx, dy, dz, tmax, tri, k):
-    """Möller-Trumbore, two-sided: True when the ray hits triangle ``k`` at ``0 <= t <= tmax``."""
-    e1x = tri[k, 1, 0] - tri[k, 0, 0]
-    e1y = tri[k, 1, 1] - tri[k, 0, 1]
-    e1z = tri[k, 1, 2] - tri[k, 0, 2]
-    e2x = tri[k, 2, 0] - tri[k, 0, 0]
-    e2y = tri[k, 2, 1] - tri[k, 0, 1]
-    e2z = tri[k, 2, 2] - tri[k, 0, 2]
-    hx = dy * e2z - dz * e2y
-    hy = dz * e2x - dx * e2z
-    hz = dx * e2y - dy * e2x
-    a = e1x * hx + e1y * hy + e1z * hz
-    if abs(a) <= 1e-18:
+    """Two-sided: True when the ray hits triangle ``k`` at ``0 <= t <= tmax`` (edges widened by _EDGE_EPS)."""
+    t, u, v = ray_triangle_tuv(ox, oy, oz, dx, dy, dz, tri[k, 0, 0], tri[k, 0, 1], tri[k, 0, 2],
+                               tri[k, 1, 0], tri[k, 1, 1], tri[k, 1, 2], tri[k, 2, 0], tri[k, 2, 1], tri[k, 2, 2],
+                               0.0)
+    if u < -_EDGE_EPS or u > 1.0 + _EDGE_EPS or v < -_EDGE_EPS or u + v > 1.0 + _EDGE_EPS:
         return False
-    f = 1.0 / a
-    sx = ox - tri[k, 0, 0]
-    sy = oy - tri[k, 0, 1]
-    sz = oz - tri[k, 0, 2]
-    u = f * (sx * hx + sy * hy + sz * hz)
-    if u < -_EDGE_EPS or u > 1.0 + _EDGE_EPS:
-        return False
-    qx = sy * e1z - sz * e1y
-    qy = sz * e1x - sx * e1z
-    qz = sx * e1y - sy * e1x
-    v = f * (dx * qx + dy * qy + dz * qz)
-    if v < -_EDGE_EPS or u + v > 1.0 + _EDGE_EPS:
-        return False
-    t = f * (e2x * qx + e2y * qy + e2z * qz)
     return 0.0 <= t <= tmax
 
 

@@ -6,42 +6,16 @@ import numba
 import numpy as np
 
 from .bvh import BVH, BVHState
+from .raytri import ray_triangle_tuv
 
 
 @numba.njit(cache=True)
 def segment_hits_triangle(p0, p1, tri, t):
     """Möller–Trumbore test of segment p0→p1 against ``tri[t]`` (endpoints included)."""
-    ex1 = tri[t, 1, 0] - tri[t, 0, 0]
-    ey1 = tri[t, 1, 1] - tri[t, 0, 1]
-    ez1 = tri[t, 1, 2] - tri[t, 0, 2]
-    ex2 = tri[t, 2, 0] - tri[t, 0, 0]
-    ey2 = tri[t, 2, 1] - tri[t, 0, 1]
-    ez2 = tri[t, 2, 2] - tri[t, 0, 2]
-    dx = p1[0] - p0[0]
-    dy = p1[1] - p0[1]
-    dz = p1[2] - p0[2]
-    hx = dy * ez2 - dz * ey2
-    hy = dz * ex2 - dx * ez2
-    hz = dx * ey2 - dy * ex2
-    a = ex1 * hx + ey1 * hy + ez1 * hz
-    scale = (abs(ex1) + abs(ey1) + abs(ez1)) * (abs(ex2) + abs(ey2) + abs(ez2)) * (abs(dx) + abs(dy) + abs(dz))
-    if abs(a) <= 1e-12 * scale:
-        return False  # parallel or degenerate
-    f = 1.0 / a
-    sx = p0[0] - tri[t, 0, 0]
-    sy = p0[1] - tri[t, 0, 1]
-    sz = p0[2] - tri[t, 0, 2]
-    u = f * (sx * hx + sy * hy + sz * hz)
-    if u < 0.0 or u > 1.0:
-        return False
-    qx = sy * ez1 - sz * ey1
-    qy = sz * ex1 - sx * ez1
-    qz = sx * ey1 - sy * ex1
-    v = f * (dx * qx + dy * qy + dz * qz)
-    if v < 0.0 or u + v > 1.0:
-        return False
-    s = f * (ex2 * qx + ey2 * qy + ez2 * qz)
-    return 0.0 <= s <= 1.0
+    s, u, v = ray_triangle_tuv(p0[0], p0[1], p0[2], p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2],
+                               tri[t, 0, 0], tri[t, 0, 1], tri[t, 0, 2], tri[t, 1, 0], tri[t, 1, 1], tri[t, 1, 2],
+                               tri[t, 2, 0], tri[t, 2, 1], tri[t, 2, 2], 1e-12)
+    return 0.0 <= u <= 1.0 and v >= 0.0 and u + v <= 1.0 and 0.0 <= s <= 1.0
 
 
 @numba.njit(cache=True)

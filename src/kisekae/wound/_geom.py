@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from ..qa.distance import closest_barycentric as _closest_on_tri
+from ..qa.raytri import ray_triangle_tuv
 
 # --------------------------------------------------------------------------------------------
 # vertex normals
@@ -216,31 +217,16 @@ def ray_triangles_numpy(origin, direction, vertices, faces, t_min=0.0):
 
 @numba.njit(cache=True, inline="always")
 def ray_triangle(ox, oy, oz, dx, dy, dz, vertices, ia, ib, ic):
-    """Möller–Trumbore: ``(t, u, w)`` of the ray o + t·d against triangle (ia, ib, ic); t = inf on a miss.
+    """``(t, u, w)`` of the ray o + t·d against triangle (ia, ib, ic); t = inf on a miss.
 
     Barycentrics of the hit are ``(1 − u − w, u, w)``. Shared by the brute-force and BVH casters.
     """
-    ax, ay, az = vertices[ia, 0], vertices[ia, 1], vertices[ia, 2]
-    e1x, e1y, e1z = vertices[ib, 0] - ax, vertices[ib, 1] - ay, vertices[ib, 2] - az
-    e2x, e2y, e2z = vertices[ic, 0] - ax, vertices[ic, 1] - ay, vertices[ic, 2] - az
-    px = dy * e2z - dz * e2y
-    py = dz * e2x - dx * e2z
-    pz = dx * e2y - dy * e2x
-    det = e1x * px + e1y * py + e1z * pz
-    if abs(det) <= 1e-300:
+    t, u, w = ray_triangle_tuv(ox, oy, oz, dx, dy, dz, vertices[ia, 0], vertices[ia, 1], vertices[ia, 2],
+                               vertices[ib, 0], vertices[ib, 1], vertices[ib, 2],
+                               vertices[ic, 0], vertices[ic, 1], vertices[ic, 2], 0.0)
+    if u < 0.0 or u > 1.0 or w < 0.0 or u + w > 1.0:
         return np.inf, 0.0, 0.0
-    inv = 1.0 / det
-    tx, ty, tz = ox - ax, oy - ay, oz - az
-    u = (tx * px + ty * py + tz * pz) * inv
-    if u < 0.0 or u > 1.0:
-        return np.inf, 0.0, 0.0
-    qx = ty * e1z - tz * e1y
-    qy = tz * e1x - tx * e1z
-    qz = tx * e1y - ty * e1x
-    w = (dx * qx + dy * qy + dz * qz) * inv
-    if w < 0.0 or u + w > 1.0:
-        return np.inf, 0.0, 0.0
-    return (e2x * qx + e2y * qy + e2z * qz) * inv, u, w
+    return t, u, w
 
 
 @numba.njit(cache=True)
