@@ -64,3 +64,22 @@ def test_cli_bad_input(tmp_path, capsys):
     assert main(["tension", "--stretch-area", "nan", "--pose", "stand", "--out", str(tmp_path)]) == 2
     assert "stretch_area" in capsys.readouterr().err
     assert main(["tension", "--pose", "stand", "--vertices", "99999999", "--out", str(tmp_path)]) == 2
+
+
+def test_cli_glb_bake_round_trips(tmp_path):
+    """`kisekae tension --glb` writes per-frame compress/stretch that read back equal to the .npz."""
+    import numpy as np
+
+    from kisekae.cli import main
+    from kisekae.io.gltf import load_gltf
+
+    assert main(["tension", "--mesh", "skirt", "--pose", "stand", "--pose", "leg_raise", "-o", str(tmp_path),
+                 "--glb"]) == 0
+    asset = load_gltf(tmp_path / "tension.glb")
+    npz = np.load(tmp_path / "tension.npz")
+    attrs = asset.attributes["skirt"]
+    for k in range(2):
+        np.testing.assert_allclose(attrs[f"_COMPRESS_{k}"], npz["compress"][k], atol=1e-6)
+        np.testing.assert_allclose(attrs[f"_STRETCH_{k}"], npz["stretch"][k], atol=1e-6)
+    np.testing.assert_allclose(attrs["COLOR_0"][:, 0], npz["compress"][0], atol=1e-6)
+    assert len(asset.animations[0].poses) == 2

@@ -43,6 +43,10 @@ def register(subparsers) -> None:
     p.add_argument("--vertices", default=None, metavar="I,J,...",
                    help="vertices whose T curves are exported (default: the two most compressed and two most stretched)")
     p.add_argument("-o", "--out", default="tension_out", metavar="DIR", help="output folder (default: tension_out)")
+    p.add_argument("--glb", action="store_true",
+                   help="also write tension.glb: the avatar with the poses as an animation, the first frame's "
+                        "tension colour as COLOR_0 of the mesh, and per-frame compress/stretch as custom "
+                        "attributes _COMPRESS_<i> and _STRETCH_<i> (at most 64 frames)")
     p.set_defaults(func=run)
 
 
@@ -139,5 +143,20 @@ def run(args) -> int:
     print(f"{'frame':<24} {'T min':>7} {'T max':>7} {'compress>0.5':>13} {'stretch>0.5':>12}")
     for nm, r, c, s in zip(seq.frame_names, seq.ratio, seq.compress, seq.stretch):
         print(f"{nm:<24} {r.min():7.3f} {r.max():7.3f} {np.mean(c > 0.5):13.2%} {np.mean(s > 0.5):12.2%}")
-    print(f"wrote {out / 'tension.json'}, {out / 'tension.png'}, {out / 'tension.npz'}")
+    written = [out / "tension.json", out / "tension.png", out / "tension.npz"]
+    if args.glb:
+        from ..io.gltf import save_avatar
+
+        if len(poses) > 64:
+            raise KisekaeError(f"{len(poses)} frames; --glb writes at most 64 (select with --frames)", "--glb")
+        color = np.concatenate([seq.compress[0][:, None], seq.stretch[0][:, None],
+                                np.zeros((len(seq.compress[0]), 1)), np.ones((len(seq.compress[0]), 1))], axis=1)
+        attrs = {}
+        for k in range(len(poses)):
+            attrs[f"_COMPRESS_{k}"] = seq.compress[k].astype(np.float32)
+            attrs[f"_STRETCH_{k}"] = seq.stretch[k].astype(np.float32)
+        save_avatar(out / "tension.glb", avatar, poses=poses, colors={part: [color.astype(np.float32)]},
+                    attributes={part: attrs})
+        written.append(out / "tension.glb")
+    print("wrote " + ", ".join(str(w) for w in written))
     return 0
