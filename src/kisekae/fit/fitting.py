@@ -24,6 +24,19 @@ from .capsules import CapsuleRig, validate_capsules
 from .sdf import capsule_field
 
 
+def _skinned_body(vertices, skin_indices, skin_weights, rest_matrices):
+    """Validated ``(vertices, indices, weights, rest)`` of a skinned body (shared by both fitting methods)."""
+    v = as_points(vertices, "body vertices")
+    idx = np.asarray(skin_indices)
+    w = np.asarray(skin_weights, dtype=np.float64)
+    if idx.shape != w.shape or idx.ndim != 2 or idx.shape[0] != len(v):
+        raise KisekaeError(f"skin indices {idx.shape} and weights {w.shape} must both be ({len(v)}, K)", "skin")
+    rest = np.asarray(rest_matrices, dtype=np.float64)
+    if rest.ndim != 3 or rest.shape[1:] != (4, 4):
+        raise KisekaeError(f"expected shape (B, 4, 4), got {rest.shape}", "rest_matrices")
+    return v, idx, w, rest
+
+
 def fit_capsules(vertices, skin_indices, skin_weights, rest_matrices, bone_names=None, *, min_weight: float = 0.5,
                  min_points: int = 30, radius_quantile: float = 0.35, trim: float = 0.02, end_fraction: float = 0.25,
                  max_per_bone: int = 2, split_ratio: float = 5.0, faces=None, bulge: float = 0.002,
@@ -73,14 +86,7 @@ def fit_capsules(vertices, skin_indices, skin_weights, rest_matrices, bone_names
         return fit_capsules_medial(vertices, faces, skin_indices, skin_weights, rest_matrices, bone_names,
                                    min_weight=min_weight, min_points=min_points, trim=trim, max_per_bone=max_per_bone,
                                    bulge=bulge, max_lanes=max_lanes)
-    v = as_points(vertices, "body vertices")
-    idx = np.asarray(skin_indices)
-    w = np.asarray(skin_weights, dtype=np.float64)
-    if idx.shape != w.shape or idx.ndim != 2 or idx.shape[0] != len(v):
-        raise KisekaeError(f"skin indices {idx.shape} and weights {w.shape} must both be ({len(v)}, K)", "skin")
-    rest = np.asarray(rest_matrices, dtype=np.float64)
-    if rest.ndim != 3 or rest.shape[1:] != (4, 4):
-        raise KisekaeError(f"expected shape (B, 4, 4), got {rest.shape}", "rest_matrices")
+    v, idx, w, rest = _skinned_body(vertices, skin_indices, skin_weights, rest_matrices)
     if not 0 < radius_quantile < 1:
         raise KisekaeError(f"must be in (0, 1), got {radius_quantile}", "radius_quantile")
     top = np.argmax(w, axis=1)
@@ -366,14 +372,7 @@ def fit_capsules_medial(vertices, faces, skin_indices, skin_weights, rest_matric
     """
     from ..qa.penetration import BodyQuery, BodyTopology
 
-    v = as_points(vertices, "body vertices")
-    idx = np.asarray(skin_indices)
-    w = np.asarray(skin_weights, dtype=np.float64)
-    if idx.shape != w.shape or idx.ndim != 2 or idx.shape[0] != len(v):
-        raise KisekaeError(f"skin indices {idx.shape} and weights {w.shape} must both be ({len(v)}, K)", "skin")
-    rest = np.asarray(rest_matrices, dtype=np.float64)
-    if rest.ndim != 3 or rest.shape[1:] != (4, 4):
-        raise KisekaeError(f"expected shape (B, 4, 4), got {rest.shape}", "rest_matrices")
+    v, idx, w, rest = _skinned_body(vertices, skin_indices, skin_weights, rest_matrices)
     if not np.isfinite(bulge) or bulge < 0:
         raise KisekaeError(f"must be >= 0 metres, got {bulge!r}", "bulge")
     if int(max_lanes) not in (1, 2, 3):
