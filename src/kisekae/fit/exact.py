@@ -23,7 +23,10 @@ projects onto the union's boundary instead. Per pose:
    (Trying the exposed point first keeps garments inside deep folds and looks tidier there, but
    leaves 2-4 times more crossing edges: leg_raise 9 / 1 against 1 / 0, sit 28 / 4 against 7 / 0.)
 4. The displacement is smoothed over contact neighbours; a vertex that smoothing would put back
-   inside keeps its unsmoothed position. Vertices that were clear never move.
+   inside keeps its unsmoothed position. Vertices that were clear never move. Then a short
+   position-based projection restores the skinned edge lengths over the contact vertices (each
+   iteration followed by putting escaped vertices back outside), so a trapped patch slides out
+   as a piece rather than as scattered vertices with long edges between them.
 5. Garment edges that still cross the body are lifted: both ends move along the outward
    direction at the chord's deepest sample by its depth plus the gap, shared by the ends'
    remaining ``max_push`` budgets; where the budgets cannot pay, the looser end is pulled back to
@@ -179,6 +182,10 @@ class _Exposure:
             out.append(exposed[row_i[np.isfinite(row_d)]])
         return out
 
+
+#: Iterations and relaxation of the edge-length projection over contact vertices.
+PBD_ITERATIONS = 20
+PBD_RELAX = 0.5
 
 #: Step (metres) of the march along a preferred direction out of the body union.
 MARCH_STEP = 0.003
@@ -514,6 +521,37 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         p[back] = before[back]
         if back.size == 0:
             break
+    # Keep the cloth's edge lengths: position-based projection over the contact vertices, each
+    # iteration restoring skinned edge lengths (Jacobi) and then putting any vertex that went
+    # inside back outside. Trapped patches slide out as a piece instead of each vertex going its
+    # own way, so fewer long edges cut through the body.
+    if e.size and PBD_ITERATIONS:
+        rest_len = np.linalg.norm(p0[e[:, 0]] - p0[e[:, 1]], axis=1)
+        for _ in range(PBD_ITERATIONS):
+            mov = contact.astype(np.float64)
+            d = p[e[:, 1]] - p[e[:, 0]]
+            ln = np.linalg.norm(d, axis=1)
+            wa, wb = mov[e[:, 0]], mov[e[:, 1]]
+            wsum = wa + wb
+            active = (wsum > 0) & (ln > 1e-12)
+            corr = np.zeros_like(d)
+            corr[active] = ((ln[active] - rest_len[active]) / ln[active])[:, None] * d[active] / wsum[active, None]
+            acc = np.zeros((n, 3))
+            cnt = np.zeros(n)
+            np.add.at(acc, e[:, 0], wa[:, None] * corr)
+            np.add.at(acc, e[:, 1], -wb[:, None] * corr)
+            np.add.at(cnt, e[:, 0], wa * active)
+            np.add.at(cnt, e[:, 1], wb * active)
+            m = contact & (cnt > 0)
+            before = p.copy()
+            p[m] += PBD_RELAX * acc[m] / cnt[m, None]
+            _cap(p, p0, max_push)
+            r = 0
+            while r < max_rounds and reproject(p):
+                r += 1
+            c = np.flatnonzero(contact)
+            back = c[query.inside(p[c])]
+            p[back] = before[back]
     # Garment edges through the body (see _fix_crossings), then skin bumps through the middle of
     # garment faces (see _lift_pierced_faces); lifting faces can make new edge crossings, so the
     # two alternate.
