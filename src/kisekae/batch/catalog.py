@@ -112,8 +112,7 @@ class Catalog:
 
     def settings_hash(self, garment: str) -> str:
         """16 hex digits of SHA-256 over the garment's effective settings and the stages (canonical JSON)."""
-        blob = json.dumps({"fit": self.garment_settings(garment), "stages": list(self.stages)}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return settings_hash(self.garment_settings(garment), self.stages)
 
     @property
     def catalog_id(self) -> str:
@@ -126,6 +125,21 @@ class Catalog:
         return {"id": self.catalog_id, "bodies": self.bodies, "garments": self.garments, "motions": self.motions,
                 "stages": list(self.stages),
                 "settings": {g: self.garment_settings(g) for g in self.garments}}
+
+
+def settings_hash(settings: dict, stages) -> str:
+    """The ``settings_hash`` column: 16 hex digits of SHA-256 over canonical JSON of a garment's
+    effective fit settings and the catalogue's stages.
+
+    Parameters
+    ----------
+    settings : dict
+        Effective fit settings (:meth:`Catalog.garment_settings`).
+    stages : sequence of str
+        The catalogue's stages, e.g. ``("before", "after")``.
+    """
+    blob = json.dumps({"fit": dict(settings), "stages": list(stages)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _fail(message: str, source) -> None:

@@ -116,4 +116,20 @@ def format_report(rep: dict) -> str:
             "before_inside_count", "before_max_depth_m"])]
     parts += ["", "Per garment", text_table(rep["per_garment"])]
     parts += ["", "Failures", text_table(rep["failures"])]
+    if rep.get("pictures") is not None:
+        parts += ["", format_pictures(rep["pictures"])]
     return "\n".join(parts)
+
+
+def format_pictures(pictures: dict) -> str:
+    """The pictures section of the text report: one line per case with its view and PNG paths."""
+    ranked = "inside_count before the fix" if pictures["worst_by"] == "before" else "edge_crossings after the fix"
+    head = (f"Pictures: {pictures['index']} ({len(pictures['cases'])} worst by {ranked}, "
+            f"{pictures['size'][0]}x{pictures['size'][1]}, poke-through pixels in magenta; "
+            f"{pictures['seconds']:.1f} s wall, {pictures['cpu_seconds']:.1f} s CPU)")
+    rows = [{"rank": c["rank"], "body": c["body"], "garment": c["garment"], "motion": c["motion"],
+             "frame": c["frame"], "view": c["view"] or "", "before_px": c["before_pixels"],
+             "after_px": c["after_pixels"],
+             "pictures": (f"{c['before_png']} {c['after_png']}" if not c["error"] else f"not drawn: {c['error']}")}
+            for c in pictures["cases"]]
+    return head + "\n" + text_table(rows)

@@ -253,6 +253,7 @@ def run_catalog(catalog: Catalog, store_path, *, resume: bool = False, fresh: bo
     keys = plan(catalog)
     store = Store(store_path)
     try:
+        store.record_catalog(catalog)  # lets `batch report --pictures` rebuild any row's case later
         present = store.row_counts(keys, stages)
         if present and not (resume or fresh):
             raise KisekaeError(f"the store already holds results for {len(present)} of this catalogue's {len(keys)} "

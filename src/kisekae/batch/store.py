@@ -6,6 +6,12 @@ atomic commits, and SQLite in WAL mode does those one to two orders of magnitude
 DuckDB, while the report's worst-case queries stay in milliseconds at catalogue scale. It is
 also in the standard library and a single file any tool can open.
 
+The ``catalogs`` table keeps each run's catalogue specs (names, absolute paths, effective fit
+settings per garment, stages) as JSON, so ``kisekae batch report --pictures`` can rebuild any row's
+case, with the settings its ``settings_hash`` stands for, after the catalogue file has changed or
+gone. It was added without a schema-version change: stores written before it simply lack the
+table until a run (``--resume`` will do) opens them for writing again.
+
 Exactly-once: the primary key is the row's identity; only the client process writes; every
 task's rows are written in one transaction (all stages or none). A resumed run skips the keys
 whose rows are all present and error-free, and rewrites the others.
@@ -44,6 +50,9 @@ CREATE TABLE IF NOT EXISTS runs (
   started_at REAL, finished_at REAL, status TEXT, kisekae_version TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS catalogs (
+  catalog_id TEXT PRIMARY KEY, catalog TEXT, specs TEXT, recorded_at REAL
+);
 """
 
 
@@ -142,6 +151,28 @@ class Store:
                 "kisekae_version) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
                 (catalog, catalog_id, executor, workers, tasks, skipped, time.time(), __version__))
         return int(cur.lastrowid)
+
+    def record_catalog(self, catalog) -> None:
+        """Keep ``catalog``'s specs (:meth:`~kisekae.batch.catalog.Catalog.specs`) under its id."""
+        import json
+
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("INSERT OR REPLACE INTO catalogs VALUES (?, ?, ?, ?)",
+                            (catalog.catalog_id, catalog.path, json.dumps(catalog.specs(), sort_keys=True),
+                             time.time()))
+
+    def catalogs(self) -> list:
+        """Recorded catalogue specs, newest first: dicts ``{"catalog_id", "catalog", "specs"}``.
+
+        Empty for a store written before the ``catalogs`` table existed (opened read-only).
+        """
+        import json
+
+        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='catalogs'").fetchone():
+            return []
+        return [{"catalog_id": cid, "catalog": path, "specs": json.loads(specs)} for cid, path, specs in
+                self.db.execute("SELECT catalog_id, catalog, specs FROM catalogs ORDER BY recorded_at DESC")]
 
     def finish_run(self, run_id: int, status: str) -> None:
         with self.db:

@@ -177,6 +177,50 @@ def _pose(cid: str, body: str, rig: str, avatar, motion: str, frame: int):
     return _cached(_POSES, (cid, body, rig, motion, frame), MAX_POSES, load)
 
 
+def load_case(catalog_id: str, key, *, _rows=None):
+    """Load (through this process's caches) what one task checks.
+
+    Parameters
+    ----------
+    catalog_id : str
+        Id of specs previously given to :func:`install` in this process.
+    key : TaskKey or tuple
+        ``(body, garment, motion, frame, settings_hash)``.
+
+    Returns
+    -------
+    avatar : kisekae.avatar.Avatar
+        The body, with the garment added to it when it comes from a file.
+    garment : str
+        The garment's name in ``avatar``.
+    pose : kisekae.avatar.Pose
+        The motion frame, retargeted to the avatar's skeleton for BVH clips.
+    rig : str
+        The built-in avatar's rig (``game_engine`` or ``cmu_mb``), ``""`` for a glTF body.
+
+    Raises
+    ------
+    KisekaeError
+        An unknown catalogue id, or a file of the case that cannot be read (other exceptions of
+        the readers pass through unchanged).
+    """
+    body, garment, motion, frame = key[0], key[1], key[2], int(key[3])
+    if catalog_id not in _SPECS:
+        raise KisekaeError(f"catalogue {catalog_id} was not installed on this worker", worker_name())
+    specs = _SPECS[catalog_id]
+    bspec = specs["bodies"][body]
+    rig = "" if bspec["kind"] != "builtin" else (
+        bspec["rig"] if bspec["rig"] != "auto" else _auto_rig(specs["motions"][motion]))
+    avatar = _avatar(catalog_id, body, rig)
+    for r in (_rows or {}).values():
+        r["rig"] = rig or getattr(avatar, "rig", "") or None
+    gname = _garment(catalog_id, body, rig, avatar, garment)
+    pose = _pose(catalog_id, body, rig, avatar, motion, frame)
+    for r in (_rows or {}).values():
+        r["pose"] = pose.name
+    return avatar, gname, pose, rig
+
+
 def fix_function():
     """The ``after`` stage's fix, or None when this installation's :mod:`kisekae.fit` lacks it.
 
@@ -243,16 +287,7 @@ def run_task(catalog_id: str, key) -> list:
             "rig": None, "pose": None, "worker": worker_name(), "kisekae_version": __version__}
     rows = {s: {**base, "stage": s, **{m: None for m in METRICS}, "error": None, "time_ms": None} for s in stages}
     try:
-        bspec = specs["bodies"][body]
-        rig = "" if bspec["kind"] != "builtin" else (
-            bspec["rig"] if bspec["rig"] != "auto" else _auto_rig(specs["motions"][motion]))
-        avatar = _avatar(catalog_id, body, rig)
-        for r in rows.values():
-            r["rig"] = rig or getattr(avatar, "rig", "") or None
-        gname = _garment(catalog_id, body, rig, avatar, garment)
-        pose = _pose(catalog_id, body, rig, avatar, motion, int(frame))
-        for r in rows.values():
-            r["pose"] = pose.name
+        avatar, gname, pose, rig = load_case(catalog_id, key, _rows=rows)
     except Exception as exc:  # noqa: BLE001 - becomes the rows' error
         for r in rows.values():
             r["error"] = _error_text(exc)

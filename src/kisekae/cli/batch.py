@@ -1,7 +1,8 @@
 """``kisekae batch``: check a whole catalogue (bodies x garments x motions), before and after the fix.
 
 ``kisekae batch CATALOG.toml [--resume | --fresh] [--workers N | --scheduler ADDRESS]`` runs it;
-``kisekae batch report STORE.sqlite`` summarises the worst cases and the failures.
+``kisekae batch report STORE.sqlite [--pictures DIR]`` summarises the worst cases and the failures,
+with before/after pictures of the worst ones.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ def register(sub):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--top", type=int, default=20, metavar="N", help="report: worst cases to list (default 20)")
     p.add_argument("--json", metavar="FILE", help="report: also write the report as JSON")
-    p.add_argument("--force", action="store_true", help="report: overwrite an existing --json file")
+    p.add_argument("--force", action="store_true", help="report: overwrite an existing --json file or --pictures "
+                                                        "index.html")
+    p.add_argument("--pictures", metavar="DIR", help="report: render the --top worst cases before/after the fix, "
+                                                     "poke-through pixels marked, into DIR (PNGs + index.html)")
+    p.add_argument("--worst-by", choices=("before", "after"), default="before",
+                   help="report --pictures: rank by vertices inside before the fix (default) or by edges still "
+                        "crossing after it")
+    p.add_argument("--picture-size", default="640x360", metavar="WxH",
+                   help="report --pictures: picture size, at most 1280x720 (default 640x360)")
     p.set_defaults(func=run)
     return p
 
@@ -42,8 +51,9 @@ def run(args) -> int:
         return _report(args)
     if args.report_store:
         raise KisekaeError("unexpected second argument (only 'report' takes a store)", args.report_store)
-    if args.json:
-        raise KisekaeError("--json belongs to 'kisekae batch report'", "--json")
+    for flag, given in (("--json", args.json), ("--pictures", args.pictures)):
+        if given:
+            raise KisekaeError(f"{flag} belongs to 'kisekae batch report'", flag)
     if args.inline and (args.scheduler or args.workers):
         raise KisekaeError("--inline excludes --workers and --scheduler", "--inline")
     if args.scheduler and args.workers:
@@ -82,8 +92,20 @@ def _report(args) -> int:
         raise KisekaeError("file exists; pass --force to overwrite it", args.json)
     with Store(path, readonly=True) as store:
         rep = build_report(store, args.top)
+        if args.pictures:
+            from ..batch.pictures import write_pictures
+
+            def progress(done, total):
+                print(f"pictures: {done}/{total} cases", file=sys.stderr)
+
+            rep["pictures"] = write_pictures(store, args.pictures, top=args.top, worst_by=args.worst_by,
+                                             size=args.picture_size, force=args.force, progress=progress)
     print(format_report(rep))
     if args.json:
         Path(args.json).write_text(json.dumps(rep, indent=1))
         print(f"wrote {args.json}", file=sys.stderr)
+    failed = [c for c in (rep.get("pictures") or {}).get("cases", []) if c["error"]]
+    if failed:
+        print(f"{len(failed)} case(s) could not be drawn (see {rep['pictures']['index']})", file=sys.stderr)
+        return 1
     return 0
