@@ -51,7 +51,8 @@ def drawn(run, tmp_path_factory):
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        assert main(["batch", "report", str(store), "--pictures", str(out), "--top", "5", "--json", str(js)]) == 0
+        assert main(["batch", "report", str(store), "--pictures", str(out), "--top", "5", "--json", str(js),
+                     "--workers", "2"]) == 0  # the fixes run in 2 processes
     return out, json.loads(js.read_text()), buf.getvalue()
 
 
@@ -121,6 +122,10 @@ def test_pictures_use_the_rows_settings_and_count_independently(run, drawn):
     body, gs = avatar_items(avatar, pose, garments=[g])
     cam = named_camera(c["view"], body.positions, 16 / 9, landmarks=avatar_landmarks(avatar, pose))
     assert poke_through(body, [gs[g]], cam, (640, 360)).count == c["before_pixels"]
+    # the picture's after garment (fixed in a pool process) is the one fixed here
+    body, gs = avatar_items(avatar, pose, garments=[g], positions={g: fixed})
+    assert poke_through(body, [gs[g]], cam, (640, 360)).count == c["after_pixels"]
+    assert rep["pictures"]["workers"] == 2
 
 
 def test_picture_cases_rankings_against_python_sort(tmp_path):

@@ -174,15 +174,41 @@ def case_positions(specs: dict, case: dict):
     """
     from . import worker
 
-    if specs["id"] not in worker._SPECS:
-        worker.install(specs, numba_threads=None)  # the report process keeps its own thread count
-    avatar, gname, pose, _rig = worker.load_case(specs["id"], tuple(case[c] for c in _CASE))
+    avatar, gname, pose = _load(specs, case)
     fix = worker.fix_function()
     if fix is None:
         raise KisekaeError("this installation's kisekae.fit has no fix_pose; after pictures cannot be drawn",
                            "--pictures")
     fixed, _metrics = fix(avatar, pose, gname, specs["settings"][case["garment"]])
     return avatar, gname, pose, np.asarray(fixed, dtype=np.float32)
+
+
+def _load(specs: dict, case: dict):
+    from . import worker
+
+    if specs["id"] not in worker._SPECS:
+        worker.install(specs, numba_threads=None)  # the report process keeps its own thread count
+    avatar, gname, pose, _rig = worker.load_case(specs["id"], tuple(case[c] for c in _CASE))
+    return avatar, gname, pose
+
+
+def _error_text(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, KisekaeError) else f"{type(exc).__name__}: {exc}"
+
+
+def _init_fix_process() -> None:
+    """Pool initializer: one Numba thread per process (the processes already fill the cores)."""
+    import numba
+
+    numba.set_num_threads(1)
+
+
+def _fixed_only(specs: dict, case: dict):
+    """Pool task: ``(fixed positions, None)`` or ``(None, error text)`` for one case."""
+    try:
+        return case_positions(specs, case)[3], None
+    except Exception as exc:  # noqa: BLE001 - reported per case
+        return None, _error_text(exc)
 
 
 def render_case(avatar, pose, garment: str, fixed, *, ranked: str = "before", views=None, size=DEFAULT_SIZE,
@@ -255,7 +281,7 @@ def _slug(text) -> str:
 
 
 def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "before", size=DEFAULT_SIZE,
-                   views=None, force: bool = False, progress=None) -> dict:
+                   views=None, force: bool = False, workers: int = 1, progress=None) -> dict:
     """Render the worst cases of ``store`` into ``out_dir`` (PNGs and ``index.html``).
 
     Parameters
@@ -272,13 +298,17 @@ def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "bef
         Candidate views (default all named views).
     force : bool
         Overwrite an existing ``index.html`` (and the PNGs of the same names).
+    workers : int
+        Processes that re-run the fix (about 90 % of the time per case); 1 (default) fixes in this
+        process. Rendering always happens in this process, on one GL context.
     progress : callable, optional
         ``progress(done, total)`` after each case.
 
     Returns
     -------
     dict
-        ``{"dir", "index", "worst_by", "size", "seconds", "cpu_seconds", "cases"}``; each case is its
+        ``{"dir", "index", "worst_by", "size", "workers", "seconds", "cpu_seconds", "cases"}`` (CPU
+        seconds of this process only, not of the fix processes); each case is its
         :func:`picture_cases` entry plus ``rank``, ``view``, ``before_pixels``, ``after_pixels``
         (poke-through pixels at ``size``), ``view_pixels``, ``before_png``, ``after_png`` (paths)
         and ``error`` (None, or why this case could not be drawn).
@@ -289,8 +319,6 @@ def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "bef
         Bad arguments, an existing ``index.html`` without ``force``, or cases whose catalogue the
         store does not record (:func:`case_specs`); nothing is written then.
     """
-    from PIL import Image
-
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out_dir)
     size = picture_size(size)
@@ -299,40 +327,65 @@ def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "bef
     index = out / "index.html"
     if index.exists() and not force:
         raise KisekaeError("index.html exists; pass --force to overwrite the pictures", out)
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise KisekaeError(f"must be a positive integer, got {workers!r}", "--workers")
     cases = picture_cases(store, top, worst_by)
     specs = case_specs(store, cases)
     out.mkdir(parents=True, exist_ok=True)
-    renderer = None
-    for i, (case, sp) in enumerate(zip(cases, specs), 1):
-        case.update(rank=i, view=None, before_pixels=None, after_pixels=None, view_pixels=None, before_png=None,
-                    after_png=None, error=None)
-        try:
-            avatar, gname, pose, fixed = case_positions(sp, case)
+    renderer, pool, futures = None, None, [None] * len(cases)
+    if workers > 1 and len(cases) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(min(int(workers), len(cases)), mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_fix_process)
+        futures = [pool.submit(_fixed_only, sp, case) for case, sp in zip(cases, specs)]
+    try:
+        for i, (case, sp, fut) in enumerate(zip(cases, specs, futures), 1):
             if renderer is None:
                 from ..render import default_renderer
 
                 renderer = default_renderer()
-            res = render_case(avatar, pose, gname, fixed, ranked=worst_by, views=views, size=size, renderer=renderer)
-        except KisekaeError as exc:  # a file of this case that has gone or broken since the run
-            case["error"] = str(exc)
-        except Exception as exc:  # noqa: BLE001 - reported per case, the others still get pictures
-            case["error"] = f"{type(exc).__name__}: {exc}"
-        else:
-            stem = (f"{i:02d}_{_slug(case['body'])}_{_slug(case['garment'])}_{_slug(case['motion'])}_"
-                    f"{case['frame']}")
-            for stage in ("before", "after"):
-                path = out / f"{stem}_{stage}.png"
-                Image.fromarray(res["images"][stage]).save(path)
-                case[f"{stage}_png"] = str(path)
-                case[f"{stage}_pixels"] = int(res["pixels"][stage])
-            case["view"] = res["view"]
-            case["view_pixels"] = res["view_pixels"]
-        if progress is not None:
-            progress(i, len(cases))
+            _draw_case(i, case, sp, fut, out, worst_by, views, size, renderer)
+            if progress is not None:
+                progress(i, len(cases))
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     summary = {"dir": str(out), "index": str(index), "worst_by": worst_by, "size": list(size), "cases": cases,
-               "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
+               "workers": int(workers), "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
     index.write_text(_html(summary, store.path))
     return summary
+
+
+def _draw_case(i, case, specs, future, out, worst_by, views, size, renderer) -> None:
+    """Fix the case (or take the pool's fixed positions), render it and save its PNGs; a failure
+    (a file gone or broken since the run) becomes the case's ``error`` and the others go on."""
+    from PIL import Image
+
+    case.update(rank=i, view=None, before_pixels=None, after_pixels=None, view_pixels=None, before_png=None,
+                after_png=None, error=None)
+    try:
+        if future is None:
+            avatar, gname, pose, fixed = case_positions(specs, case)
+        else:
+            fixed, error = future.result()
+            if error is not None:
+                case["error"] = error
+                return
+            avatar, gname, pose = _load(specs, case)
+        res = render_case(avatar, pose, gname, fixed, ranked=worst_by, views=views, size=size, renderer=renderer)
+    except Exception as exc:  # noqa: BLE001 - reported per case
+        case["error"] = _error_text(exc)
+        return
+    stem = f"{i:02d}_{_slug(case['body'])}_{_slug(case['garment'])}_{_slug(case['motion'])}_{case['frame']}"
+    for stage in ("before", "after"):
+        path = out / f"{stem}_{stage}.png"
+        Image.fromarray(res["images"][stage]).save(path)
+        case[f"{stage}_png"] = str(path)
+        case[f"{stage}_pixels"] = int(res["pixels"][stage])
+    case["view"] = res["view"]
+    case["view_pixels"] = res["view_pixels"]
 
 
 def _fmt(col: str, v) -> str:

@@ -126,7 +126,8 @@ def format_pictures(pictures: dict) -> str:
     ranked = "inside_count before the fix" if pictures["worst_by"] == "before" else "edge_crossings after the fix"
     head = (f"Pictures: {pictures['index']} ({len(pictures['cases'])} worst by {ranked}, "
             f"{pictures['size'][0]}x{pictures['size'][1]}, poke-through pixels in magenta; "
-            f"{pictures['seconds']:.1f} s wall, {pictures['cpu_seconds']:.1f} s CPU)")
+            f"{pictures['seconds']:.1f} s wall, {pictures['cpu_seconds']:.1f} s CPU in this process, "
+            f"{pictures['workers']} fix process(es))")
     rows = [{"rank": c["rank"], "body": c["body"], "garment": c["garment"], "motion": c["motion"],
              "frame": c["frame"], "view": c["view"] or "", "before_px": c["before_pixels"],
              "after_px": c["after_pixels"],

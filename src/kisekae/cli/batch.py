@@ -8,6 +8,7 @@ with before/after pictures of the worst ones.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,7 +26,8 @@ def register(sub):
                                                   "./<catalogue stem>.sqlite)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run: skip tasks already stored")
     p.add_argument("--fresh", action="store_true", help="delete this catalogue's stored rows and run everything")
-    p.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: all cores)")
+    p.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: all cores; with "
+                                                             "report --pictures: processes re-running the fix)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster (tcp://host:8786)")
     p.add_argument("--inline", action="store_true", help="run in this process, one task at a time (debugging)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -98,8 +100,10 @@ def _report(args) -> int:
             def progress(done, total):
                 print(f"pictures: {done}/{total} cases", file=sys.stderr)
 
+            workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
             rep["pictures"] = write_pictures(store, args.pictures, top=args.top, worst_by=args.worst_by,
-                                             size=args.picture_size, force=args.force, progress=progress)
+                                             size=args.picture_size, force=args.force, workers=workers,
+                                             progress=progress)
     print(format_report(rep))
     if args.json:
         Path(args.json).write_text(json.dumps(rep, indent=1))
