@@ -414,7 +414,7 @@ def _pack_capsules(a, b, ra, rb, caps, bound):
     return 0, -1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1):
     """Fold candidate ``q`` (float32, block-local ``cl[q]``) into the two smallest distances
     ``b1 <= b2`` and the argmin ``i1`` of ``m`` block vertices: a branch-free SIMD loop.
@@ -433,17 +433,16 @@ def _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1):
         pay = fy[j] - ay
         paz = fz[j] - az
         x = pax * ux + pay * uy + paz * uz
-        pp = pax * pax + pay * pay + paz * paz
         wx = pax - x * ux
         wy = pay - x * uy
         wz = paz - x * uz
-        y = np.sqrt(wx * wx + wy * wy + wz * wz)
+        w2 = wx * wx + wy * wy + wz * wz
+        y = np.sqrt(w2)
         t = x * cs - y * sn
         use_a = t < zero
-        pbx = pax - L * ux
-        pby = pay - L * uy
-        pbz = paz - L * uz
-        qd = pp if use_a else pbx * pbx + pby * pby + pbz * pbz
+        # squared distance to the nearer end's centre from the axial and radial parts
+        xe = x if use_a else x - L
+        qd = xe * xe + w2
         rr = ra if use_a else rb
         d = (np.sqrt(qd) - rr) if (use_a | (t > Lc)) else (x * sn + y * cs - ra)
         lo = b1[j]
@@ -453,7 +452,7 @@ def _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1):
         i1[j] = qi if lt else i1[j]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _block_exact(cx, cy, cz, nn, caps, c, q, ci, dd, gxb, gyb, gzb):
     """float64 distance and gradient of capsule ``c`` at the gathered vertices whose float32
     nearest candidate is ``q`` (``ci[i] == q``); the other lanes keep their values. A
@@ -510,7 +509,7 @@ def _block_exact(cx, cy, cz, nn, caps, c, q, ci, dd, gxb, gyb, gzb):
         gzb[i] = g2 if sel else gzb[i]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _block_push(dd, gxb, gyb, gzb, ct, cs_, nn, margin, stiffness, max_push, skirt_bias, upx, upy, upz, unit, amt):
     """The push law over gathered vertices (branch-free SIMD loop, as :func:`push_amount` and
     :func:`bias_direction`): writes the amount to ``amt`` (0 for vertices that stay) and the unit
