@@ -293,3 +293,41 @@ def test_plan_bad_input():
         CapsulePushPlan(p, order=np.zeros(len(p), dtype=int))
     with pytest.raises(KisekaeError, match="greater than max_push"):
         CapsulePushPlan(p, PushParams(margin=0.05, max_push=0.02))
+
+
+def test_plan_float32_kernel_error_bound():
+    """The compiled float32 pass (nearest and second-nearest distance per vertex) stays within
+    F32_TOL * scale / 4 of the float64 distances, end caps, cone sides and tapers included."""
+    from kisekae.fit.pushout import F32_TOL, _block_min32
+    from kisekae.fit.sdf import capsule_distance, prepare_capsules
+
+    rng = np.random.default_rng(26)
+    a = rng.uniform(-0.3, 0.3, (12, 3))
+    b = a + rng.normal(0, 0.15, (12, 3))
+    ra = rng.uniform(0.01, 0.08, 12)
+    rb = rng.uniform(0.01, 0.08, 12)
+    keep = np.linalg.norm(b - a, axis=1) > np.abs(ra - rb) + 1e-3
+    a, b, ra, rb = a[keep], b[keep], ra[keep], rb[keep]
+    caps = prepare_capsules(a, b, ra, rb)
+    cl = caps[:, :11].astype(np.float32)
+    p32 = rng.uniform(-0.4, 0.4, (4000, 3)).astype(np.float32)
+    p32[:len(a)] = a  # on the sphere centres and the axes
+    p32[len(a):2 * len(a)] = 0.5 * (a + b)
+    m = len(p32)
+    b1 = np.full(m, np.inf, np.float32)
+    b2 = np.full(m, np.inf, np.float32)
+    i1 = np.zeros(m, np.int32)
+    fx, fy, fz = (np.ascontiguousarray(p32[:, i]) for i in range(3))
+    for q in range(len(cl)):
+        _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1)
+    # float64 on the same (float32-rounded) capsules and points: the kernel's own arithmetic error
+    a32 = cl[:, :3].astype(np.float64)
+    b32 = a32 + cl[:, 3:6].astype(np.float64) * cl[:, 6:7].astype(np.float64)
+    d64, _ = capsule_distance(p32.astype(np.float64), a32, b32, cl[:, 9].astype(np.float64), cl[:, 10].astype(np.float64))
+    srt = np.sort(d64, axis=1)
+    scale = (np.linalg.norm(a32, axis=1) + cl[:, 6] + np.maximum(cl[:, 9], cl[:, 10])).max() + 0.7
+    tol = 0.25 * F32_TOL * scale
+    assert np.abs(b1 - srt[:, 0]).max() <= tol
+    assert np.abs(b2 - srt[:, 1]).max() <= tol
+    clear = srt[:, 1] - srt[:, 0] > 2 * tol
+    np.testing.assert_array_equal(i1[clear], np.argmin(d64, axis=1)[clear])
