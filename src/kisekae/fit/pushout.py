@@ -692,7 +692,8 @@ def _plan_kernel(points, order, tight, soft, caps, bound, prm, block, out, push_
                 ci[i] = i1[j]
                 ct[i] = tight[s0 + j]
                 cso[i] = soft[s0 + j]
-                used[i1[j]] = True
+            for i in range(nn):  # apart from the gather, which then vectorises
+                used[ci[i]] = True
             if k == 0.0:
                 # where the runner-up is within 2 eps the float32 ranking may be wrong: rank all
                 # candidates in float64 (ties to the lower index, as the reference's argmin)
