@@ -186,6 +186,8 @@ class _Exposure:
 #: Iterations and relaxation of the edge-length projection over contact vertices.
 PBD_ITERATIONS = 20
 PBD_RELAX = 0.5
+#: Rounds of the final local search over crossing edges (0 disables it).
+LOCAL_SEARCH_ROUNDS = 4
 
 #: Step (metres) of the march along a preferred direction out of the body union.
 MARCH_STEP = 0.003
@@ -380,6 +382,70 @@ def _lift_pierced_faces(query, p, p0, faces, contact, gap, max_push) -> int:
     contact[moved] = True
     _cap(p, p0, max_push)
     return int(hit.sum())
+
+
+def _resolve_crossings_locally(query, p, p0, edges, contact, max_push, rounds: int = 4) -> int:
+    """Greedy local search that only ever lowers the number of garment edges through the body.
+
+    For each crossing edge between two contact vertices, candidate moves of one of its ends are
+    tried in order - onto the other end (both are outside, so a zero-length edge crosses nothing),
+    halfway to it, then onto or halfway to each garment vertex within two edges - and a move is
+    kept only if it stays within ``max_push``, stays outside the body, and strictly lowers the
+    number of crossing edges around the moved vertex. The count can only fall. In place; returns
+    the crossings left.
+    """
+    from scipy import sparse
+
+    n = len(p)
+    inc = sparse.csr_matrix((np.ones(2 * len(edges)), (np.concatenate([edges[:, 0], edges[:, 1]]),
+                                                        np.tile(np.arange(len(edges)), 2))), shape=(n, len(edges)))
+
+    adj = [[] for _ in range(n)]
+    for u, v in edges:
+        adj[u].append(int(v))
+        adj[v].append(int(u))
+
+    def local_count(vertices):
+        rows = np.unique(inc[vertices].indices)
+        return int(query.crossing_edges(p, edges[rows]).sum())
+
+    left = 0
+    for _ in range(rounds):
+        cross = query.crossing_edges(p, edges)
+        left = int(cross.sum())
+        if left == 0:
+            break
+        improved = False
+        for a, b in edges[cross]:
+            if not (contact[a] and contact[b]):
+                continue
+            if not query.crossing_edges(p, np.array([[a, b]]))[0]:
+                continue  # fixed by an earlier move this round
+            cands = [(b, a, 1.0), (a, b, 1.0), (a, b, 0.5), (b, a, 0.5)]
+            for m in (a, b):
+                ring = set(adj[m])
+                for nb in adj[m]:
+                    ring.update(adj[nb])
+                ring.discard(m)
+                for nb in sorted(ring):
+                    cands += [(m, nb, 1.0), (m, nb, 0.5)]
+            for mover, toward, f in cands:
+                target = p[mover] + f * (p[toward] - p[mover])
+                if np.linalg.norm(target - p0[mover]) > max_push:
+                    continue
+                if query.inside(target[None])[0]:
+                    continue
+                touched = np.array([mover])
+                before = local_count(touched)
+                old = p[mover].copy()
+                p[mover] = target
+                if local_count(touched) < before:
+                    improved = True
+                    break
+                p[mover] = old
+        if not improved:
+            break
+    return left
 
 
 def push_out_exact(query, points, edges, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
@@ -589,6 +655,8 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
             settle()
         if not pierced and not (e.size and query.crossing_edges(p, e).any()):
             break
+    if e.size and LOCAL_SEARCH_ROUNDS:
+        _resolve_crossings_locally(query, p, p0, e, contact, max_push, LOCAL_SEARCH_ROUNDS)
     push = np.linalg.norm(p - p0, axis=1)
     unresolved = np.zeros(n, dtype=bool)
     if contact.any():
