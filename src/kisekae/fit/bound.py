@@ -28,7 +28,7 @@ from ..qa.bvh import build_bvh, refit
 from ..qa.distance import surface_distance
 from ..validate import as_faces, as_points
 from .exact import closest_points_on_triangles
-from .pushout import PushParams, bias_direction, push_amount
+from .pushout import PushParams, bias_direction, cap_displacement, push_amount
 
 
 @dataclass
@@ -167,8 +167,5 @@ def push_out_runtime(binding: SkinBinding, points, capsules, body_posed, body_fa
     caps = push_out_capsules(p, a, b, ra, rb, params, tightness=tightness, softness=softness, up=up)
     after_caps = np.asarray(caps[0] if isinstance(caps, tuple) else caps, dtype=np.float64)
     new, _, _ = push_out_bound(binding, after_caps, body_posed, body_faces, params, tightness, softness, up)
-    disp = new - p
-    ln = np.linalg.norm(disp, axis=1)
-    over = ln > params.max_push
-    new[over] = p[over] + disp[over] * (params.max_push / ln[over])[:, None]
-    return new, np.minimum(ln, params.max_push)
+    cap_displacement(new, p, params.max_push)
+    return new, np.linalg.norm(new - p, axis=1)

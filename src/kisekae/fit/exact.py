@@ -46,7 +46,8 @@ from scipy.spatial import cKDTree
 from ..avatar.mesh import face_normals, vertex_normals as mesh_vertex_normals
 from ..errors import KisekaeError
 from ..validate import as_points
-from .pushout import PushParams, bias_direction, push_amount, resolve_mask, smooth_displacement
+from .pushout import (PushParams, bias_direction, cap_displacement, push_amount, resolve_mask,
+                      smooth_displacement)
 
 #: Displacements below this are numerical noise, not moves (metres).
 MOVE_EPS = 1e-5
@@ -139,14 +140,6 @@ def signed_body_distance(query, points):
 
 
 
-def _cap(p, p0, max_push):
-    """Scale displacements longer than ``max_push`` back onto the cap (in place)."""
-    disp = p - p0
-    ln = np.linalg.norm(disp, axis=1)
-    over = ln > max_push
-    if over.any():
-        p[over] = p0[over] + disp[over] * (max_push / ln[over])[:, None]
-    return p
 
 
 class _Exposure:
@@ -309,7 +302,7 @@ def _fix_crossings(query, p, p0, edges, contact, gap, max_push) -> bool:
             done[b[i]] = True
             contact[b[i]] = True
             break
-    _cap(p, p0, max_push)
+    cap_displacement(p, p0, max_push)
     return True
 
 
@@ -380,7 +373,7 @@ def _lift_pierced_faces(query, p, p0, faces, contact, gap, max_push) -> int:
     d = dsum[moved] / np.maximum(np.linalg.norm(dsum[moved], axis=1, keepdims=True), 1e-12)
     p[moved] += need[moved, None] * d
     contact[moved] = True
-    _cap(p, p0, max_push)
+    cap_displacement(p, p0, max_push)
     return int(hit.sum())
 
 
@@ -581,7 +574,7 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         # sheet; a vertex that relaxing puts back inside keeps its previous position.
         before = p.copy()
         disp = smooth_displacement(p - p0, contact, e, smooth_iters, 0.5, floor, dirs)
-        p = _cap(p0 + disp, p0, max_push)
+        p = cap_displacement(p0 + disp, p0, max_push)
         c = np.flatnonzero(contact)
         back = c[query.inside(p[c])]
         p[back] = before[back]
@@ -611,7 +604,7 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
             m = contact & (cnt > 0)
             before = p.copy()
             p[m] += PBD_RELAX * acc[m] / cnt[m, None]
-            _cap(p, p0, max_push)
+            cap_displacement(p, p0, max_push)
             r = 0
             while r < max_rounds and reproject(p):
                 r += 1

@@ -20,7 +20,7 @@ from ..qa.check import body_topology
 from ..qa.penetration import BodyQuery
 from .exact import UNNECESSARY, push_out_exact, signed_body_distance
 from .layers import LayerSurface, layer_stats, push_out_layers
-from .pushout import PushParams
+from .pushout import PushParams, cap_displacement
 
 #: Garment names that default to skirt mode (skirt_bias), matched as substrings.
 SKIRT_NAMES = ("skirt", "dress", "kilt")
@@ -49,14 +49,6 @@ def skinned_normals(part, skin_matrices) -> np.ndarray:
                   np.asarray(skin_matrices, dtype=np.float64)[part.skin.indices][:, :, :3, :3])
     n = np.einsum("nij,nj->ni", a, part.mesh.normals.astype(np.float64))
     return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
-
-
-def _cap_total(points, start, max_push):
-    disp = points - start
-    ln = np.linalg.norm(disp, axis=1)
-    over = ln > max_push
-    points[over] = start[over] + disp[over] * (max_push / ln[over])[:, None]
-    return points
 
 
 def params_for(name: str, params: PushParams | None) -> PushParams:
@@ -118,7 +110,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
                 contact |= touched
                 new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
                 contact |= info2["contact"]
-                new = _cap_total(new.astype(np.float64), x, p.max_push)
+                new = cap_displacement(new.astype(np.float64), x, p.max_push)
                 # Never trade the body for a layer: a vertex the cap left inside the body goes
                 # back to where the body-only solve had it (outside the body, maybe under a layer).
                 back = query.inside(new)

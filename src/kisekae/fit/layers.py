@@ -18,7 +18,7 @@ from ..qa.crossings import edge_crossings
 from ..qa.distance import surface_distance
 from ..validate import as_faces, as_points
 from .exact import closest_points_on_triangles
-from .pushout import PushParams, push_amount
+from .pushout import PushParams, cap_displacement, push_amount
 
 #: Outer vertices farther than this from an inner layer's surface ignore it (metres).
 LAYER_REACH = 0.05
@@ -119,10 +119,7 @@ def push_out_layers(points, edges, inner: list, params: PushParams | None = None
                 _, n = layer.signed_distance(p[verts])
                 p[verts] += (params.margin + layer.thickness) * n
                 moved_any = True
-        disp = p - p0
-        ln = np.linalg.norm(disp, axis=1)
-        over = ln > params.max_push
-        p[over] = p0[over] + disp[over] * (params.max_push / ln[over])[:, None]
+        cap_displacement(p, p0, params.max_push)
         if not moved_any:
             break
     return p, touched

@@ -168,6 +168,27 @@ def resolve_mask(mask, n: int, name: str, uvs=None, default: float = 0.0) -> np.
     return np.ascontiguousarray(out)
 
 
+def cap_displacement(points, start, max_push):
+    """Scale displacements ``points - start`` longer than ``max_push`` back onto the cap (in place).
+
+    Parameters
+    ----------
+    points : (N, 3) float64 array, modified in place
+    start : (N, 3) positions the displacements are measured from, metres
+    max_push : float, metres
+
+    Returns
+    -------
+    ``points`` (the same array).
+    """
+    disp = points - start
+    ln = np.linalg.norm(disp, axis=1)
+    over = ln > max_push
+    if over.any():
+        points[over] = start[over] + disp[over] * (max_push / ln[over])[:, None]
+    return points
+
+
 def push_amount(d, margin, stiffness, max_push, tightness=0.0, softness=0.0, skirt_bias=0.0):
     """The push law as a vectorised NumPy function (reference).
 
