@@ -91,6 +91,19 @@ def closest_point_triangles_numpy(p: np.ndarray, a: np.ndarray, b: np.ndarray, c
     return best_q, best_bary, best_d
 
 
+@numba.njit(cache=True, inline="always")
+def _closest_on_face(px, py, pz, vertices, ia, ib, ic):
+    """Barycentrics and position ``(u, v, w, qx, qy, qz)`` of the point of face (ia, ib, ic) closest to p."""
+    u, v, w = _closest_on_tri(px, py, pz,
+                              vertices[ia, 0], vertices[ia, 1], vertices[ia, 2],
+                              vertices[ib, 0], vertices[ib, 1], vertices[ib, 2],
+                              vertices[ic, 0], vertices[ic, 1], vertices[ic, 2])
+    qx = u * vertices[ia, 0] + v * vertices[ib, 0] + w * vertices[ic, 0]
+    qy = u * vertices[ia, 1] + v * vertices[ib, 1] + w * vertices[ic, 1]
+    qz = u * vertices[ia, 2] + v * vertices[ib, 2] + w * vertices[ic, 2]
+    return u, v, w, qx, qy, qz
+
+
 @numba.njit(cache=True)
 def closest_point_candidates_numba(points, vertices, faces, cand_ptr, cand_idx, sep_abs, sep_rel, sep_vertices):
     """Best and second-best closest points among candidate triangles, per query point.
@@ -125,13 +138,7 @@ def closest_point_candidates_numba(points, vertices, faces, cand_ptr, cand_idx, 
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
             f = cand_idx[k]
             ia, ib, ic = faces[f, 0], faces[f, 1], faces[f, 2]
-            u, v, w = _closest_on_tri(px, py, pz,
-                                      vertices[ia, 0], vertices[ia, 1], vertices[ia, 2],
-                                      vertices[ib, 0], vertices[ib, 1], vertices[ib, 2],
-                                      vertices[ic, 0], vertices[ic, 1], vertices[ic, 2])
-            qx = u * vertices[ia, 0] + v * vertices[ib, 0] + w * vertices[ic, 0]
-            qy = u * vertices[ia, 1] + v * vertices[ib, 1] + w * vertices[ic, 1]
-            qz = u * vertices[ia, 2] + v * vertices[ib, 2] + w * vertices[ic, 2]
+            u, v, w, qx, qy, qz = _closest_on_face(px, py, pz, vertices, ia, ib, ic)
             d = np.sqrt((px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2)
             if d < best:
                 best = d
@@ -153,13 +160,7 @@ def closest_point_candidates_numba(points, vertices, faces, cand_ptr, cand_idx, 
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
             f = cand_idx[k]
             ia, ib, ic = faces[f, 0], faces[f, 1], faces[f, 2]
-            u, v, w = _closest_on_tri(px, py, pz,
-                                      vertices[ia, 0], vertices[ia, 1], vertices[ia, 2],
-                                      vertices[ib, 0], vertices[ib, 1], vertices[ib, 2],
-                                      vertices[ic, 0], vertices[ic, 1], vertices[ic, 2])
-            qx = u * vertices[ia, 0] + v * vertices[ib, 0] + w * vertices[ic, 0]
-            qy = u * vertices[ia, 1] + v * vertices[ib, 1] + w * vertices[ic, 1]
-            qz = u * vertices[ia, 2] + v * vertices[ib, 2] + w * vertices[ic, 2]
+            u, v, w, qx, qy, qz = _closest_on_face(px, py, pz, vertices, ia, ib, ic)
             sx = u * sep_vertices[ia, 0] + v * sep_vertices[ib, 0] + w * sep_vertices[ic, 0]
             sy = u * sep_vertices[ia, 1] + v * sep_vertices[ib, 1] + w * sep_vertices[ic, 1]
             sz = u * sep_vertices[ia, 2] + v * sep_vertices[ib, 2] + w * sep_vertices[ic, 2]
