@@ -73,8 +73,9 @@ def ref_tension(rest, deformed, polys, F=1.0, S=1.0, C=1.0, W=1.0, weld=True):
             return 0.0
         return sum(math.dist(pos[i], pos[j]) for j in nbrs[i]) / len(nbrs[i])
 
-    a = ref_smin(S, 1.0, 1.0)
-    b = ref_smax(1.0 / max(C, 0.001), 1.0, 1.0)
+    # Blender holds node outputs in float32: b = 1 + 1/(6 C^3) is exactly 1 there for C > 140.9
+    a = float(np.float32(ref_smin(S, 1.0, 1.0)))
+    b = float(np.float32(ref_smax(1.0 / max(C, 0.001), 1.0, 1.0)))
     w = min(max(W, 0.0), 1.0)
     out = []
     for v in range(n):
@@ -82,7 +83,8 @@ def ref_tension(rest, deformed, polys, F=1.0, S=1.0, C=1.0, W=1.0, weld=True):
         lr, ld = mean_len(rest, r), mean_len(deformed, r)
         T = lr / ld if ld != 0 else 0.0
         st = min(max(F * (1 - ref_smoothstep(a, 1.0, T)), 0.0), 1.0) * w
-        co = min(max(F * ref_smoothstep(1.0, b, T), 0.0), 1.0) * w
+        # the node group's compress chain: Map Range From Min b, From Max 1, To Min 1 - F, To Max 1, then 1 - x
+        co = min(max(F * (1 - ref_smoothstep(b, 1.0, T)), 0.0), 1.0) * w
         out.append((T, co, st))
     return np.array(out)
 
@@ -285,10 +287,28 @@ def test_stretch_area_two_or_more_and_large_compress_area():
     deformed = rest * np.float32(0.9)  # compressed everywhere
     r = tension_map(rest, deformed, quads, stretch_area=2.0, falloff=0.6)
     np.testing.assert_allclose(r.stretch, 0.6, atol=1e-7)  # a == 1: Map Range returns To Min everywhere
-    r = tension_map(rest, deformed, quads, compress_area=1e4)
-    np.testing.assert_array_equal(r.compress, 0.0)  # b == 1 in float32
     r = tension_map(rest, deformed, quads, compress_area=0.0)
     assert r.compress.max() < 1e-5  # b = 1000
+
+
+@pytest.mark.parametrize("kernel", [tension_map, tension_map_numpy])
+def test_large_compress_area_gives_falloff_times_weight_everywhere(kernel):
+    """Blender: above C = 140.9, b = 1 + 1/(6 C^3) rounds to 1, the compress Map Range (From Min b,
+    From Max 1) collapses to To Min and compress = F * W' at every vertex, stretched or not."""
+    rest, quads, _ = grid(5, 5)
+    rng = np.random.default_rng(7)
+    deformed = (rest * np.float32(1.05) + rng.normal(0, 0.0005, rest.shape)).astype(np.float32)  # mostly stretched
+    for c in (142.0, 1e4, 1e30):
+        assert map_params(compress_area=c).b == 1.0
+        r = kernel(rest, deformed, quads, compress_area=c, falloff=0.6, weight_limit=0.5)
+        np.testing.assert_array_equal(r.compress, np.float32(0.6) * np.float32(0.5))
+        np.testing.assert_array_equal(r.color[:, 0], r.compress)
+        want = ref_tension(rest, deformed, quads, F=0.6, C=c, W=0.5)
+        np.testing.assert_allclose(r.compress, want[:, 1], atol=1e-7)
+    # just below the threshold b > 1 in float32 and the ramp is live: unstretched vertices read 0
+    assert map_params(compress_area=140.0).b > 1.0
+    r = kernel(rest, rest * np.float32(1.05), quads, compress_area=140.0)
+    np.testing.assert_array_equal(r.compress, 0.0)
 
 
 def test_weld_across_seam_gives_continuous_tension():
@@ -377,3 +397,28 @@ def test_errors_are_clear():
         plan.evaluate(rest[:12])
     with pytest.raises(KisekaeError, match="weld"):
         TensionPlan(rest, quads, weld=np.full(16, 99))
+
+
+def test_tension_map_caches_its_plan_per_rest_mesh():
+    from kisekae.tension import cached_plan, clear_plan_cache
+
+    clear_plan_cache()
+    rest, quads, _ = grid(6, 6)
+    deformed = (rest * np.float32(0.95)).astype(np.float32)
+    p1 = cached_plan(rest, quads)
+    assert cached_plan(rest.copy(), quads.copy()) is p1  # same contents, same plan
+    assert cached_plan(rest, quads, weld=False) is not p1
+    assert cached_plan(rest, quads[:, [0, 1, 2]]) is not p1
+    # the one-call API uses the cache and its own parameters every call (the shared plan is not changed)
+    a = tension_map(rest, deformed, quads, falloff=0.5)
+    b = tension_map(rest, deformed, quads)
+    np.testing.assert_allclose(b.compress, 2 * a.compress, atol=1e-7)
+    np.testing.assert_array_equal(b.compress, TensionPlan(rest, quads).evaluate(deformed).compress)
+    assert cached_plan(rest, quads).params == map_params()
+    # editing the rest array in place is noticed (the key is a digest of the contents)
+    rest2 = rest.copy()
+    before = tension_map(rest2, deformed, quads)
+    rest2 *= np.float32(0.95)
+    after = tension_map(rest2, deformed, quads)
+    np.testing.assert_allclose(after.ratio, 1.0, atol=1e-6)
+    assert not np.allclose(before.ratio, 1.0)

@@ -11,7 +11,9 @@ from .animation import (
     tension_sequence, write_t_curves_json,
 )
 from .blender import MapParams, MappedRatio, map_params, map_range_smoothstep, map_ratio, safe_divide, smax, smin
-from .edge import TensionPlan, TensionResult, empty_result, tension_map, tension_map_numpy
+from .edge import (
+    TensionPlan, TensionResult, cached_plan, clear_plan_cache, empty_result, tension_map, tension_map_numpy,
+)
 from .smoothing import TemporalSmoother, blur, smooth_sequence
 from .strain import FaceStrain, StrainResult, face_strain, strain_tension
 from .topology import face_edges, unique_edges, weld_map
@@ -19,7 +21,8 @@ from .wrinkle import WrinkleMap, pack_rgba, region_mask, wrinkle_weights
 
 __all__ = [
     "MapParams", "MappedRatio", "map_params", "map_range_smoothstep", "map_ratio", "safe_divide", "smax", "smin",
-    "TensionPlan", "TensionResult", "empty_result", "tension_map", "tension_map_numpy",
+    "TensionPlan", "TensionResult", "cached_plan", "clear_plan_cache", "empty_result", "tension_map",
+    "tension_map_numpy",
     "FaceStrain", "StrainResult", "face_strain", "strain_tension",
     "TemporalSmoother", "blur", "smooth_sequence",
     "WrinkleMap", "pack_rgba", "region_mask", "wrinkle_weights",

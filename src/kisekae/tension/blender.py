@@ -108,7 +108,8 @@ class MapParams(NamedTuple):
     a : float
         Stretch ramp start, ``smin(stretch_area, 1, 1)`` (at most 1).
     b : float
-        Compress ramp end, ``smax(1 / max(compress_area, 0.001), 1, 1)`` (at least 1).
+        From Min of the compress Map Range, ``smax(1 / max(compress_area, 0.001), 1, 1)`` (at
+        least 1); its From Max is 1, so the ramp runs from T = b down to T = 1.
     falloff : float
         Falloff, unclamped (the channels are clamped after scaling).
     weight : float
@@ -144,9 +145,12 @@ def map_params(falloff=1.0, stretch_area=1.0, compress_area=1.0, weight_limit=1.
         ramp collapses (Map Range with From Min == From Max) and stretch becomes ``clamp(F)``
         at every vertex, as in Blender.
     compress_area : float, default 1.0
-        Compress Area C. ``b = smax(1 / max(C, 0.001), 1, 1)``. As C -> 0, b -> 1000 (compress
-        only near T = 1000, i.e. practically never). For large C (about C > 141 in float32),
-        b rounds to exactly 1, the ramp collapses and compress is 0 everywhere, as in Blender.
+        Compress Area C. ``b = smax(1 / max(C, 0.001), 1, 1) = 1 + 1 / (6 C^3)`` for C >= 1. As
+        C -> 0, b -> 1000 (compress only near T = 1000, i.e. practically never). For large C
+        (C > 140.9: ``1 / (6 C^3)`` falls below half a float32 ulp of 1, 2^-24), b rounds to
+        exactly 1, the compress Map Range (From Min b, From Max 1) collapses and returns To Min,
+        so compress is ``clamp(F) * W'`` at every vertex, as in Blender (the same as stretch
+        with S >= 2).
     weight_limit : float, default 1.0
         Weight Limit W; the output colour is multiplied by ``clamp(W, 0, 1)``.
 
@@ -185,10 +189,15 @@ def map_ratio(ratio, falloff=1.0, stretch_area=1.0, compress_area=1.0, weight_li
     :func:`map_params`::
 
         stretch  = clamp(F * (1 - smoothstep(a, 1, T)), 0, 1) * W'
-        compress = clamp(F * smoothstep(1, b, T), 0, 1) * W'
+        compress = clamp(F * (1 - smoothstep(b, 1, T)), 0, 1) * W'
         color    = (compress, stretch, 0)
 
-    (The graph adds the red and green colours, clamps, and mixes with black by ``W'``; since the
+    Both channels are the same node chain: a Map Range (Smooth Step) from ``From Min`` (a or b)
+    to ``From Max = 1`` onto ``To Min = 1 - F`` .. ``To Max = 1`` (Falloff goes through a
+    Multiply Add by -1, +1), subtracted from 1. For b > 1, ``1 - smoothstep(b, 1, T)`` equals
+    ``smoothstep(1, b, T)``; the two differ only when the ramp collapses (a == 1 or b == 1),
+    where the Map Range returns To Min and the channel is ``clamp(F) * W'`` everywhere. (The
+    graph adds the red and green colours, clamps, and mixes with black by ``W'``; since the
     channels are disjoint this is the same as scaling each clamped channel.)
 
     Parameters
@@ -215,7 +224,7 @@ def map_ratio_params(ratio, p: MapParams) -> MappedRatio:
     W = _F32(p.weight)
     one, zero = _F32(1.0), _F32(0.0)
     st = np.clip(F * (one - map_range_smoothstep(t, p.a, one)), zero, one) * W
-    co = np.clip(F * map_range_smoothstep(t, one, p.b), zero, one) * W
+    co = np.clip(F * (one - map_range_smoothstep(t, p.b, one)), zero, one) * W
     st = st.astype(_F32)
     co = co.astype(_F32)
     color = np.stack([co, st, np.zeros_like(co)], axis=-1)

@@ -14,7 +14,8 @@ Degenerate cases (all follow Blender's evaluation of the graph):
 * zero-length edges count as length 0 in the mean. If every deformed incident edge has length 0
   (the vertex's neighbourhood collapsed to a point) T = 0, not infinity, exactly like the Divide
   node; a zero rest mean with a non-zero deformed mean gives T = 0 too;
-* S >= 2 and large C: see :func:`kisekae.tension.blender.map_params`.
+* S >= 2 and large C (about C > 141): the ramp collapses and that channel is clamp(F) * W' at
+  every vertex; see :func:`kisekae.tension.blender.map_params`.
 
 The per-frame work is one pass over the unique welded edges plus one pass over the vertices
 (:class:`TensionPlan`); everything that depends only on the rest pose is computed once.
@@ -22,6 +23,9 @@ The per-frame work is one pass over the unique welded edges plus one pass over t
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numba
@@ -103,7 +107,7 @@ def _map_vertices(sums, inv_count, rest_mean, a, b, falloff, weight, ratio, comp
     two = np.float32(2.0)
     three = np.float32(3.0)
     den_s = one - a
-    den_c = b - one
+    den_c = one - b
     use_s = den_s != zero
     use_c = den_c != zero
     ds = den_s if use_s else one
@@ -119,11 +123,11 @@ def _map_vertices(sums, inv_count, rest_mean, a, b, falloff, weight, ratio, comp
         f = min(max(f, zero), one)
         s = falloff * (one - (three - two * f) * (f * f))
         s = min(max(s, zero), one) * weight
-        # compress = F * smoothstep(1, b, T)
-        g = (t - one) / dc
+        # compress = F * (1 - smoothstep(b, 1, T)): the same chain as stretch, From Min b, From Max 1
+        g = (t - b) / dc
         g = g if use_c else zero
         g = min(max(g, zero), one)
-        c = falloff * ((three - two * g) * (g * g))
+        c = falloff * (one - (three - two * g) * (g * g))
         c = min(max(c, zero), one) * weight
         ratio[v] = t
         stretch[v] = s
@@ -263,8 +267,7 @@ class TensionPlan:
     def set_params(self, falloff=1.0, stretch_area=1.0, compress_area=1.0, weight_limit=1.0) -> None:
         """Set the four node-group inputs used by :meth:`evaluate` (validated here, once)."""
         self.params: MapParams = map_params(falloff, stretch_area, compress_area, weight_limit)
-        p = self.params
-        self._consts = (np.float32(p.a), np.float32(p.b), np.float32(p.falloff), np.float32(p.weight))
+        self._consts = _consts(self.params)
 
     def _check_deformed(self, deformed, name):
         if (
@@ -312,12 +315,15 @@ class TensionPlan:
         KisekaeError
             Wrong shape or vertex count, or a non-finite position.
         """
-        pos = self._check_deformed(deformed, name)
+        return self._run(self._check_deformed(deformed, name), out, self._consts, name)
+
+    def _run(self, pos, out, consts, name):
+        """The kernel call of :meth:`evaluate` with explicit float32 ``(a, b, F, W')`` constants."""
         if out is None:
             out = empty_result(self.n_vertices)
         else:
             self._check_out(out)
-        a, b, f, w = self._consts
+        a, b, f, w = consts
         nbad = _tension_frame(
             pos, pos.reshape(-1), self.edges, self._sums, self.inv_count, self.rest_mean, self.dups, self.weld,
             a, b, f, w, out.ratio, out.compress, out.stretch, out.color,
@@ -336,6 +342,77 @@ class TensionPlan:
         ratio = safe_divide(rest_mean, _mean_lengths_numpy(pos, self.edges, self.inv_count))[self.weld]
         m = map_ratio_params(ratio, self.params)
         return TensionResult(ratio, m.compress, m.stretch, m.color)
+
+
+def _consts(p: MapParams) -> tuple:
+    return np.float32(p.a), np.float32(p.b), np.float32(p.falloff), np.float32(p.weight)
+
+
+#: Plans kept by :func:`tension_map`, most recently used last (see :func:`cached_plan`).
+PLAN_CACHE_SIZE = 8
+_plans: OrderedDict = OrderedDict()
+_plans_lock = threading.Lock()
+
+
+def _plan_key(rest, faces, edges, weld, weld_tolerance):
+    """A digest of everything a plan depends on, or None when an input is not a plain array."""
+    h = hashlib.sha256()
+    for label, a in (("rest", rest), ("faces", faces), ("edges", edges),
+                     ("weld", None if isinstance(weld, bool) or weld is None else weld)):
+        if a is None:
+            h.update(f"{label}:none;".encode())
+            continue
+        try:
+            arr = np.ascontiguousarray(a)
+        except (TypeError, ValueError):
+            return None
+        if arr.dtype == object:
+            return None
+        h.update(f"{label}:{arr.dtype.str}{arr.shape};".encode())
+        h.update(memoryview(arr).cast("B"))
+    h.update(repr((weld if isinstance(weld, bool) or weld is None else "array", float(weld_tolerance))).encode())
+    return h.digest()
+
+
+def cached_plan(rest, faces=None, *, edges=None, weld=True, weld_tolerance: float = 0.0) -> TensionPlan:
+    """The :class:`TensionPlan` of a rest mesh, built once and then reused (what :func:`tension_map` calls).
+
+    Plans are keyed by a SHA-256 digest of the rest positions (float32), the faces or edges, the weld
+    map and ``weld_tolerance``, so an array edited in place gets a new plan. The last
+    :data:`PLAN_CACHE_SIZE` plans are kept (least recently used dropped first). Hashing costs
+    about 1 ms per 50,000 vertices; building a plan costs about 100-200 ms.
+
+    Parameters
+    ----------
+    rest, faces, edges, weld, weld_tolerance
+        As for :class:`TensionPlan`. The plan's map parameters are the defaults; callers pass
+        their own constants (the cached plan is shared, so it is never modified).
+
+    Returns
+    -------
+    TensionPlan
+    """
+    rest_a = as_points(rest, "rest", dtype=np.float32)
+    key = _plan_key(rest_a, faces, edges, weld, weld_tolerance)
+    if key is not None:
+        with _plans_lock:
+            plan = _plans.get(key)
+            if plan is not None:
+                _plans.move_to_end(key)
+                return plan
+    plan = TensionPlan(rest_a.copy(), faces, edges=edges, weld=weld, weld_tolerance=weld_tolerance)
+    if key is not None:
+        with _plans_lock:
+            _plans[key] = plan
+            while len(_plans) > PLAN_CACHE_SIZE:
+                _plans.popitem(last=False)
+    return plan
+
+
+def clear_plan_cache() -> None:
+    """Forget every plan kept by :func:`tension_map`."""
+    with _plans_lock:
+        _plans.clear()
 
 
 def _mean_lengths_numpy(pos, edges, inv_count):
@@ -371,7 +448,9 @@ def tension_map(
 ) -> TensionResult:
     """Tension of a deformed mesh against its rest pose, like cgvirus's node group (Numba).
 
-    For repeated frames build a :class:`TensionPlan` once and call :meth:`TensionPlan.evaluate`.
+    The rest-pose set-up (weld, edges, rest means) is cached per rest mesh (:func:`cached_plan`),
+    so calling this every frame with the same ``rest`` and ``faces`` costs one hash of the inputs
+    plus the per-frame kernel. A :class:`TensionPlan` kept by the caller skips the hash too.
 
     Parameters
     ----------
@@ -386,13 +465,17 @@ def tension_map(
     stretch_area : float, default 1.0
         Stretch Area S; stretch ramps from T = smin(S, 1, 1) up to T = 1.
     compress_area : float, default 1.0
-        Compress Area C; compress ramps from T = 1 up to T = smax(1 / max(C, 0.001), 1, 1).
+        Compress Area C; compress ramps from T = 1 up to T = smax(1 / max(C, 0.001), 1, 1)
+        (for C above about 141 that bound rounds to 1 and compress is clamp(F) * W' everywhere).
     weight_limit : float, default 1.0
         Weight Limit W; outputs are scaled by clamp(W, 0, 1).
     edges : (E, 2) int array, optional
         Explicit edges instead of ``faces``.
     weld : bool or (N,) int array, default True
         Weld by position so tension is continuous across UV/normal seams (see :class:`TensionPlan`).
+        On a mesh that is really split (two sheets that only touch, e.g. a garment's separate
+        panels meeting at a seam line) welding joins them and differs from Blender, which keeps
+        them apart; ``weld=False`` uses the topology as given, which is what Blender does.
     weld_tolerance : float, default 0.0
         Position tolerance of the weld in metres (0 = exact).
 
@@ -407,11 +490,9 @@ def tension_map(
         Different vertex counts, non-finite positions, bad shapes or face indices out of range.
     """
     rest_a, def_a = _prepare(rest, deformed)
-    plan = TensionPlan(
-        rest_a, faces, edges=edges, weld=weld, weld_tolerance=weld_tolerance, falloff=falloff,
-        stretch_area=stretch_area, compress_area=compress_area, weight_limit=weight_limit,
-    )
-    return plan.evaluate(def_a)
+    consts = _consts(map_params(falloff, stretch_area, compress_area, weight_limit))
+    plan = cached_plan(rest_a, faces, edges=edges, weld=weld, weld_tolerance=weld_tolerance)
+    return plan._run(plan._check_deformed(def_a, "deformed"), None, consts, "deformed")
 
 
 def tension_map_numpy(

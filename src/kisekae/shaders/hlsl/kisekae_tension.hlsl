@@ -44,8 +44,10 @@ float KisekaeMapRangeSmoothstep(float x, float e0, float e1)
 }
 
 // The node group's mapping of the ratio T (rest / deformed mean edge length), as kisekae.tension.blender.map_ratio:
-// stretch = clamp(F (1 - smoothstep(a, 1, T)), 0, 1) W', compress = clamp(F smoothstep(1, b, T), 0, 1) W'
-// with a = smin(S, 1, 1), b = smax(1 / max(C, 0.001), 1, 1), W' = clamp(W, 0, 1).
+// stretch = clamp(F (1 - smoothstep(a, 1, T)), 0, 1) W', compress = clamp(F (1 - smoothstep(b, 1, T)), 0, 1) W'
+// with a = smin(S, 1, 1), b = smax(1 / max(C, 0.001), 1, 1), W' = clamp(W, 0, 1). Both channels are the same node
+// chain (Map Range From Min a or b, From Max 1), so a collapsed ramp (S >= 2, or C > ~141 where b rounds to 1)
+// gives clamp(F) W' everywhere.
 KisekaeTension KisekaeTensionFromRatio(float ratio, KisekaeTensionParams P)
 {
     float a = KisekaeBlenderSmoothMin(P.stretchArea, 1.0, 1.0);
@@ -53,7 +55,7 @@ KisekaeTension KisekaeTensionFromRatio(float ratio, KisekaeTensionParams P)
     KisekaeTension o;
     float w = saturate(P.weightLimit);
     o.stretch = saturate(P.falloff * (1.0 - KisekaeMapRangeSmoothstep(ratio, a, 1.0))) * w;
-    o.compress = saturate(P.falloff * KisekaeMapRangeSmoothstep(ratio, 1.0, b)) * w;
+    o.compress = saturate(P.falloff * (1.0 - KisekaeMapRangeSmoothstep(ratio, b, 1.0))) * w;
     return o;
 }
 
