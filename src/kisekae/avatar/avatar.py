@@ -52,7 +52,8 @@ class Avatar:
     """A body and garments on one skeleton.
 
     ``base_vertices`` and ``base_skin`` hold the whole MakeHuman base mesh (metres) when the
-    avatar came from it; ``.mhclo`` garments are fitted against them.
+    avatar came from it; ``.mhclo`` garments are fitted against them. ``shape`` is the
+    :class:`~kisekae.avatar.shape.BodyShape` of a shaped built-in avatar (else None).
     """
 
     skeleton: Skeleton
@@ -62,6 +63,7 @@ class Avatar:
     base_skin: Skin | None = None
     name: str = "avatar"
     rig: str = ""
+    shape: object = None
 
     def part(self, name: str) -> SkinnedMesh:
         """The body (``"body"``) or a garment by name."""

@@ -32,7 +32,7 @@ def _data() -> dict:
             return {k: z[k] for k in z.files}
 
 
-def _part(d: dict, part: str, skin: Skin) -> SkinnedMesh:
+def _part(d: dict, part: str, skin: Skin, vertices: np.ndarray) -> SkinnedMesh:
     ids = d[f"{part}_vertex_ids"].astype(np.int64)
     quads = d[f"{part}_quads"]
     uv_quads = d[f"{part}_uv_quads"]
@@ -41,21 +41,33 @@ def _part(d: dict, part: str, skin: Skin) -> SkinnedMesh:
     uv_coords = d["uvs"]
     per_vertex = np.zeros((len(ids), 2), np.float32)
     per_vertex[faces.ravel()[::-1]] = uv_coords[uv_faces.ravel()[::-1]]
-    mesh = Mesh(d["vertices"][ids], faces, quads, {"uv0": per_vertex}, uv_faces, uv_coords, part)
+    mesh = Mesh(vertices[ids], faces, quads, {"uv0": per_vertex}, uv_faces, uv_coords, part)
     return SkinnedMesh(mesh, skin.take(ids), source_index=ids)
+
+
+def _build(rig: str, shape=None) -> Avatar:
+    d = _data()
+    skel = Skeleton(list(d[f"{rig}_names"]), d[f"{rig}_parents"], d[f"{rig}_rest"], d[f"{rig}_tails"])
+    skin = Skin(d[f"{rig}_skin_indices"].astype(np.int32), d[f"{rig}_skin_weights"])
+    vertices = d["vertices"]
+    name = "makehuman"
+    if shape is not None:
+        from .shape import refit_skeleton, shaped_vertices
+
+        vertices = shaped_vertices(vertices, d["body_vertex_ids"], shape)
+        skel = refit_skeleton(skel, vertices, rig)
+        name = f"makehuman[{shape.label()}]"
+    body = _part(d, "body", skin, vertices)
+    garments = {g: _part(d, g, skin, vertices) for g in GARMENTS}
+    return Avatar(skel, body, garments, vertices, skin, name=name, rig=rig, shape=shape)
 
 
 @lru_cache(maxsize=4)
 def _cached(rig: str) -> Avatar:
-    d = _data()
-    skel = Skeleton(list(d[f"{rig}_names"]), d[f"{rig}_parents"], d[f"{rig}_rest"], d[f"{rig}_tails"])
-    skin = Skin(d[f"{rig}_skin_indices"].astype(np.int32), d[f"{rig}_skin_weights"])
-    body = _part(d, "body", skin)
-    garments = {g: _part(d, g, skin) for g in GARMENTS}
-    return Avatar(skel, body, garments, d["vertices"], skin, name="makehuman", rig=rig)
+    return _build(rig)
 
 
-def load_builtin_avatar(rig: str = "game_engine") -> Avatar:
+def load_builtin_avatar(rig: str = "game_engine", shape=None) -> Avatar:
     """The built-in MakeHuman avatar (metres, glTF frame, feet on y = 0).
 
     Parameters
@@ -63,6 +75,11 @@ def load_builtin_avatar(rig: str = "game_engine") -> Avatar:
     rig : {"game_engine", "cmu_mb"}
         ``game_engine`` (53 bones, Unreal-style names) for named poses; ``cmu_mb`` (31 bones)
         matches CMU motion-capture BVH joint names.
+    shape : BodyShape or None
+        A MakeHuman body shape (:mod:`kisekae.avatar.shape`): the base mesh gets the shape's
+        targets, the skeleton is refitted by the rig's joint strategies, the garments follow.
+        ``None`` (default) is the plain base mesh, exactly as without shapes; note that it is not
+        MakeHuman's default shape ``BodyShape()``, which adds the average macro targets.
 
     Returns
     -------
@@ -73,4 +90,10 @@ def load_builtin_avatar(rig: str = "game_engine") -> Avatar:
         raise KisekaeError(f"unknown rig {rig!r}; built-in rigs are {', '.join(RIGS)}", "--rig")
     import copy
 
+    if shape is not None:
+        from .shape import BodyShape
+
+        if not isinstance(shape, BodyShape):
+            raise KisekaeError(f"expected a BodyShape, got {type(shape).__name__}", "shape")
+        return _build(rig, shape)
     return copy.deepcopy(_cached(rig))

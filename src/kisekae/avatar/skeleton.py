@@ -75,6 +75,33 @@ def vec_roll_to_mat3(vector, roll: float) -> np.ndarray:
     return axis_angle_matrix((x, y, z), roll) @ b
 
 
+def rest_from_joints(heads, tails, rolls, names, source: str = "skeleton") -> np.ndarray:
+    """Rest matrices from bone heads, tails and Blender rolls (the MPFB2 / Blender convention).
+
+    Parameters
+    ----------
+    heads, tails : (B, 3) float, metres in the glTF frame
+    rolls : (B,) float, Blender bone roll in radians
+    names : list of B bone names (for error messages)
+    source : str, where the bones came from (for error messages)
+
+    Returns
+    -------
+    (B, 4, 4) float64 bone-to-world transforms: translation = head, rotation =
+    :func:`vec_roll_to_mat3` evaluated in Blender's armature space and brought into the glTF frame.
+    """
+    heads = np.asarray(heads, dtype=np.float64)
+    tails = np.asarray(tails, dtype=np.float64)
+    rest = np.tile(np.eye(4), (len(heads), 1, 1))
+    for i, (head, tail, roll) in enumerate(zip(heads, tails, rolls)):
+        direction = tail - head
+        if np.linalg.norm(direction) < 1e-9:
+            raise KisekaeError(f"bone {names[i]!r} has zero length (head == tail)", source)
+        rest[i, :3, :3] = BLENDER_TO_GLTF @ vec_roll_to_mat3(BLENDER_TO_GLTF.T @ direction, float(roll))
+        rest[i, :3, 3] = head
+    return rest
+
+
 @dataclass
 class Skeleton:
     """Bone names, parents and world rest matrices.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..avatar.skeleton import BLENDER_TO_GLTF, Skeleton, vec_roll_to_mat3
+from ..avatar.skeleton import Skeleton, rest_from_joints
 from ..errors import KisekaeError
 from .obj import ObjData
 
@@ -40,8 +40,8 @@ def _load_json(src, what: str):
         raise KisekaeError(f"not valid JSON: {exc}", path) from None
 
 
-def joint_position(spec: dict, obj: ObjData, source: str, bone: str, end: str) -> np.ndarray:
-    """Head or tail position (OBJ units) from an MPFB2 strategy entry."""
+def strategy_vertices(spec: dict, obj: ObjData, source: str, bone: str, end: str) -> np.ndarray:
+    """The base-mesh vertex ids whose mean is a bone's head or tail, from an MPFB2 strategy entry."""
     strategy = spec.get("strategy")
     n = len(obj.vertices)
     try:
@@ -59,7 +59,12 @@ def joint_position(spec: dict, obj: ObjData, source: str, bone: str, end: str) -
         raise KisekaeError(f"bone {bone!r} {end}: {exc.message}", source) from None
     if len(ids) == 0 or ids.min() < 0 or ids.max() >= n:
         raise KisekaeError(f"bone {bone!r} {end}: vertex indices outside the mesh (0..{n - 1})", source)
-    return obj.vertices[ids].mean(axis=0)
+    return ids
+
+
+def joint_position(spec: dict, obj: ObjData, source: str, bone: str, end: str) -> np.ndarray:
+    """Head or tail position (OBJ units) from an MPFB2 strategy entry."""
+    return obj.vertices[strategy_vertices(spec, obj, source, bone, end)].mean(axis=0)
 
 
 def read_rig(rig, obj: ObjData, *, offset=(0.0, 0.0, 0.0)) -> Skeleton:
@@ -91,27 +96,21 @@ def read_rig(rig, obj: ObjData, *, offset=(0.0, 0.0, 0.0)) -> Skeleton:
                 progressed = True
         if not progressed:
             raise KisekaeError(f"parent cycle among bones {pending[:5]}", source)
-    b2g = BLENDER_TO_GLTF
-    rest = np.tile(np.eye(4), (len(order), 1, 1))
+    heads = np.zeros((len(order), 3))
     tails = np.zeros((len(order), 3))
+    rolls = np.zeros(len(order))
     parents = []
     for i, name in enumerate(order):
         bone = data[name]
         try:
-            head = joint_position(bone["head"], obj, source, name, "head") * MH_SCALE + offset
-            tail = joint_position(bone["tail"], obj, source, name, "tail") * MH_SCALE + offset
-            roll = float(bone.get("roll", 0.0))
+            heads[i] = joint_position(bone["head"], obj, source, name, "head") * MH_SCALE + offset
+            tails[i] = joint_position(bone["tail"], obj, source, name, "tail") * MH_SCALE + offset
+            rolls[i] = float(bone.get("roll", 0.0))
         except (KeyError, TypeError) as exc:
             raise KisekaeError(f"bone {name!r}: missing or malformed {exc}", source) from None
-        direction = tail - head
-        if np.linalg.norm(direction) < 1e-9:
-            raise KisekaeError(f"bone {name!r} has zero length (head == tail)", source)
-        rot_blender = vec_roll_to_mat3(b2g.T @ direction, roll)
-        rest[i, :3, :3] = b2g @ rot_blender
-        rest[i, :3, 3] = head
-        tails[i] = tail
         parent = bone.get("parent") or ""
         parents.append(order.index(parent) if parent else -1)
+    rest = rest_from_joints(heads, tails, rolls, order, source)
     return Skeleton(order, np.asarray(parents), rest, tails)
 
 
