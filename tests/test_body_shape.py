@@ -196,3 +196,16 @@ def test_baby_toe_joints_sit_on_the_sole():
     for n in outside:
         gap = np.linalg.norm(av.body.mesh.vertices - heads[av.skeleton.index[n]], axis=1).min()
         assert gap < 0.002
+
+
+def test_package_data_stays_under_8_mb():
+    from importlib import resources
+
+    root = resources.files("kisekae")
+    total = 0
+    for sub in ("data", "data/samples"):
+        for f in root.joinpath(sub).iterdir():
+            if f.is_file():
+                total += len(f.read_bytes())
+    assert total <= 8_000_000, total
+    assert "CC0" in str(shape_data()["license"])
