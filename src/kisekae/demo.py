@@ -32,13 +32,14 @@ def section_check(ctx) -> str:
 SECTIONS = [("penetration check", section_check)]
 
 
-def run_demo(out="demo-out", *, progress: bool = True) -> Path:
+def run_demo(out="demo-out", *, progress: bool = True, shape=None) -> Path:
+    """Run every section and write ``out/index.html``; ``shape`` (a BodyShape) shapes the built-in avatar."""
     from . import __version__
     from .avatar.builtin import ATTRIBUTION, load_builtin_avatar
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = {"out": out, "avatar": load_builtin_avatar(), "timings": {}, "progress": progress}
+    ctx = {"out": out, "avatar": load_builtin_avatar(shape=shape), "timings": {}, "progress": progress}
     parts = []
     bar = tqdm(SECTIONS, desc="kisekae demo", unit="step", disable=not progress)
     for title, fn in bar:
@@ -46,12 +47,13 @@ def run_demo(out="demo-out", *, progress: bool = True) -> Path:
         t = time.perf_counter()
         parts.append(fn(ctx))
         ctx["timings"][title] = time.perf_counter() - t
+    body = f" (body shape {html.escape(shape.label())})" if shape is not None else ""
     rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.2f} s</td></tr>" for k, v in ctx["timings"].items())
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>kisekae demo</title>"
         "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}img{max-width:100%}"
         "pre{background:#f4f4f4;padding:8px;overflow-x:auto}td{padding:2px 8px}</style></head><body>"
-        f"<h1>kisekae {__version__} demo</h1><p>Built-in avatar: {html.escape(ATTRIBUTION)}</p>"
+        f"<h1>kisekae {__version__} demo</h1><p>Built-in avatar{body}: {html.escape(ATTRIBUTION)}</p>"
         + "".join(parts)
         + f"<h2>Timings</h2><table>{rows}</table></body></html>"
     )

@@ -121,7 +121,9 @@ class BodyShape:
             except (TypeError, ValueError):
                 raise KisekaeError(f"{key}: expected a number, got {value!r}; valid: {valid_ranges()}", source) from None
             lo, hi = PARAMETER_RANGES[key]
-            if not math.isfinite(v) or v < lo or v > hi:
+            if not math.isfinite(v):
+                raise KisekaeError(f"{key} = {value!r} is not a finite number; valid: {valid_ranges()}", source)
+            if v < lo or v > hi:
                 raise KisekaeError(f"{key} = {value!r} is out of range {lo:g}..{hi:g}; valid: {valid_ranges()}", source)
             clean[key] = v
         return cls(**clean)

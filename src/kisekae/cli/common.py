@@ -7,7 +7,31 @@ from pathlib import Path
 from ..errors import KisekaeError
 
 
+BODY_HELP = ("MakeHuman body shape of the built-in avatar, e.g. \"gender=0.2,weight=0.9,muscle=0.3\" "
+             "(macro parameters gender age muscle weight height proportions breast_size breast_firmness 0..1, "
+             "default 0.5; regional upperleg_fat buttocks belly upperarm_fat -1..1, default 0); "
+             "without it, the plain base mesh")
+
+
+def add_body_arg(p):
+    """``--body``: a MakeHuman body shape for the built-in avatar."""
+    p.add_argument("--body", metavar="NAME=VALUE,...", help=BODY_HELP)
+
+
+def body_shape(args):
+    """The :class:`~kisekae.avatar.shape.BodyShape` of ``--body``, or None when it was not given."""
+    text = getattr(args, "body", None)
+    if text is None:
+        return None
+    from ..avatar.shape import parse_body
+
+    if getattr(args, "avatar", None):
+        raise KisekaeError("shapes the built-in avatar only; it does not apply to --avatar files", "--body")
+    return parse_body(text, "--body")
+
+
 def add_avatar_args(p, *, garments_default=("tights", "skirt")):
+    add_body_arg(p)
     p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default=None,
                    help="rig of the built-in avatar (default: game_engine, or cmu_mb with --bvh)")
     p.add_argument("--garment", action="append", metavar="NAME|PATH",
@@ -24,13 +48,14 @@ def load_avatar(args):
     from ..avatar.builtin import load_builtin_avatar
 
     rig = args.rig or ("cmu_mb" if getattr(args, "bvh", None) else "game_engine")
+    shape = body_shape(args)
     avatar_path = getattr(args, "avatar", None)
     if avatar_path:
         from ..io import gltf  # noqa: F401  (provided by the glTF importer)
 
         avatar = gltf.load_avatar(avatar_path)
     else:
-        avatar = load_builtin_avatar(rig)
+        avatar = load_builtin_avatar(rig, shape)
     names = []
     wanted = args.garment or (list(avatar.garments) if avatar_path else args.garments_default)
     if not wanted:

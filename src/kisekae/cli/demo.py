@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 
+from .common import add_body_arg, body_shape
+
 
 def register(sub):
     p = sub.add_parser("demo", help="run everything on the built-in avatar and write an HTML report")
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_body_arg(p)
     p.set_defaults(func=run)
     return p
 
@@ -27,6 +30,6 @@ def run(args) -> int:
 
     add_render_sections()
     t = time.perf_counter()
-    index = run_demo(args.out, progress=not args.no_progress)
+    index = run_demo(args.out, progress=not args.no_progress, shape=body_shape(args))
     print(f"wrote {index} in {time.perf_counter() - t:.1f} s")
     return 0

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import KisekaeError
+from .common import add_body_arg, body_shape
 
 
 def register(sub):
     p = sub.add_parser("info", help="describe an asset (.obj, .mhclo, .bvh, pose .json, .glb/.gltf/.vrm)")
     p.add_argument("file", nargs="?", help="asset file; omit for the built-in avatar")
     p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default="game_engine")
+    add_body_arg(p)
     p.set_defaults(func=run)
     return p
 
@@ -26,7 +28,32 @@ def describe_avatar(avatar) -> list:
     return lines
 
 
+def describe_shape(avatar) -> list:
+    """Height, vertex count and every joint position of a shaped built-in avatar."""
+    from ..avatar.shape import age_years
+
+    shape = avatar.shape
+    lo, hi = avatar.body.mesh.bounds()
+    lines = [f"body shape {shape.label()}: height {hi[1] - lo[1]:.3f} m, age {age_years(shape.age):.0f} years, "
+             f"{avatar.body.mesh.n_vertices} body vertices ({len(avatar.base_vertices)} in the base mesh with "
+             f"helpers)",
+             "  parameters: " + ", ".join(f"{k}={v:g}" for k, v in shape.as_dict().items()),
+             "  joint heads (m, glTF frame, feet on y = 0):"]
+    for name, head in zip(avatar.skeleton.names, avatar.skeleton.heads):
+        lines.append(f"    {name:<16s} {head[0]:+.4f} {head[1]:+.4f} {head[2]:+.4f}")
+    return lines
+
+
 def run(args) -> int:
+    shape = body_shape(args)
+    if shape is not None and args.file is not None:
+        raise KisekaeError("--body describes the built-in avatar; omit FILE", "--body")
+    if shape is not None:
+        from ..avatar.builtin import ATTRIBUTION, load_builtin_avatar
+
+        avatar = load_builtin_avatar(args.rig, shape)
+        print("\n".join(describe_avatar(avatar)[:1] + describe_shape(avatar) + [f"  data: {ATTRIBUTION}"]))
+        return 0
     if args.file is None:
         from ..avatar.builtin import ATTRIBUTION, load_builtin_avatar
         from ..avatar.poses import NAMED_POSES

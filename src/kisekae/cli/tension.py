@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
+from .common import add_body_arg
 
 
 def register(subparsers) -> None:
@@ -24,6 +25,7 @@ def register(subparsers) -> None:
                    help="part to measure: body, a garment name (tights, skirt) or a .mhclo file (default: body)")
     p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default=None,
                    help="rig of the built-in avatar (default: game_engine, or cmu_mb with --bvh)")
+    add_body_arg(p)
     p.add_argument("--pose", action="append", metavar="NAME",
                    help="named pose (repeatable; default: stand leg_raise crouch)")
     p.add_argument("--pose-file", action="append", metavar="FILE", help="JSON pose file (repeatable)")
@@ -89,12 +91,12 @@ def run(args) -> int:
         TemporalSmoother, TensionSequence, avatar_plan, blur, plot_t_curves, save_npz, strain_tension,
         tension_sequence, write_t_curves_json,
     )
-    from .common import load_poses
+    from .common import body_shape, load_poses
 
     if args.blur < 0:
         raise KisekaeError(f"must be >= 0, got {args.blur}", "--blur")
     rig = args.rig or ("cmu_mb" if args.bvh else "game_engine")
-    avatar = load_builtin_avatar(rig)
+    avatar = load_builtin_avatar(rig, body_shape(args))
     part = _part(avatar, args.mesh)
     poses = load_poses(args, avatar)
     params = dict(falloff=args.falloff, stretch_area=args.stretch_area, compress_area=args.compress_area,

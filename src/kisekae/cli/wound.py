@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
+from .common import add_body_arg, body_shape
 
 
 def register(subparsers) -> None:
@@ -42,6 +43,7 @@ def register(subparsers) -> None:
                    help="closest method: farther matches are reported unmatched, metres (default: no limit)")
     b.add_argument("--preview", action="store_true",
                    help="also render the morph from 0 to 1 into OUT/preview (PNG frames, GIF, sheet)")
+    add_body_arg(b)
     _preview_options(b)
     b.set_defaults(func=run_bake)
     h = sub.add_parser("hit", help="shoot rays at the built-in avatar and write the morph parameter")
@@ -57,6 +59,7 @@ def register(subparsers) -> None:
     h.add_argument("--preview", default=None, metavar="DIR",
                    help="render the hits' morph from 0 to 1, posed, into DIR (PNG frames, GIF, sheet); uses the "
                         "--bake target, or the built-in damaged variant without one")
+    add_body_arg(h)
     _preview_options(h)
     h.set_defaults(func=run_hit)
     p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
@@ -79,11 +82,11 @@ def _write_preview(out_dir, vertices, normals, faces, target_positions, target_n
     return paths
 
 
-def _mesh(spec: str, role: str) -> dict:
+def _mesh(spec: str, role: str, shape=None) -> dict:
     if spec in ("builtin", "builtin-damaged"):
         from ..avatar import load_builtin_avatar
         from ..wound.damage import damaged_builtin
-        av = load_builtin_avatar()
+        av = load_builtin_avatar(shape=shape)
         m = av.body.mesh
         d = damaged_builtin(av)
         v = m.vertices if spec == "builtin" else d.vertices
@@ -95,8 +98,11 @@ def _mesh(spec: str, role: str) -> dict:
 def run_bake(args) -> int:
     from ..wound import bake, write_bake
 
-    normal = _mesh(args.normal, "normal")
-    damaged = _mesh(args.damaged, "damaged")
+    shape = body_shape(args)
+    if shape is not None and not {args.normal, args.damaged} & {"builtin", "builtin-damaged"}:
+        raise KisekaeError("--body shapes the built-in body; neither mesh is 'builtin' or 'builtin-damaged'", "--body")
+    normal = _mesh(args.normal, "normal", shape)
+    damaged = _mesh(args.damaged, "damaged", shape)
     start, target = (normal, damaged) if args.start == "normal" else (damaged, normal)
     encs = None if args.encodings is None else [e.strip() for e in args.encodings.split(",") if e.strip()]
     if args.method == "uv" and "uv1" not in start:
@@ -137,7 +143,7 @@ def run_hit(args) -> int:
     from ..wound.damage import damaged_builtin
     from ..wound.files import load_bake
 
-    av = load_builtin_avatar()
+    av = load_builtin_avatar(shape=body_shape(args))
     body = av.body
     reach = None
     if args.part_reach:
