@@ -24,6 +24,9 @@ def register(sub):
     p.add_argument("--pixels", action="store_true",
                    help="also count poke-through pixels (skin showing through garments) from 9 views at 720p and "
                         "2160p (offscreen OpenGL); adds poke_through_pixels to the records")
+    p.add_argument("--self-contact", action="store_true",
+                   help="also measure the posed body against itself: body_buried (vertices inside another body "
+                        "part), body_self_crossings (body edges through body triangles) and body_volume_change")
     p.add_argument("--json", metavar="FILE", help="write one record per (pose, garment) as a JSON list")
     p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
     p.set_defaults(func=run)
@@ -32,7 +35,7 @@ def register(sub):
 
 def run(args) -> int:
     from ..errors import KisekaeError
-    from ..qa.check import check_pose, format_table, json_record
+    from ..qa.check import check_pose, format_table, json_record, self_contact_pose
 
     if args.json and Path(args.json).exists() and not args.force:
         raise KisekaeError("file exists; pass --force to overwrite it", args.json)
@@ -43,6 +46,10 @@ def run(args) -> int:
     params = push_params(args)
     for pose in poses:
         before = check_pose(avatar, pose, garments)
+        if args.self_contact:
+            body = json_record(self_contact_pose(avatar, pose))
+            for r in before:
+                r.update({k: v for k, v in body.items() if k.startswith("body_")})
         if args.pixels:
             from ..render.report import add_poke_pixels
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..avatar.avatar import Avatar
 from .penetration import BodyQuery, BodyTopology, penetration_stats
+from .selfcontact import BodySelfContact
 
 #: The JSON fields of a check record, in table order.
 RECORD_FIELDS = ("pose", "garment", "vertices", "inside_count", "inside_fraction", "max_depth_m", "p95_depth_m",
@@ -21,6 +22,34 @@ def body_topology(avatar: Avatar) -> BodyTopology:
         topo = BodyTopology.from_mesh(avatar.body.mesh.vertices, avatar.body.mesh.faces)
         avatar._kisekae_body_topology = topo
     return topo
+
+
+def body_self_contact(avatar: Avatar) -> BodySelfContact:
+    """The body's self-contact measure (rest winding, volume), built once per avatar and cached on it."""
+    sc = getattr(avatar, "_kisekae_body_self_contact", None)
+    if sc is None:
+        mesh = avatar.body.mesh
+        sc = BodySelfContact(mesh.vertices, mesh.faces, mesh.weld)
+        avatar._kisekae_body_self_contact = sc
+    return sc
+
+
+def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
+    """``body_buried``, ``body_self_crossings`` and ``body_volume_change`` of the body in one pose.
+
+    Parameters
+    ----------
+    avatar : Avatar
+    pose : Pose
+    body_vertices : (N, 3) or None, posed body positions to measure instead of plain skinning
+
+    Returns
+    -------
+    dict with the three fields, ``pose``, and the per-vertex ``buried`` mask (not a JSON field).
+    """
+    if body_vertices is None:
+        body_vertices = avatar.body.posed(pose.skinning_matrices(avatar.skeleton))
+    return {"pose": pose.name, **body_self_contact(avatar).measure(body_vertices)}
 
 
 def check_pose(avatar: Avatar, pose, garments, *, posed_garments: dict | None = None) -> list:
@@ -70,18 +99,20 @@ def format_table(records, columns=None) -> str:
     columns = columns or [c for c in ("pose", "garment", "stage", "vertices", "inside_count", "inside_fraction",
                                       "max_depth_m", "p95_depth_m", "edge_crossings", "max_push_m",
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
-                                      "poke_through_pixels", "time_ms")
+                                      "poke_through_pixels", "body_buried", "body_self_crossings",
+                                      "body_volume_change", "time_ms")
                           if any(c in r for r in records)]
     heads = {"inside_fraction": "inside %", "max_depth_m": "max depth mm", "p95_depth_m": "p95 depth mm",
              "max_push_m": "max push mm", "moved_fraction": "moved %", "inside_count": "inside",
              "edge_crossings": "crossings", "moved_unnecessarily": "moved >margin", "time_ms": "ms",
              "poke_through_pixels": "poke px", "under_lower_layers": "under layers",
-             "layer_crossings": "layer crossings"}
+             "layer_crossings": "layer crossings", "body_buried": "body buried",
+             "body_self_crossings": "body crossings", "body_volume_change": "body vol %"}
 
     def cell(c, v):
         if v is None or v == "":
             return ""
-        if c in ("inside_fraction", "moved_fraction"):
+        if c in ("inside_fraction", "moved_fraction", "body_volume_change"):
             return f"{100 * v:.2f}"
         if c.endswith("_m"):
             return f"{1000 * v:.1f}"

@@ -19,9 +19,12 @@ def segment_hits_triangle(p0, p1, tri, t):
 
 
 @numba.njit(cache=True)
-def _crossings(points, edges, left, right, start, count, lo, hi, tri, out, out_tri):
+def _crossings(points, edges, left, right, start, count, lo, hi, tri, tri_vid, out, out_tri):
     stack = np.empty(128, np.int32)
+    exclude = tri_vid.shape[0] > 0
     for e in range(len(edges)):
+        a = edges[e, 0]
+        b = edges[e, 1]
         p0 = points[edges[e, 0]]
         p1 = points[edges[e, 1]]
         blo0 = min(p0[0], p1[0])
@@ -42,6 +45,9 @@ def _crossings(points, edges, left, right, start, count, lo, hi, tri, out, out_t
                 continue
             if left[node] < 0:
                 for t in range(start[node], start[node] + count[node]):
+                    if exclude and (tri_vid[t, 0] == a or tri_vid[t, 1] == a or tri_vid[t, 2] == a
+                                    or tri_vid[t, 0] == b or tri_vid[t, 1] == b or tri_vid[t, 2] == b):
+                        continue
                     if segment_hits_triangle(p0, p1, tri, t):
                         hit = True
                         hit_t = t
@@ -54,17 +60,26 @@ def _crossings(points, edges, left, right, start, count, lo, hi, tri, out, out_t
         out_tri[e] = hit_t
 
 
-def edge_crossings(points, edges, bvh: BVH, state: BVHState, *, return_triangles: bool = False):
+def edge_crossings(points, edges, bvh: BVH, state: BVHState, *, return_triangles: bool = False,
+                   exclude_incident=None):
     """(E,) bool: does garment edge ``edges[e]`` (between ``points``) cross any body triangle?
 
     With ``return_triangles``, also return ``(E,)`` int32 ids (into the mesh's faces) of one
     crossed triangle per crossing edge, -1 elsewhere.
+
+    ``exclude_incident`` : (F, 3) int or None, vertex ids of the BVH's faces in the numbering of
+    ``edges``. When given (the edges belong to the same mesh), a triangle that shares a vertex
+    with the edge is skipped, so a mesh can be tested against itself.
     """
     p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
     e = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
     out = np.zeros(len(e), dtype=np.bool_)
     out_t = np.full(len(e), -1, dtype=np.int64)
-    _crossings(p, e, bvh.left, bvh.right, bvh.start, bvh.count, state.lo, state.hi, state.tri, out, out_t)
+    if exclude_incident is None:
+        tri_vid = np.zeros((0, 3), dtype=np.int64)
+    else:
+        tri_vid = np.ascontiguousarray(np.asarray(exclude_incident, dtype=np.int64)[bvh.order])
+    _crossings(p, e, bvh.left, bvh.right, bvh.start, bvh.count, state.lo, state.hi, state.tri, tri_vid, out, out_t)
     if return_triangles:
         return out, np.where(out_t >= 0, bvh.order[np.maximum(out_t, 0)], -1).astype(np.int32)
     return out
