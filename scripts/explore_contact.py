@@ -1,0 +1,174 @@
+"""Measure a contact-aware body candidate on the built-in avatar (research script, not the product).
+
+Candidate measured here ("bisector projection"): every body part (the vertices whose largest skin
+weight is one bone) gets a signed distance field of its own triangles, baked once on a grid in
+the rest frame (sign from the part's winding number, so the open cut at the joint closes along
+the w = 0.5 surface). After linear blend skinning, each vertex of part A that comes closer to
+another part B than ``gap`` is moved along ``grad(f_B) - grad(f_A)`` (both fields moved rigidly
+by their bone) until ``f_B - f_A`` reaches ``min(gap, rest value - band)``, with a smooth maximum
+over ``band`` so the contact boundary has no kink and the rest pose is unchanged. The displacement
+is then smoothed by Jacobi passes over the one-ring and projected once more.
+
+Run: ``python scripts/explore_contact.py [--cell 0.01] [--gap 0.006] [--band 0.01] [--smooth 10]``.
+It prints, per pose, plain skinning against the candidate: body_buried, body_self_crossings,
+body_volume_change, the largest move from plain skinning and the triangles flipped relative to
+plain skinning. docs/contact.md reports the numbers and why this candidate is not the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba.core.errors import NumbaPerformanceWarning
+
+from kisekae.avatar import load_builtin_avatar
+from kisekae.avatar.mesh import face_normals
+from kisekae.avatar.poses import named_pose
+from kisekae.qa.bvh import build_bvh, refit
+from kisekae.qa.distance import surface_distance
+from kisekae.qa.selfcontact import BodySelfContact
+from kisekae.qa.winding import winding_number
+
+warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
+
+POSES = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge")
+
+
+def bake_part_fields(rest, faces, owner_bone, cell, margin=0.03, min_vertices=20):
+    """Per-bone signed distance grids of the bone's own triangles in the rest frame."""
+    grids, lows, dims, bones = [], [], [], []
+    for b in np.unique(owner_bone):
+        sel = owner_bone == b
+        if sel.sum() < min_vertices:
+            continue
+        part = faces[sel[faces].sum(1) >= 2]
+        lo = rest[sel].min(0) - margin
+        n = np.ceil((rest[sel].max(0) + margin - lo) / cell).astype(int) + 1
+        axes = [lo[k] + cell * np.arange(n[k]) for k in range(3)]
+        pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+        bvh = build_bvh(rest, part)
+        state = refit(bvh, rest, part)
+        d, _ = surface_distance(pts, bvh, state)
+        grids.append(np.where(winding_number(pts, bvh, state) > 0.5, -d, d))
+        lows.append(lo)
+        dims.append(n)
+        bones.append(b)
+    offsets = np.concatenate([[0], np.cumsum([g.size for g in grids])])
+    return np.concatenate(grids), offsets, np.array(lows), np.array(dims), np.array(bones)
+
+
+@numba.njit(cache=True)
+def _sample(flat, off, lo, dim, h, s, y0, y1, y2):
+    fx = (y0 - lo[s, 0]) / h
+    fy = (y1 - lo[s, 1]) / h
+    fz = (y2 - lo[s, 2]) / h
+    nx, ny, nz = dim[s, 0], dim[s, 1], dim[s, 2]
+    if fx < 0 or fy < 0 or fz < 0 or fx > nx - 1 or fy > ny - 1 or fz > nz - 1:
+        return 1e9, 0.0, 0.0, 0.0, False
+    ix, iy, iz = min(int(fx), nx - 2), min(int(fy), ny - 2), min(int(fz), nz - 2)
+    tx, ty, tz = fx - ix, fy - iy, fz - iz
+    i0 = off[s] + (ix * ny + iy) * nz + iz
+    sx, sy = ny * nz, nz
+    c0, c1, c2, c3 = flat[i0], flat[i0 + 1], flat[i0 + sy], flat[i0 + sy + 1]
+    c4, c5, c6, c7 = flat[i0 + sx], flat[i0 + sx + 1], flat[i0 + sx + sy], flat[i0 + sx + sy + 1]
+    a00, a01 = c0 * (1 - tz) + c1 * tz, c2 * (1 - tz) + c3 * tz
+    a10, a11 = c4 * (1 - tz) + c5 * tz, c6 * (1 - tz) + c7 * tz
+    b0, b1 = a00 * (1 - ty) + a01 * ty, a10 * (1 - ty) + a11 * ty
+    gz0 = (c1 - c0) * (1 - ty) + (c3 - c2) * ty
+    gz1 = (c5 - c4) * (1 - ty) + (c7 - c6) * ty
+    return (b0 * (1 - tx) + b1 * tx, (b1 - b0) / h, ((a01 - a00) * (1 - tx) + (a11 - a10) * tx) / h,
+            (gz0 * (1 - tx) + gz1 * tx) / h, True)
+
+
+@numba.njit(cache=True)
+def bisector_projection(x, rest, own, flat, off, lo, dim, h, minv, rot, gap, band, iters):
+    """Move each vertex of its part out of every other part's field to the offset bisector."""
+    out = x.copy()
+    nf = len(off) - 1
+    for i in range(len(x)):
+        a = own[i]
+        if a < 0:
+            continue
+        p = out[i].copy()
+        for _ in range(iters):
+            moved = False
+            for b in range(nf):
+                if b == a:
+                    continue
+                yb = minv[b, :3, :3] @ p + minv[b, :3, 3]
+                fb, bx, by, bz, ok = _sample(flat, off, lo, dim, h, b, yb[0], yb[1], yb[2])
+                if not ok or fb > gap + band + 0.05:
+                    continue
+                ya = minv[a, :3, :3] @ p + minv[a, :3, 3]
+                fa, ax, ay, az, ok_a = _sample(flat, off, lo, dim, h, a, ya[0], ya[1], ya[2])
+                fbr, _, _, _, ok_br = _sample(flat, off, lo, dim, h, b, rest[i, 0], rest[i, 1], rest[i, 2])
+                far, _, _, _, ok_ar = _sample(flat, off, lo, dim, h, a, rest[i, 0], rest[i, 1], rest[i, 2])
+                if not ok_a:
+                    continue
+                g = fb - fa
+                target = min(gap, (fbr - far if ok_br and ok_ar else 1e9) - band - 1e-6)
+                if g >= target + band:
+                    continue
+                t = max(band - abs(g - target), 0.0) / band
+                step = max(g, target) + t * t * band / 4 - g
+                d = rot[b] @ np.array([bx, by, bz]) - rot[a] @ np.array([ax, ay, az])
+                d2 = d @ d
+                if d2 < 1e-6:
+                    continue
+                p += min(step / np.sqrt(d2), 0.02) / np.sqrt(d2) * d
+                moved = True
+            if not moved:
+                break
+        out[i] = p
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cell", type=float, default=0.01, help="grid cell, metres")
+    ap.add_argument("--gap", type=float, default=0.006, help="contact gap left for cloth, metres")
+    ap.add_argument("--band", type=float, default=0.01, help="smooth-maximum band, metres")
+    ap.add_argument("--smooth", type=int, default=10, help="Jacobi passes over the displacement")
+    args = ap.parse_args()
+    av = load_builtin_avatar()
+    body = av.body
+    rest = body.mesh.vertices.astype(np.float64)
+    faces = body.mesh.faces
+    owner_bone = body.skin.indices[np.arange(len(rest)), np.argmax(body.skin.weights, 1)]
+    flat, off, lo, dim, bones = bake_part_fields(rest, faces, owner_bone, args.cell)
+    slot = np.full(len(av.skeleton.names), -1)
+    slot[bones] = np.arange(len(bones))
+    own = slot[owner_bone]
+    e = body.mesh.edges
+    n = len(rest)
+    adj = sp.coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), (n, n)).tocsr()
+    deg = np.maximum(np.asarray(adj.sum(1)).ravel(), 1)
+    measure = BodySelfContact(rest, faces, body.mesh.weld)
+    print(f"{'pose':10s} {'buried':>12s} {'crossings':>12s} {'volume %':>16s} {'max move mm':>11s} {'flipped':>7s}")
+    for name in POSES:
+        m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
+        x = body.posed(m).astype(np.float64)
+        mb = m[bones]
+        minv, rot = np.linalg.inv(mb), np.ascontiguousarray(mb[:, :3, :3])
+        y = x
+        for _ in range(3):
+            disp = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3) - x
+            for _ in range(args.smooth):
+                disp = 0.5 * disp + 0.5 * (adj @ disp) / deg[:, None]
+            y = x + disp
+        y = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3)
+        y = y[body.mesh.weld]
+        r0, r1 = measure.measure(x), measure.measure(y)
+        flipped = int((np.einsum("ij,ij->i", face_normals(y, faces), face_normals(x, faces)) < 0).sum())
+        print(f"{name:10s} {r0['body_buried']:5d} -> {r1['body_buried']:4d} "
+              f"{r0['body_self_crossings']:5d} -> {r1['body_self_crossings']:4d} "
+              f"{100 * r0['body_volume_change']:+6.2f} -> {100 * r1['body_volume_change']:+6.2f} "
+              f"{1e3 * np.linalg.norm(y - x, axis=1).max():11.1f} {flipped:7d}")
+
+
+if __name__ == "__main__":
+    main()
