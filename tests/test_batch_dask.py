@@ -35,6 +35,8 @@ def test_example_catalogue_local_and_dask_identical(cluster_client, tmp_path):
     # two of the seed's poses and one BVH frame keep CI short (every stage of the fix still runs)
     data["motions"][0]["poses"] = ["stand", "crouch"]
     data["motions"][1]["frames"] = "2:3"
+    assert len(data["bodies"]) == 9 and sum("shape" in b for b in data["bodies"]) == 8
+    data["bodies"] = data["bodies"][:1]  # the plain built-in body; shaped bodies: tests/test_body_shape_batch.py
     cat = parse_catalog(data, EXAMPLE)
     assert {"tights", "skirt", "female_casualsuit01", "male_worksuit01"} == set(cat.garments)
     local = run_catalog(cat, tmp_path / "local.sqlite", executor="local", workers=2, progress=False)

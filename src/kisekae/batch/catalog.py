@@ -20,6 +20,10 @@ Format (paths are relative to the catalogue file)::
     builtin = true                      # the built-in avatar ...
     rig = "auto"                        # ... game_engine | cmu_mb | auto (cmu_mb for BVH clips)
     [[bodies]]
+    name = "heavy"
+    builtin = true
+    shape = { gender = 0.0, weight = 1.0 }  # a MakeHuman body shape (kisekae.avatar.shape)
+    [[bodies]]
     name = "alice"
     path = "avatars/alice.vrm"          # ... or a glTF/VRM file
 
@@ -59,7 +63,7 @@ GLTF_SUFFIXES = (".glb", ".gltf", ".vrm")
 EXTRA_FIT_KEYS: tuple = ()
 
 _TOP_KEYS = {"store", "stages", "fit", "bodies", "garments", "motions"}
-_BODY_KEYS = {"name", "builtin", "path", "rig"}
+_BODY_KEYS = {"name", "builtin", "path", "rig", "shape"}
 _GARMENT_KEYS = {"name", "path", "fit", "mesh"}
 _MOTION_KEYS = {"name", "poses", "pose_file", "bvh", "frames"}
 
@@ -87,7 +91,8 @@ class Catalog:
     path : str
         The catalogue file (absolute).
     bodies, garments, motions : dict name -> spec dict
-        ``bodies[n] = {"kind": "builtin"|"gltf", "path": str|None, "rig": str}``,
+        ``bodies[n] = {"kind": "builtin"|"gltf", "path": str|None, "rig": str}``, plus ``"shape"``
+        (parameter -> value, all parameters) for a shaped built-in body,
         ``garments[n] = {"kind": "builtin"|"mhclo"|"gltf", "path": str|None, "fit": dict}`` (plus
         ``"mesh"``, the part inside a glTF file, when given),
         ``motions[n] = {"kind": "pose"|"pose_file"|"bvh", "pose": str, "path": str, "frames": str}``.
@@ -262,6 +267,16 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
             _fail(f"{where}: duplicate body name {name!r}", src)
         cat.bodies[name] = {"kind": "builtin" if builtin else "gltf", "path": None if builtin else _resolve(base, p),
                             "rig": rig}
+        if "shape" in e:
+            if not builtin:
+                _fail(f"{where}.shape applies to the built-in body only", src)
+            from ..avatar.shape import BodyShape
+
+            try:
+                shape = BodyShape.from_mapping(e["shape"], f"{where}.shape")
+            except KisekaeError as exc:
+                _fail(f"{exc.source}: {exc.message}", src)
+            cat.bodies[name]["shape"] = shape.as_dict()
 
     for i, e in enumerate(data["garments"]):
         where = f"garments[{i}]"

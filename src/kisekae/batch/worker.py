@@ -120,8 +120,10 @@ def _avatar(cid: str, body: str, rig: str):
     def load():
         if spec["kind"] == "builtin":
             from ..avatar.builtin import load_builtin_avatar
+            from ..avatar.shape import BodyShape
 
-            return load_builtin_avatar(rig)
+            shape = BodyShape.from_mapping(spec["shape"], f"bodies.{body}.shape") if "shape" in spec else None
+            return load_builtin_avatar(rig, shape)
         from ..io import gltf  # the same reader as `kisekae check --avatar`
 
         return gltf.load_avatar(spec["path"])
