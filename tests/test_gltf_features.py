@@ -30,10 +30,12 @@ def arm_dt(t):
 
 
 def locals_at(t):
-    """Local matrices of nodes 0..2 and 5 at time t, from the channel definitions (reference)."""
-    hip_q = Slerp([0, 1], Rotation.from_quat(HIP_KEYS))([min(max(t, 0), 1)]).as_quat()[0]
+    """Local matrices of nodes 0..2 and 5 at time t, from the channel definitions (reference).
+    Every channel's keys span 0..1 s (knee: 0..0.6 s); outside them the end values hold."""
+    tc = min(max(t, 0.0), 1.0)
+    hip_q = Slerp([0, 1], Rotation.from_quat(HIP_KEYS))([tc]).as_quat()[0]
     knee_q = KNEE_KEYS[1] if t >= 0.6 else KNEE_KEYS[0]
-    return {0: trs(arm_t(t), ARM_Q), 1: trs(HIP_T, hip_q), 2: trs(KNEE_T, knee_q), 5: PROP_LOCAL}
+    return {0: trs(arm_t(tc), ARM_Q), 1: trs(HIP_T, hip_q), 2: trs(KNEE_T, knee_q), 5: PROP_LOCAL}
 
 
 def worlds(loc):
@@ -58,6 +60,13 @@ def body_geometry():
     return v, f, j, wq
 
 
+def bulge_deltas(n):
+    """The body's one morph target: +1 cm in x on the lowest ring."""
+    d = np.zeros((n, 3))
+    d[:8, 0] = 0.01
+    return d
+
+
 def build(tmp_path, fmt="glb"):
     k = Kit()
     v, f, j, wq = body_geometry()
@@ -66,8 +75,7 @@ def build(tmp_path, fmt="glb"):
     pos = k.add(broken.astype(np.float32), sparse=([3, 17, 30], v[[3, 17, 30]].astype(np.float32)))
     uv = k.add((np.c_[np.linspace(0, 1, len(v)), np.zeros(len(v))] * 65535).astype(np.uint16), 5123, "VEC2",
                normalized=True)
-    bulge = np.zeros_like(v)
-    bulge[:8, 0] = 0.01
+    bulge = bulge_deltas(len(v))
     body_prim = {"attributes": {"POSITION": pos, "TEXCOORD_0": uv, "JOINTS_0": k.add(j, 5123, "VEC4"),
                                 "WEIGHTS_0": k.add(wq, 5121, "VEC4", normalized=True),
                                 "_TENSION": k.add(np.linspace(0, 1, len(v)).astype(np.float32))},
@@ -137,11 +145,13 @@ def build(tmp_path, fmt="glb"):
 DT_NP = {5121: np.uint8, 5123: np.uint16, 5125: np.uint32}
 
 
-def reference_posed(t):
-    """glTF skinning evaluated directly: sum_k w_k * W[j_k](t) @ IBM[j_k] @ v."""
+def reference_posed(t, morph_weight=0.25):
+    """glTF skinning evaluated directly: sum_k w_k * W[j_k](t) @ IBM[j_k] @ (v + weight * bulge)
+    (the rest weight 0.25 of ``mesh.weights`` unless given)."""
     w = worlds(locals_at(t))
     mats = [w[1] @ np.linalg.inv(REST_W[1]), w[2] @ np.linalg.inv(REST_W[2])]
     v, f, j, wq = body_geometry()
+    v = v + morph_weight * bulge_deltas(len(v))
     wf = wq / 255.0
     wf = wf / wf.sum(1, keepdims=True)
     vh = np.c_[v, np.ones(len(v))]
@@ -160,7 +170,8 @@ def test_hand_made_scene_poses_match_gltf_formulas(tmp_path, fmt):
     np.testing.assert_allclose(av.skeleton.rest, np.stack([REST_W[1], REST_W[2]]), atol=1e-6)
     assert sorted(av.garments) == ["prop", "sock_node"]
     v, f, j, wq = body_geometry()
-    np.testing.assert_allclose(av.body.mesh.vertices, v, atol=1e-6)  # sparse values substituted
+    # sparse values substituted; the rest weight 0.25 of the morph target applied (glTF: base + sum w d)
+    np.testing.assert_allclose(av.body.mesh.vertices, v + 0.25 * bulge_deltas(len(v)), atol=1e-6)
     np.testing.assert_array_equal(av.body.mesh.faces, f)
     np.testing.assert_allclose(av.body.mesh.uvs["uv0"][:, 0], np.linspace(0, 1, len(v)), atol=1e-4)  # normalized u16
     anim = asset.animations[0]
@@ -170,6 +181,12 @@ def test_hand_made_scene_poses_match_gltf_formulas(tmp_path, fmt):
         ref_body, ref_prop = reference_posed(t)
         np.testing.assert_allclose(av.posed_vertices("body", pose), ref_body, atol=2e-6)
         np.testing.assert_allclose(av.posed_vertices("prop", pose), ref_prop, atol=2e-6)
+    # between keys, with the animated morph weight (0.25 -> 1 over a second), as a glTF viewer shows it
+    for t in (-0.5, 0.13, 0.55, 0.61, 0.97, 1.4):
+        ref_body, ref_prop = reference_posed(t, morph_weight=0.25 + 0.75 * min(max(t, 0.0), 1.0))
+        np.testing.assert_allclose(asset.posed_vertices("body", "walk", t), ref_body, atol=2e-6)
+        np.testing.assert_allclose(asset.posed_vertices("prop", 0, t), ref_prop, atol=2e-6)
+        np.testing.assert_allclose(av.posed_vertices("prop", anim.pose_at(t)), ref_prop, atol=2e-6)
     np.testing.assert_allclose(anim.morph_weights["body"][:, 0], 0.25 + 0.75 * anim.times, atol=1e-6)
     np.testing.assert_allclose(asset.morph_targets["body"]["bulge"][:8, 0], 0.01, atol=1e-7)
     np.testing.assert_allclose(asset.morph_default_weights["body"], [0.25])
@@ -234,7 +251,13 @@ def test_scale_is_reported_as_dropped(tmp_path):
     del doc["buffers"]
     asset = load_gltf(k.write_glb(tmp_path / "scaled.glb", doc))
     assert asset.animations[0].dropped_scale == pytest.approx(0.5, abs=1e-6)
-    assert any("scale dropped" in n for n in asset.notes)
+    assert any("animated scale" in w and "not in its poses" in w for w in asset.warnings)
+    # the exact path applies it: the prop hangs below the knee, whose scale grows 1 -> 1.5 over 0..1 s
+    for t in (0.3, 0.8):
+        loc = locals_at(t)
+        loc[2] = loc[2] @ np.diag([1 + 0.5 * t] * 3 + [1.0])
+        want = (worlds(loc)[5] @ np.c_[[[0, 0, 0], [0.02, 0, 0], [0, 0.02, 0]], np.ones(3)].T).T[:, :3]
+        np.testing.assert_allclose(asset.posed_vertices("prop", 0, t), want, atol=2e-6)
 
 
 def test_unknown_garment_name_is_a_clear_error(tmp_path):

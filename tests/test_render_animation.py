@@ -43,3 +43,11 @@ def test_inbetween_counts_and_endpoints():
         inbetween([p0], 3)
     with pytest.raises(KisekaeError):
         slerp_rotations(np.eye(3)[None], np.stack([np.eye(3)] * 2), 0.5)
+
+
+def test_interpolate_pose_lerps_offsets():
+    a = Pose(np.tile(np.eye(3), (2, 1, 1)), np.zeros(3), "a", offsets=[[0, 0, 0], [0.2, 0, 0]])
+    b = Pose(np.tile(np.eye(3), (2, 1, 1)), np.zeros(3), "b")
+    mid = interpolate_pose(a, b, 0.25)
+    np.testing.assert_allclose(mid.offsets, [[0, 0, 0], [0.15, 0, 0]])
+    assert interpolate_pose(b, b, 0.5).offsets is None

@@ -71,3 +71,24 @@ def test_skeleton_validation():
     s = Skeleton(["a", "b"], [-1, 0], rest)
     with pytest.raises(KisekaeError, match="unknown bone 'c'"):
         s.bone("c")
+
+
+def test_pose_offsets_move_bone_heads_in_the_parent_frame():
+    """FK with offsets against a hand computation: a root at (0, 1, 0) turned 90 degrees about Z,
+    a child 0.5 m up its parent's Y axis, offset by 0.2 m along the parent's X axis."""
+    from kisekae.avatar.pose import Pose
+
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    rest[0, :3, 3] = [0, 1, 0]
+    rest[1, :3, 3] = [0, 1.5, 0]
+    sk = Skeleton(["root", "child"], [-1, 0], rest)
+    rz = np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]])
+    pose = Pose(np.stack([rz, np.eye(3)]), [0.1, 0, 0], offsets=[[0, 0, 0.3], [0.2, 0, 0]])
+    w = pose.world_matrices(sk)
+    np.testing.assert_allclose(w[0, :3, 3], [0.1, 1, 0.3])
+    # child head: root head + R_root @ ((0, 0.5, 0) + (0.2, 0, 0)) = (0.1, 1, 0.3) + (-0.5, 0.2, 0)
+    np.testing.assert_allclose(w[1, :3, 3], [-0.4, 1.2, 0.3])
+    np.testing.assert_allclose(Pose(np.stack([rz, np.eye(3)]), [0.1, 0, 0]).world_matrices(sk)[1, :3, 3],
+                               [-0.4, 1.0, 0.0])
+    with pytest.raises(KisekaeError, match=r"offsets must be \(2, 3\)"):
+        Pose(np.stack([rz, np.eye(3)]), offsets=np.zeros((3, 3)))

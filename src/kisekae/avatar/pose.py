@@ -1,8 +1,10 @@
 """Poses: per-bone local rotations and forward kinematics.
 
-A bone's posed world transform is ``W[j] = W[parent] @ local_rest[j] @ [L[j] | 0]`` where
-``L[j]`` is the bone-local rotation (identity at rest). The root additionally gets a
-translation, in metres in the world frame. Skinning matrices are ``W @ inv(rest)``.
+A bone's posed world transform is ``W[j] = W[parent] @ (local_rest[j] + [0 | o[j]]) @ [L[j] | 0]``
+where ``L[j]`` is the bone-local rotation (identity at rest) and ``o[j]`` an optional offset of
+the bone's head in its parent's frame (zero unless the pose carries ``offsets``, e.g. a glTF
+animation that translates bones). Roots additionally get a translation, in metres in the world
+frame. Skinning matrices are ``W @ inv(rest)``.
 """
 
 from __future__ import annotations
@@ -39,11 +41,15 @@ class Pose:
     rotations : (B, 3, 3) float64 bone-local rotations
     translation : (3,) float64, metres, added to the root bones' world position
     name : str
+    offsets : (B, 3) float64 or None, metres
+        Added to each bone's rest head position, in its parent bone's frame (world for roots).
+        None (the default) means zero: only rotations and the root translation.
     """
 
     rotations: np.ndarray
     translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
     name: str = "pose"
+    offsets: np.ndarray | None = None
 
     @classmethod
     def rest(cls, skeleton: Skeleton, name: str = "stand") -> "Pose":
@@ -56,6 +62,12 @@ class Pose:
             raise KisekaeError(f"rotations must be (B, 3, 3), got {self.rotations.shape}", self.name)
         if not (np.all(np.isfinite(self.rotations)) and np.all(np.isfinite(self.translation))):
             raise KisekaeError("non-finite rotation or translation", self.name)
+        if self.offsets is not None:
+            self.offsets = np.asarray(self.offsets, dtype=np.float64)
+            if self.offsets.shape != (len(self.rotations), 3):
+                raise KisekaeError(f"offsets must be ({len(self.rotations)}, 3), got {self.offsets.shape}", self.name)
+            if not np.all(np.isfinite(self.offsets)):
+                raise KisekaeError("non-finite offset", self.name)
 
     def world_matrices(self, skeleton: Skeleton) -> np.ndarray:
         """(B, 4, 4) float64 posed bone-to-world transforms (forward kinematics)."""
@@ -68,6 +80,8 @@ class Pose:
         for j, p in enumerate(skeleton.parents):
             m = local[j].copy()
             m[:3, :3] = m[:3, :3] @ self.rotations[j]
+            if self.offsets is not None:
+                m[:3, 3] += self.offsets[j]
             if p < 0:
                 m[:3, 3] += self.translation
                 out[j] = m

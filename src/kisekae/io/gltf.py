@@ -1,9 +1,10 @@
 """glTF 2.0 / GLB / VRM import and export of skinned avatars.
 
 Import (:func:`load_gltf`) turns a file into an :class:`~kisekae.avatar.Avatar` plus what the
-avatar model has no place for (morph targets, extra vertex attributes, animations as lists of
-:class:`~kisekae.avatar.Pose`, VRM humanoid data, the capsule rig). Every value the file declares
-is checked first (:mod:`kisekae.io.gltf_read`).
+avatar model has no place for (morph targets, extra vertex attributes, animations that can be
+evaluated at any time (:mod:`kisekae.io.gltf_animation`), VRM humanoid data, the capsule rig).
+Every value the file declares is checked first (:mod:`kisekae.io.gltf_read`). What is read but
+not applied is listed in :attr:`GltfAsset.warnings` (and by ``kisekae info``).
 
 Export (:func:`save_gltf`) writes plain arrays (:class:`ExportPart` per mesh) with pygltflib;
 :func:`avatar_parts` builds those parts from an avatar, so the outputs of the fit, tension and
@@ -27,9 +28,19 @@ from ..avatar.avatar import Avatar, SkinnedMesh
 from ..avatar.mesh import Mesh
 from ..avatar.pose import Pose
 from ..avatar.skeleton import Skeleton
-from ..avatar.skinning import Skin
+from ..avatar.skinning import Skin, lbs
 from ..errors import KisekaeError
 from . import vrm as vrm_mod
+from .gltf_animation import (  # noqa: F401  (Channel, NodeRig, sample_channel... are part of this module's API)
+    Animation,
+    Channel,
+    NodeRig,
+    node_world_matrices,
+    poses_from_world,
+    quaternion_matrices,
+    read_channels,
+    sample_channel,
+)
 from .gltf_read import (
     DEFAULT_LIMITS,
     GltfDocument,
@@ -52,36 +63,12 @@ from .gltf_read import (
 EXTRAS_KEY = "kisekae"
 
 _TRI_MODES = (4, 5, 6)
+_MODE_NAMES = {0: "POINTS", 1: "LINES", 2: "LINE_LOOP", 3: "LINE_STRIP"}
+#: Extensions whose content the importer applies (others in ``extensionsUsed`` are reported).
+APPLIED_EXTENSIONS = {"KHR_mesh_quantization", "VRM", "VRMC_vrm", "VRMC_springBone"}
 
 
 # ============================================================================= import results
-@dataclass
-class Animation:
-    """An animation sampled into poses.
-
-    Attributes
-    ----------
-    name : str
-    times : (T,) float64 seconds
-    poses : list of T :class:`Pose` (local rotations + root translation)
-    morph_weights : dict part name -> (T, M) float64 morph-target weights
-    dropped_translation_m : float
-        Largest distance (metres) between a joint's position in the file and in our pose, caused
-        by what :class:`Pose` cannot hold: non-root translation or scale, and the translation of
-        extra roots. 0 for animations that only rotate bones.
-    dropped_scale : float
-        Largest deviation from 1 of a joint's animated scale relative to its rest frame (scale is
-        not part of :class:`Pose`; 0 when no joint is scaled).
-    """
-
-    name: str
-    times: np.ndarray
-    poses: list
-    morph_weights: dict = field(default_factory=dict)
-    dropped_translation_m: float = 0.0
-    dropped_scale: float = 0.0
-
-
 @dataclass
 class GltfAsset:
     """Everything :func:`load_gltf` reads.
@@ -91,7 +78,8 @@ class GltfAsset:
     avatar : Avatar
         Body, garments and skeleton (bones ordered parents-first).
     morph_targets : dict part -> dict target name -> (N, 3) float32 position deltas, metres
-    morph_default_weights : dict part -> (M,) float64 (``mesh.weights``; not applied to vertices)
+    morph_default_weights : dict part -> (M,) float64 rest weights (``node.weights``, else
+        ``mesh.weights``, else 0), already applied to the part's ``mesh.vertices``
     attributes : dict part -> dict attribute name -> array
         Per-vertex data besides positions, UV0/UV1 (also in ``mesh.uvs``) and skinning:
         ``COLOR_n`` (N, 4) float, ``TEXCOORD_n`` for n >= 2, custom ``_NAME`` attributes, ``NORMAL``.
@@ -103,7 +91,8 @@ class GltfAsset:
     part_nodes : dict part -> glTF node index
     ignored : list of str, mesh nodes that are neither body nor garment
     images : dict image name -> encoded bytes (PNG/JPEG) for images stored in buffers or data URIs
-    notes : list of str, what was converted or dropped
+    notes : list of str, what was converted
+    warnings : list of str, what the file holds that is read but not applied (or only partly)
     extras : dict, our exporter's extras block (empty for other files)
     """
 
@@ -119,18 +108,77 @@ class GltfAsset:
     ignored: list = field(default_factory=list)
     images: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     extras: dict = field(default_factory=dict)
 
-    def poses(self, animation: int | str = 0) -> list:
-        """The poses of one animation, by index or name."""
+    def animation(self, animation: int | str = 0) -> Animation:
+        """One animation, by index or name."""
+        if isinstance(animation, Animation):
+            return animation
         if isinstance(animation, str):
             for a in self.animations:
                 if a.name == animation:
-                    return a.poses
+                    return a
             raise KisekaeError(f"no animation {animation!r}; have {[a.name for a in self.animations]}", "animation")
-        if not 0 <= animation < len(self.animations):
-            raise KisekaeError(f"animation {animation} does not exist ({len(self.animations)} in file)", "animation")
-        return self.animations[animation].poses
+        if isinstance(animation, bool) or not isinstance(animation, (int, np.integer)) \
+                or not 0 <= animation < len(self.animations):
+            raise KisekaeError(f"animation {animation!r} does not exist ({len(self.animations)} in file)", "animation")
+        return self.animations[int(animation)]
+
+    def poses(self, animation: int | str = 0) -> list:
+        """The poses of one animation (sampled on import), by index or name."""
+        return self.animation(animation).poses
+
+    def morphed_vertices(self, part: str, weights) -> np.ndarray:
+        """Bind-pose vertices of ``part`` with morph-target ``weights`` instead of its rest weights.
+
+        Parameters
+        ----------
+        part : str, ``"body"`` or a garment name
+        weights : (M,) float, one weight per morph target (in ``morph_targets[part]`` order)
+
+        Returns
+        -------
+        (N, 3) float32, metres: ``mesh.vertices + sum_i (w_i - rest_i) * delta_i``
+        """
+        mesh = self.avatar.part(part).mesh
+        targets = self.morph_targets.get(part, {})
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if len(w) != len(targets):
+            raise KisekaeError(f"{len(w)} weights for {len(targets)} morph targets", f"part {part}")
+        if not np.all(np.isfinite(w)):
+            raise KisekaeError("morph weights must be finite", f"part {part}")
+        v = mesh.vertices.astype(np.float64)
+        for wi, ri, d in zip(w, self.morph_default_weights.get(part, []), targets.values()):
+            if wi != ri:
+                v = v + (wi - ri) * d
+        return v.astype(np.float32)
+
+    def posed_vertices(self, part: str, animation: int | str = 0, t: float = 0.0) -> np.ndarray:
+        """Vertices of ``part`` at time ``t`` of an animation, as a glTF viewer shows them.
+
+        Morph weights (animated or rest) are applied first, then skinning with the exact
+        skinning matrices of :meth:`Animation.skinning_matrices` (so animated scale is applied,
+        which a :class:`~kisekae.avatar.Pose` cannot carry).
+
+        Parameters
+        ----------
+        part : str, ``"body"`` or a garment name
+        animation : int or str, index or name in :attr:`animations`
+        t : float, seconds (clamped per channel to its key range)
+
+        Returns
+        -------
+        (N, 3) float32, metres, glTF frame
+        """
+        anim = self.animation(animation)
+        sm = self.avatar.part(part)
+        weights = anim.morph_weights_at(t)
+        v = self.morphed_vertices(part, weights[part][0]) if part in weights else sm.mesh.vertices
+        mats = anim.skinning_matrices(t)
+        if len(mats) != 1:
+            raise KisekaeError("posed_vertices takes one time", "t")
+        return lbs(v, sm.skin.indices, sm.skin.weights, mats[0])
 
 
 # ============================================================================= node graph
@@ -193,234 +241,6 @@ def node_trs(doc: GltfDocument, i: int) -> tuple:
     return t, q / nq, s, None
 
 
-def quaternion_matrices(q: np.ndarray) -> np.ndarray:
-    """(T, 3, 3) rotations from (T, 4) quaternions (x, y, z, w), normalised first."""
-    q = np.asarray(q, dtype=np.float64)
-    n = np.linalg.norm(q, axis=1, keepdims=True)
-    q = np.where(n > 0, q / np.where(n > 0, n, 1.0), [0.0, 0.0, 0.0, 1.0])
-    x, y, z, w = q.T
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
-    ], 1)
-
-
-# ============================================================================= animation sampling
-def _slerp(q0: np.ndarray, q1: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Row-wise spherical interpolation of (T, 4) quaternions along the shorter arc."""
-    q0 = q0 / np.linalg.norm(q0, axis=1, keepdims=True)
-    q1 = q1 / np.linalg.norm(q1, axis=1, keepdims=True)
-    d = np.einsum("ij,ij->i", q0, q1)
-    q1 = np.where(d[:, None] < 0, -q1, q1)
-    d = np.abs(d)
-    theta = np.arccos(np.clip(d, -1.0, 1.0))
-    sin = np.sin(theta)
-    small = sin < 1e-9
-    a = np.where(small, 1.0 - s, np.sin((1.0 - s) * theta) / np.where(small, 1.0, sin))
-    b = np.where(small, s, np.sin(s * theta) / np.where(small, 1.0, sin))
-    out = a[:, None] * q0 + b[:, None] * q1
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-def sample_channel(times: np.ndarray, values: np.ndarray, interpolation: str, t: np.ndarray,
-                   rotation: bool = False) -> np.ndarray:
-    """Sample a glTF animation sampler at times ``t``.
-
-    Parameters
-    ----------
-    times : (K,) strictly increasing key times, seconds
-    values : (K, C) key values, or (3K, C) for CUBICSPLINE (in-tangent, value, out-tangent per key)
-    interpolation : {"LINEAR", "STEP", "CUBICSPLINE"}
-    t : (T,) sample times, seconds; clamped to the key range
-    rotation : bool
-        Quaternion output: LINEAR uses slerp, CUBICSPLINE results are normalised.
-
-    Returns
-    -------
-    (T, C) float64
-    """
-    times = np.asarray(times, dtype=np.float64)
-    v = np.asarray(values, dtype=np.float64)
-    t = np.clip(np.asarray(t, dtype=np.float64), times[0], times[-1])
-    k = len(times)
-    if interpolation == "CUBICSPLINE":
-        a_in, val, b_out = v[0::3], v[1::3], v[2::3]
-    else:
-        val = v
-    if k == 1:
-        return np.repeat(val[:1], len(t), axis=0)
-    i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, k - 2)
-    td = times[i + 1] - times[i]
-    s = np.clip((t - times[i]) / td, 0.0, 1.0)
-    if interpolation == "STEP":
-        out = val[np.where(t >= times[-1], k - 1, i)]
-    elif interpolation == "LINEAR":
-        if rotation:
-            out = _slerp(val[i], val[i + 1], s)
-        else:
-            out = val[i] + s[:, None] * (val[i + 1] - val[i])
-    else:
-        s2, s3 = s * s, s * s * s
-        h00 = 2 * s3 - 3 * s2 + 1
-        h10 = s3 - 2 * s2 + s
-        h01 = -2 * s3 + 3 * s2
-        h11 = s3 - s2
-        out = (h00[:, None] * val[i] + (h10 * td)[:, None] * b_out[i]
-               + h01[:, None] * val[i + 1] + (h11 * td)[:, None] * a_in[i + 1])
-        if rotation:
-            out = out / np.linalg.norm(out, axis=1, keepdims=True)
-    return out
-
-
-def _read_animation(doc: GltfDocument, ai: int, fps) -> tuple:
-    """(name, times (T,), {(node, path): (T, C) samples}) of animation ``ai``."""
-    anim = doc.array("animations")[ai]
-    w = f"animations[{ai}]"
-    name = get_str(anim, "name", w, doc.src) or f"animation{ai}"
-    samplers = get_list(anim, "samplers", w, doc.src, doc.limits)
-    channels = get_list(anim, "channels", w, doc.src, doc.limits)
-    n_nodes = len(doc.array("nodes"))
-    parsed, inputs = [], []
-    for ci, ch in enumerate(channels):
-        cw = f"{w}.channels[{ci}]"
-        if not isinstance(ch, dict):
-            raise KisekaeError(f"{cw} must be an object", doc.src)
-        target = get_dict(ch, "target", cw, doc.src)
-        path = target.get("path")
-        if "node" not in target or path not in ("translation", "rotation", "scale", "weights"):
-            continue  # e.g. KHR_animation_pointer targets: not ours to read
-        node = index_into(target["node"], n_nodes, "nodes", f"{cw}.target.node", doc.src)
-        si = index_into(ch.get("sampler"), len(samplers), "samplers", f"{cw}.sampler", doc.src)
-        sm = samplers[si]
-        sw = f"{w}.samplers[{si}]"
-        if not isinstance(sm, dict):
-            raise KisekaeError(f"{sw} must be an object", doc.src)
-        interp = sm.get("interpolation", "LINEAR")
-        if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
-            raise KisekaeError(f"{sw}.interpolation {interp!r:.40} is not LINEAR, STEP or CUBICSPLINE", doc.src)
-        times = accessor_as(doc, sm.get("input"), f"{sw}.input", types=("SCALAR",))
-        if np.any(np.diff(times) <= 0):
-            raise KisekaeError(f"{sw}.input key times must be strictly increasing", doc.src)
-        if times[0] < 0:
-            raise KisekaeError(f"{sw}.input key times must be >= 0", doc.src)
-        per_key = 3 if interp == "CUBICSPLINE" else 1
-        if path == "weights":
-            out = accessor_as(doc, sm.get("output"), f"{sw}.output", types=("SCALAR",))
-            if len(out) % (len(times) * per_key):
-                raise KisekaeError(f"{sw}.output has {len(out)} values, not a multiple of "
-                                   f"{len(times) * per_key} keys", doc.src)
-            out = out.reshape(len(times) * per_key, -1)
-        else:
-            types = ("VEC4",) if path == "rotation" else ("VEC3",)
-            out = accessor_as(doc, sm.get("output"), f"{sw}.output", types=types, int_ok=False,
-                              count=len(times) * per_key)
-            if path == "rotation":
-                step = per_key
-                keys = out[1::3] if per_key == 3 else out
-                if np.any(np.linalg.norm(keys, axis=1) < 1e-6):
-                    raise KisekaeError(f"{sw}.output has a zero rotation quaternion", doc.src)
-                del step
-        parsed.append((node, path, times, out, interp))
-        inputs.append(times)
-    if not inputs:
-        return name, np.zeros(1), {}
-    if fps:
-        t_end = max(float(t[-1]) for t in inputs)
-        n = int(np.floor(t_end * fps + 1e-9)) + 1
-        if n > doc.limits.max_frames:
-            raise KisekaeError(f"{w} lasts {t_end:.3g} s: {n} frames at {fps} fps is more than the cap "
-                               f"{doc.limits.max_frames}", doc.src)
-        frame_times = np.arange(n) / float(fps)
-    else:
-        total = sum(len(t) for t in inputs)
-        if total > 50 * doc.limits.max_frames:
-            raise KisekaeError(f"{w} has {total} keys, too many to merge", doc.src)
-        frame_times = np.unique(np.concatenate(inputs))
-        if len(frame_times) > doc.limits.max_frames:
-            raise KisekaeError(f"{w} has {len(frame_times)} distinct key times, more than the cap "
-                               f"{doc.limits.max_frames}; pass fps to resample", doc.src)
-    samples = {}
-    for node, path, times, out, interp in parsed:
-        samples[(node, path)] = sample_channel(times, out, interp, frame_times, rotation=(path == "rotation"))
-    return name, frame_times, samples
-
-
-def node_world_matrices(parents, order, base_local, trs_base, samples, n_frames: int, root=None) -> np.ndarray:
-    """(T, n, 4, 4) world matrices of all nodes over T frames.
-
-    ``base_local`` (n, 4, 4) are the rest local matrices; nodes with sampled ``translation``,
-    ``rotation`` or ``scale`` are rebuilt from their rest TRS (``trs_base``) with the samples
-    substituted. ``root`` (4, 4) pre-multiplies every root (a global turn, e.g. VRM 0.x).
-    """
-    n = len(parents)
-    animated = {node for node, path in samples if path != "weights"}
-    world = np.empty((n_frames, n, 4, 4))
-    for j in order:
-        if j in animated:
-            t0, q0, s0 = trs_base[j]
-            t = samples.get((j, "translation"), np.broadcast_to(t0, (n_frames, 3)))
-            q = samples.get((j, "rotation"), np.broadcast_to(q0, (n_frames, 4)))
-            s = samples.get((j, "scale"), np.broadcast_to(s0, (n_frames, 3)))
-            loc = np.zeros((n_frames, 4, 4))
-            loc[:, :3, :3] = quaternion_matrices(q) * s[:, None, :]
-            loc[:, :3, 3] = t
-            loc[:, 3, 3] = 1.0
-        else:
-            loc = np.broadcast_to(base_local[j], (n_frames, 4, 4))
-        p = parents[j]
-        if p >= 0:
-            world[:, j] = world[:, p] @ loc
-        elif root is not None:
-            world[:, j] = root @ loc
-        else:
-            world[:, j] = loc
-    return world
-
-
-def poses_from_world(skeleton: Skeleton, joint_world: np.ndarray, name: str) -> tuple:
-    """Convert posed joint world matrices (T, B, 4, 4) to :class:`Pose` objects.
-
-    Each bone's local rotation is the rotation (polar part, so scale is dropped) that takes its
-    parent's posed frame times its rest offset to its posed frame; the first root's translation
-    becomes the pose translation.
-
-    Returns
-    -------
-    poses : list of T Pose
-    dropped : float, metres, largest joint-position difference between ``joint_world`` and the
-        forward kinematics of the returned poses.
-    dropped_scale : float, largest ``|singular value - 1|`` of the joints' relative transforms.
-    """
-    t_count, b = joint_world.shape[:2]
-    local = skeleton.local_rest
-    rest = skeleton.rest.astype(np.float64)
-    rots = np.empty((t_count, b, 3, 3))
-    ours = np.empty((t_count, b, 4, 4))
-    scale = np.ones(t_count)
-    roots = np.nonzero(skeleton.parents < 0)[0]
-    trans = joint_world[:, roots[0], :3, 3] - rest[roots[0], :3, 3]
-    for j, p in enumerate(skeleton.parents):
-        frame = (joint_world[:, p, :3, :3] if p >= 0 else np.eye(3)) @ local[j, :3, :3]
-        rel = np.linalg.inv(frame) @ joint_world[:, j, :3, :3]
-        u, sv, vt = np.linalg.svd(rel)
-        scale = np.maximum(scale, np.max(np.abs(sv - 1.0), axis=1) + 1.0)
-        d = np.sign(np.linalg.det(u @ vt))
-        d[d == 0] = 1.0
-        u[:, :, 2] *= d[:, None]
-        rots[:, j] = u @ vt
-        m = np.broadcast_to(local[j], (t_count, 4, 4)).copy()
-        m[:, :3, :3] = m[:, :3, :3] @ rots[:, j]
-        if p < 0:
-            m[:, :3, 3] += trans
-            ours[:, j] = m
-        else:
-            ours[:, j] = ours[:, p] @ m
-    dropped = float(np.max(np.linalg.norm(ours[:, :, :3, 3] - joint_world[:, :, :3, 3], axis=-1))) if b else 0.0
-    poses = [Pose(rots[i], trans[i], f"{name}:{i}") for i in range(t_count)]
-    return poses, dropped, float(np.max(np.abs(scale - 1.0))) if b else 0.0
-
-
 # ============================================================================= meshes
 def _primitive_arrays(doc: GltfDocument, mi: int, pi: int, prim: dict) -> dict | None:
     """Arrays of one triangle primitive (None for points/lines)."""
@@ -476,10 +296,12 @@ def _primitive_arrays(doc: GltfDocument, mi: int, pi: int, prim: dict) -> dict |
     out["faces"] = faces.reshape(-1, 3)
     targets = get_list(prim, "targets", w, src, doc.limits)
     deltas = []
+    out["target_attributes"] = set()
     for ti, tg in enumerate(targets):
         tw = f"{w}.targets[{ti}]"
         if not isinstance(tg, dict):
             raise KisekaeError(f"{tw} must be an object", src)
+        out["target_attributes"].update(str(key) for key in tg if key != "POSITION")
         if "POSITION" in tg:
             deltas.append(accessor_as(doc, tg["POSITION"], f"{tw}.POSITION", types=("VEC3",), int_ok=True, count=n))
         else:
@@ -493,18 +315,21 @@ def _read_mesh(doc: GltfDocument, mi: int) -> dict:
     mesh = doc.array("meshes")[mi]
     w = f"meshes[{mi}]"
     prims = [p for p in get_list(mesh, "primitives", w, doc.src, doc.limits)]
-    parts = []
+    parts, skipped = [], []
     for pi, prim in enumerate(prims):
         if not isinstance(prim, dict):
             raise KisekaeError(f"{w}.primitives[{pi}] must be an object", doc.src)
         arr = _primitive_arrays(doc, mi, pi, prim)
         if arr is not None:
             parts.append(arr)
+        else:
+            skipped.append(get_int(prim, "mode", w, doc.src, default=4))
     if not parts:
-        return {}
+        return {"skipped_modes": sorted(set(skipped))}
     n_targets = {len(p["targets"]) for p in parts}
     if len(n_targets) > 1:
         raise KisekaeError(f"{w}: primitives have different numbers of morph targets {sorted(n_targets)}", doc.src)
+    target_attributes = sorted(set().union(*(p.pop("target_attributes") for p in parts)))
     keys = set().union(*(p.keys() for p in parts)) - {"POSITION", "faces", "targets"}
     sizes = [len(p["POSITION"]) for p in parts]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -535,6 +360,8 @@ def _read_mesh(doc: GltfDocument, mi: int) -> dict:
     dw = get_numbers(mesh, "weights", k, w, doc.src) if k and "weights" in mesh else np.zeros(k)
     merged["default_weights"] = dw
     merged["extras"] = mesh.get("extras") if isinstance(mesh.get("extras"), dict) else {}
+    merged["skipped_modes"] = sorted(set(skipped))
+    merged["target_attributes"] = target_attributes
     return merged
 
 
@@ -600,7 +427,7 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
     skins = doc.array("skins")
     parents, order = node_hierarchy(doc)
     n_nodes = len(nodes)
-    notes = []
+    notes, warnings = [], []
     ext = get_dict(doc.json, "extensions", "glTF", src)
     vrm = vrm_mod.read_vrm(ext, n_nodes, src)
     root = None
@@ -663,30 +490,62 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
                 if not np.isfinite(det) or abs(det) < 1e-12:
                     raise KisekaeError(f"skins[{s}] has a singular inverse bind matrix for joint nodes[{j}]", src)
                 rest_of[j] = np.linalg.inv(m)
-    bone_nodes = _bone_order(rest_of, skin_order, skin_data, parents, order)
-    names_used, bone_names = set(), []
-    for j in bone_nodes:
-        nm = get_str(nodes[j], "name", f"nodes[{j}]", src) or f"node{j}"
+    joint_nodes = _bone_order(rest_of, skin_order, skin_data, parents, order)
+
+    # --- animation channels, read before the skeleton: unskinned meshes they move get bones
+    anim_channels = [read_channels(doc, ai) for ai in range(len(doc.array("animations")))]
+    moved = {c.node for _, chans, _ in anim_channels for c in chans if c.path != "weights"}
+    bone_set = set(joint_nodes)
+    node_bones, static_outside = [], False
+    for j in mesh_nodes:
+        if "skin" in nodes[j]:
+            continue
+        p, animated = j, False
+        while p >= 0 and p not in bone_set:
+            animated = animated or int(p) in moved
+            p = parents[p]
+        if animated:
+            node_bones.append(j)
+            bone_set.add(j)
+        elif p < 0:
+            static_outside = True
+    # bones: skin joints, then a static 'root' (files without skins whose static meshes need one),
+    # then one bone per animated unskinned mesh node; -1 marks the static bone
+    bone_nodes = list(joint_nodes)
+    if not joint_nodes and (static_outside or not node_bones):
+        bone_nodes.append(-1)
+        notes.append("no skin in the file: one 'root' bone added")
+    bone_nodes += node_bones
+    bone_of_node = {j: b for b, j in enumerate(bone_nodes) if j >= 0}
+    names_used, bone_names, bparents = set(), [], []
+    rest = np.empty((len(bone_nodes), 4, 4))
+    fix = np.tile(np.eye(4), (len(bone_nodes), 1, 1))
+    for b, j in enumerate(bone_nodes):
+        if j < 0:
+            nm, rest[b], p = "root", np.eye(4), -1
+        else:
+            nm = get_str(nodes[j], "name", f"nodes[{j}]", src)
+            if j in rest_of:
+                rest[b] = rest_of[j]
+            else:  # a mesh node: its rigid world frame at rest (any scale stays in its vertices)
+                nm = nm or get_str(meshes[nodes[j]["mesh"]], "name", f"meshes[{nodes[j]['mesh']}]", src)
+                rest[b] = np.eye(4)
+                rest[b, :3, :3] = polar_rotation(world[j, :3, :3])
+                rest[b, :3, 3] = world[j, :3, 3]
+                fix[b] = np.linalg.inv(world[j]) @ rest[b]
+            nm = nm or f"node{j}"
+            p = parents[j]
+            while p >= 0 and p not in bone_of_node:
+                p = parents[p]
         base, k = nm, 1
         while nm in names_used:
             nm, k = f"{base}.{k}", k + 1
         names_used.add(nm)
         bone_names.append(nm)
-    bone_of_node = {j: b for b, j in enumerate(bone_nodes)}
-    if bone_nodes:
-        bparents = []
-        for j in bone_nodes:
-            p = parents[j]
-            while p >= 0 and p not in bone_of_node:
-                p = parents[p]
-            bparents.append(bone_of_node.get(int(p), -1) if p >= 0 else -1)
-        rest = np.stack([rest_of[j] for j in bone_nodes])
-    else:
-        bone_names, bparents, rest = ["root"], [-1], np.eye(4)[None]
-        notes.append("no skin in the file: one 'root' bone added")
+        bparents.append(bone_of_node[int(p)] if p >= 0 else -1)
     tails = _tails(rest, np.asarray(bparents))
     skeleton = Skeleton(bone_names, np.asarray(bparents, dtype=np.int32), rest.astype(np.float32), tails)
-    rest64 = rest.astype(np.float64)
+    static_bone = bone_nodes.index(-1) if -1 in bone_nodes else 0
 
     # bind-space correction per skin: A = rest_j @ IBM_j must be one matrix for all joints
     skin_fix = {}
@@ -699,13 +558,22 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
 
     # --- parts
     parts, part_nodes, taken = {}, {}, set()
+    outside = []
     for j in mesh_nodes:
         node = nodes[j]
         mi = node["mesh"]
         merged = _read_mesh(doc, mi)
-        if not merged or len(merged["faces"]) == 0:
+        for mode in merged.get("skipped_modes", []):
+            warnings.append(f"nodes[{j}]: {_MODE_NAMES.get(mode, mode)} primitives are not read (triangles only)")
+        if merged.get("target_attributes"):
+            warnings.append(f"nodes[{j}]: morph target {'/'.join(merged['target_attributes'])} deltas are not "
+                            "applied (positions only)")
+        if "faces" not in merged or len(merged["faces"]) == 0:
             notes.append(f"nodes[{j}]: mesh has no triangles, skipped")
             continue
+        k_targets = len(merged["targets"])
+        if k_targets and "weights" in node:
+            merged["default_weights"] = get_numbers(node, "weights", k_targets, f"nodes[{j}]", src)
         nname = get_str(node, "name", f"nodes[{j}]", src)
         mname = get_str(meshes[mi], "name", f"meshes[{mi}]", src)
         pname = nname or mname or f"mesh{mi}"
@@ -714,6 +582,7 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
             pname, k = f"{base}.{k}", k + 1
         taken.add(pname)
         where = f"nodes[{j}] ({pname})"
+        n = len(merged["POSITION"])
         if "skin" in node:
             s = int(node["skin"])
             joints = skin_data[s][0]
@@ -723,12 +592,15 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
             p = j
             while p >= 0 and p not in bone_of_node:
                 p = parents[p]
-            b = bone_of_node.get(int(p), 0) if p >= 0 else 0
-            n = len(merged["POSITION"])
+            if p >= 0:
+                b = bone_of_node[int(p)]
+                # where the mesh sits in the bone's frame in the scene, placed on the bone's bind pose
+                xf = rest[b] @ np.linalg.inv(world[p] @ fix[b]) @ world[j]
+            else:
+                b, xf = static_bone, world[j]
+                if joint_nodes:
+                    outside.append((pname, bone_names[b]))
             skin = Skin(np.full((n, 1), b, np.int32), np.ones((n, 1), np.float32))
-            xf = world[j]
-            if p < 0 and bone_nodes:
-                notes.append(f"{where}: unskinned mesh outside the skeleton, bound rigidly to bone {bone_names[b]!r}")
         parts[pname] = (merged, skin, xf, j, nname, mname)
         part_nodes[pname] = j
     if not parts:
@@ -736,7 +608,7 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
 
     roles = _assign_roles(parts, doc, body, garments, mapping, src)
     asset = GltfAsset(avatar=None, node_of_bone=np.asarray(bone_nodes, dtype=np.int64), part_nodes=part_nodes,
-                      notes=notes, vrm=vrm)
+                      notes=notes, warnings=warnings, vrm=vrm)
     extras = doc.json.get("extras") if isinstance(doc.json.get("extras"), dict) else {}
     ours = extras.get(EXTRAS_KEY) if isinstance(extras.get(EXTRAS_KEY), dict) else {}
     asset.extras = ours
@@ -747,6 +619,9 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
             asset.ignored.append(pname)
             continue
         v = merged["POSITION"]
+        for wt, d in zip(merged["default_weights"], merged["targets"]):  # the shape at rest (glTF: base + sum w d)
+            if wt != 0:
+                v = v + wt * d
         v = v @ xf[:3, :3].T + xf[:3, 3]
         if not np.all(np.isfinite(v)):
             raise KisekaeError(f"nodes[{j}] ({pname}) has non-finite vertex positions after its transform", src)
@@ -762,7 +637,7 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
         targets = {nm: (d @ lin.T).astype(np.float32) for nm, d in zip(merged["target_names"], merged["targets"])}
         if targets:
             asset.morph_targets[role] = targets
-            asset.morph_default_weights[role] = merged["default_weights"]
+            asset.morph_default_weights[role] = np.asarray(merged["default_weights"], np.float64)
         extra_attr = {}
         for key, a in merged.items():
             if key.startswith(("COLOR_", "_")) or key == "NORMAL" or (key.startswith("TEXCOORD_") and key not in
@@ -782,29 +657,17 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
     name = ours.get("name") if isinstance(ours.get("name"), str) else Path(src).stem
     asset.avatar = Avatar(skeleton, body_part, built, name=name, rig=rig_name)
     asset.part_nodes = {roles[p]: n for p, n in part_nodes.items() if roles.get(p) not in (None, "ignore")}
+    for pname, bname in outside:
+        if roles.get(pname) not in (None, "ignore"):
+            warnings.append(f"{pname}: unskinned mesh outside the skeleton, bound rigidly to bone {bname!r} "
+                            "(it moves with that bone; in the file it stays still)")
 
     # --- animations
-    for ai in range(len(doc.array("animations"))):
-        aname, times, samples = _read_animation(doc, ai, fps)
-        if not samples:
-            continue
-        t_count = len(times)
-        wm = node_world_matrices(parents, order, local, trs_base, samples, t_count, root)
-        if bone_nodes:
-            poses, dropped, dscale = poses_from_world(skeleton, wm[:, bone_nodes], aname)
-        else:
-            poses, dropped, dscale = [Pose.rest(skeleton, f"{aname}:{i}") for i in range(t_count)], 0.0, 0.0
-        morph = {}
-        for pname, j in part_nodes.items():
-            role = roles.get(pname)
-            if (j, "weights") in samples and role not in (None, "ignore"):
-                morph[role] = samples[(j, "weights")]
-        asset.animations.append(Animation(aname, times, poses, morph, dropped, dscale))
-        if dscale > 1e-4:
-            notes.append(f"animation {aname!r}: joint scale dropped (up to {dscale:.4g} from 1)")
-        if dropped > 1e-4:
-            notes.append(f"animation {aname!r}: non-root translation/scale not representable, joints off by up "
-                         f"to {dropped:.4g} m")
+    rig = NodeRig(parents, order, local, trs_base, root, skeleton, np.asarray(bone_nodes, dtype=np.int64), fix,
+                  dict(asset.part_nodes), {r: len(t) for r, t in asset.morph_targets.items()},
+                  dict(asset.morph_default_weights))
+    _read_animations(asset, rig, anim_channels, doc, fps, warnings)
+    _warn_unapplied(asset, doc, parents, in_scene, warnings)
 
     # --- capsules: ours (exact, tapered) first, else VRM colliders
     if "capsules" in ours:
@@ -822,6 +685,82 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
         asset.capsules = vrm_mod.colliders_to_rig(vrm, bone_of_node, world, skeleton, src, parents)
     asset.images = _images(doc)
     return asset
+
+
+def _read_animations(asset: GltfAsset, rig: NodeRig, anim_channels, doc: GltfDocument, fps, warnings: list):
+    """Build :class:`Animation` objects (poses sampled at key times or ``fps``) into ``asset``."""
+    src = doc.src
+    for ai, (aname, chans, skipped) in enumerate(anim_channels):
+        w = f"animations[{ai}]"
+        if skipped:
+            warnings.append(f"animation {aname!r}: {skipped} channel(s) without a node target (e.g. "
+                            "KHR_animation_pointer) are not applied")
+        for c in chans:
+            part = next((p for p, n in rig.part_nodes.items() if n == c.node), None)
+            if c.path == "weights" and part is not None and c.values.shape[1] != rig.morph_counts.get(part, 0):
+                raise KisekaeError(f"{w}: the weights channel of nodes[{c.node}] has {c.values.shape[1]} values per "
+                                   f"key, its mesh has {rig.morph_counts.get(part, 0)} morph targets", src)
+        if not chans:
+            continue
+        if fps:
+            t_end = max(float(c.times[-1]) for c in chans)
+            n = int(np.floor(t_end * fps + 1e-9)) + 1
+            if n > doc.limits.max_frames:
+                raise KisekaeError(f"{w} lasts {t_end:.3g} s: {n} frames at {fps} fps is more than the cap "
+                                   f"{doc.limits.max_frames}", src)
+            times = np.arange(n) / float(fps)
+        else:
+            total = sum(len(c.times) for c in chans)
+            if total > 50 * doc.limits.max_frames:
+                raise KisekaeError(f"{w} has {total} keys, too many to merge", src)
+            times = np.unique(np.concatenate([c.times for c in chans]))
+            if len(times) > doc.limits.max_frames:
+                raise KisekaeError(f"{w} has {len(times)} distinct key times, more than the cap "
+                                   f"{doc.limits.max_frames}; pass fps to resample", src)
+        anim = Animation(aname, times, [], channels=chans, rig=rig)
+        jw = rig.joint_world(rig.world(chans, times))
+        anim.poses, anim.dropped_translation_m, anim.dropped_scale = poses_from_world(rig.skeleton, jw, aname)
+        weighted = {c.node for c in chans if c.path == "weights"}
+        anim.morph_weights = {p: wts for p, wts in anim.morph_weights_at(times).items()
+                              if rig.part_nodes.get(p) in weighted}
+        asset.animations.append(anim)
+        if anim.dropped_scale > 1e-4:
+            warnings.append(f"animation {aname!r}: animated scale (up to {anim.dropped_scale:.4g} from 1) is not in "
+                            "its poses (a Pose has no scale); GltfAsset.posed_vertices and "
+                            "Animation.skinning_matrices apply it")
+        if anim.dropped_translation_m > 1e-4:
+            warnings.append(f"animation {aname!r}: joints off by up to {anim.dropped_translation_m:.4g} m in its poses")
+        if anim.morph_weights:
+            warnings.append(f"animation {aname!r} animates morph weights of {', '.join(sorted(anim.morph_weights))}: "
+                            "applied by GltfAsset.posed_vertices, not by commands that take poses")
+
+
+def _warn_unapplied(asset: GltfAsset, doc: GltfDocument, parents: np.ndarray, in_scene: np.ndarray,
+                    warnings: list) -> None:
+    """Add warnings for data the file holds that the import does not apply."""
+    nodes = doc.array("nodes")
+    if asset.animations:
+        # nodes whose motion reaches a bone or an imported part: ancestors-or-self of them
+        followed = set()
+        for j in [int(n) for n in asset.node_of_bone if n >= 0] + list(asset.part_nodes.values()):
+            while j >= 0 and j not in followed:
+                followed.add(j)
+                j = int(parents[j])
+        morphed = {asset.part_nodes[p] for p in asset.morph_targets if p in asset.part_nodes}
+        for a in asset.animations:
+            idle = sorted({c.node for c in a.channels
+                           if (c.node not in morphed if c.path == "weights" else c.node not in followed)})
+            if idle:
+                shown = ", ".join(f"nodes[{j}]" for j in idle[:8]) + (" ..." if len(idle) > 8 else "")
+                warnings.append(f"animation {a.name!r}: channels on {shown} move nothing that was imported "
+                                "(no bone or imported mesh follows them)")
+    outside = [i for i, nd in enumerate(nodes) if "mesh" in nd and not in_scene[i]]
+    if outside:
+        warnings.append(f"{len(outside)} mesh node(s) outside the default scene are not imported")
+    used = get_list(doc.json, "extensionsUsed", "glTF", doc.src, doc.limits)
+    unapplied = sorted({str(e) for e in used} - APPLIED_EXTENSIONS)
+    if unapplied:
+        warnings.append(f"extensions not applied: {', '.join(unapplied)}")
 
 
 def _bone_order(rest_of: dict, skin_order, skin_data, parents, order) -> list:
@@ -954,7 +893,11 @@ def load_avatar(path, *, garments=None, mapping=None, body=None) -> Avatar:
 
 # ============================================================================= description
 def describe(path, limits: Limits = DEFAULT_LIMITS) -> str:
-    """A multi-line summary: meshes, skins, animations, VRM data, garments (``kisekae info``)."""
+    """A multi-line summary: meshes, skins, animations, VRM data, garments (``kisekae info``).
+
+    Ends with ``note:`` lines (what was converted) and ``warning:`` lines (what the file holds
+    that is read but not applied, :attr:`GltfAsset.warnings`).
+    """
     doc = load_document(path, limits)
     j = doc.json
     lines = [f"{path}: glTF {j['asset'].get('version')} ({'GLB' if doc.is_glb else 'JSON'}), generator "
@@ -975,7 +918,12 @@ def describe(path, limits: Limits = DEFAULT_LIMITS) -> str:
     if asset.ignored:
         lines.append(f"  ignored meshes: {', '.join(asset.ignored)}")
     for a in asset.animations:
-        lines.append(f"  animation {a.name!r}: {len(a.poses)} frames over {a.times[-1] - a.times[0]:.3f} s")
+        moved = sorted({asset.avatar.skeleton.names[b] for b, n in enumerate(asset.node_of_bone)
+                        if n >= 0 and any(c.node == n for c in a.channels)})
+        what = f", moves {len(moved)} bone(s)" if moved else ""
+        what += f", morphs {', '.join(sorted(a.morph_weights))}" if a.morph_weights else ""
+        lines.append(f"  animation {a.name!r}: {len(a.poses)} frames over {a.start:.3f}..{a.end:.3f} s, "
+                     f"{len(a.channels)} node channels{what}")
     if asset.vrm is not None:
         lines.append(f"  VRM {asset.vrm.version}: {len(asset.vrm.humanoid)} humanoid bones, "
                      f"{len(asset.vrm.colliders)} springBone colliders")
@@ -983,6 +931,8 @@ def describe(path, limits: Limits = DEFAULT_LIMITS) -> str:
         lines.append(f"  capsule rig: {len(asset.capsules)} capsules")
     for n in asset.notes:
         lines.append(f"  note: {n}")
+    for w in asset.warnings:
+        lines.append(f"  warning: {w}")
     return "\n".join(lines)
 
 
@@ -1095,9 +1045,10 @@ def save_gltf(path, names, parents, rest, parts, *, animations=None, capsules=No
     rest : (B, 4, 4) bone-to-world rest matrices, metres. Inverse bind matrices are ``inv(rest)``;
         joint nodes are placed at these rest transforms (any scale is dropped).
     parts : list of ExportPart
-    animations : list of (name, times (T,), rotations (T, B, 3, 3), translations (T, 3)), optional
-        Bone-local rotations and root translations (metres) as in :class:`~kisekae.avatar.Pose`;
-        written as LINEAR rotation channels for every bone and a translation channel for the roots.
+    animations : list of (name, times (T,), rotations (T, B, 3, 3), translations (T, 3)[, offsets (T, B, 3)])
+        Bone-local rotations, root translations and bone offsets (metres) as in
+        :class:`~kisekae.avatar.Pose`; written as LINEAR rotation channels for every bone and
+        translation channels for the roots and for bones with a non-zero offset.
     capsules : CapsuleRig, optional
         Written to ``extras.kisekae.capsules`` (exact) and, with ``vrm_colliders``, as
         ``VRMC_springBone`` capsule colliders (one radius: ``max(r0, r1)``).
@@ -1188,17 +1139,24 @@ def save_gltf(path, names, parents, rest, parts, *, animations=None, capsules=No
 
     # --- animations
     anims = []
-    for aname, times, rots, trans in animations or []:
+    for anim in animations or []:
+        if len(anim) not in (4, 5):
+            raise KisekaeError("an animation is (name, times, rotations, translations[, offsets])", "animations")
+        aname, times, rots, trans = anim[:4]
         times = np.asarray(times, dtype=np.float64)
         rots = np.asarray(rots, dtype=np.float64)
         trans = np.asarray(trans, dtype=np.float64)
         t_count = len(times)
+        offsets = np.zeros((t_count, b, 3)) if len(anim) == 4 or anim[4] is None else np.asarray(anim[4], np.float64)
         if times.ndim != 1 or t_count == 0 or np.any(np.diff(times) <= 0) or times[0] < 0:
             raise KisekaeError("animation times must be a non-empty, strictly increasing array of seconds >= 0",
                                f"animation {aname}")
-        if rots.shape != (t_count, b, 3, 3) or trans.shape != (t_count, 3):
-            raise KisekaeError(f"expected rotations ({t_count}, {b}, 3, 3) and translations ({t_count}, 3), got "
-                               f"{rots.shape} and {trans.shape}", f"animation {aname}")
+        if rots.shape != (t_count, b, 3, 3) or trans.shape != (t_count, 3) or offsets.shape != (t_count, b, 3):
+            raise KisekaeError(f"expected rotations ({t_count}, {b}, 3, 3), translations ({t_count}, 3) and offsets "
+                               f"({t_count}, {b}, 3), got {rots.shape}, {trans.shape} and {offsets.shape}",
+                               f"animation {aname}")
+        if not (np.all(np.isfinite(rots)) and np.all(np.isfinite(trans)) and np.all(np.isfinite(offsets))):
+            raise KisekaeError("non-finite rotation, translation or offset", f"animation {aname}")
         t_acc = blob.accessor(times, 5126, "SCALAR", minmax=True)
         samplers, channels = [], []
         for i in range(b):
@@ -1209,10 +1167,12 @@ def save_gltf(path, names, parents, rest, parts, *, animations=None, capsules=No
                     q[k] = -q[k]
             samplers.append({"input": t_acc, "output": blob.accessor(q, 5126, "VEC4"), "interpolation": "LINEAR"})
             channels.append({"sampler": len(samplers) - 1, "target": {"node": i, "path": "rotation"}})
-        for r in roots:
-            tr = local_t[r][None, :] + trans
+        for i in range(b):
+            if parents[i] >= 0 and not np.any(offsets[:, i]):
+                continue  # a child bone that keeps its rest offset
+            tr = local_t[i][None, :] + offsets[:, i] + (trans if parents[i] < 0 else 0.0)
             samplers.append({"input": t_acc, "output": blob.accessor(tr, 5126, "VEC3"), "interpolation": "LINEAR"})
-            channels.append({"sampler": len(samplers) - 1, "target": {"node": r, "path": "translation"}})
+            channels.append({"sampler": len(samplers) - 1, "target": {"node": i, "path": "translation"}})
         anims.append({"name": str(aname), "samplers": samplers, "channels": channels})
 
     ours = {"exporter": "kisekae", "units": "metres"}
@@ -1428,7 +1388,10 @@ def save_avatar(path, avatar: Avatar, *, poses=None, fps: float = 30.0, animatio
                 raise KisekaeError(f"pose has {len(p.rotations)} bones, skeleton has {sk.n_bones}", p.name)
         rots = np.stack([p.rotations for p in poses])
         trans = np.stack([p.translation for p in poses])
-        anims.append((animation_name, np.arange(len(poses)) / float(fps), rots, trans))
+        offsets = None
+        if any(p.offsets is not None for p in poses):
+            offsets = np.stack([np.zeros((sk.n_bones, 3)) if p.offsets is None else p.offsets for p in poses])
+        anims.append((animation_name, np.arange(len(poses)) / float(fps), rots, trans, offsets))
     part_materials = part_arrays.pop("part_materials", None)
     parts = avatar_parts(avatar, materials=part_materials, **part_arrays)
     if humanoid is None:

@@ -1,4 +1,5 @@
-"""Pose in-betweens for smooth animated pictures: slerp of bone-local rotations, lerp of the root translation."""
+"""Pose in-betweens for smooth animated pictures: slerp of bone-local rotations, lerp of the root translation
+and of the bone offsets."""
 
 from __future__ import annotations
 
@@ -44,7 +45,13 @@ def interpolate_pose(a, b, t: float, *, name: str | None = None):
         raise KisekaeError(f"poses have {len(a.rotations)} and {len(b.rotations)} bones", "poses")
     rot = slerp_rotations(a.rotations, b.rotations, t)
     tr = (1.0 - t) * np.asarray(a.translation) + t * np.asarray(b.translation)
-    return Pose(rot, tr, name or f"{a.name}~{b.name}@{t:.2f}")
+    off = None
+    if a.offsets is not None or b.offsets is not None:
+        zero = np.zeros((len(a.rotations), 3))
+        oa = zero if a.offsets is None else a.offsets
+        ob = zero if b.offsets is None else b.offsets
+        off = (1.0 - t) * oa + t * ob
+    return Pose(rot, tr, name or f"{a.name}~{b.name}@{t:.2f}", off)
 
 
 def inbetween(poses, steps: int, *, loop: bool = False) -> list:
