@@ -5,6 +5,8 @@ import pytest
 
 from kisekae.qa.selfcontact import PROBE_M, BodySelfContact, signed_volume
 
+from _reference import crossing_edges_numpy
+
 
 def uv_sphere(center, radius, n_lat=24, n_lon=48):
     """A closed, outward-oriented UV sphere (poles as single vertices)."""
@@ -31,23 +33,6 @@ def two_spheres(offset):
     va, fa = uv_sphere((0, 0, 0), 0.1)
     vb, fb = uv_sphere((offset, 0, 0), 0.08)
     return np.vstack([va, vb]), np.vstack([fa, fb + len(va)]), len(va)
-
-
-def segment_triangle_numpy(p0, p1, tri):
-    """Brute-force segment/triangle intersection (Möller–Trumbore) for all pairs: (E, T) bool."""
-    d = (p1 - p0)[:, None, :]
-    e1 = (tri[:, 1] - tri[:, 0])[None]
-    e2 = (tri[:, 2] - tri[:, 0])[None]
-    h = np.cross(d, e2)
-    a = np.einsum("etk,etk->et", e1.repeat(len(p0), 0), h)
-    with np.errstate(all="ignore"):
-        f = 1.0 / a
-        s = p0[:, None, :] - tri[None, :, 0]
-        u = f * np.einsum("etk,etk->et", s, h)
-        q = np.cross(s, e1)
-        v = f * np.einsum("etk,etk->et", d.repeat(len(tri), 1), q)
-        t = f * np.einsum("etk,etk->et", e2.repeat(len(p0), 0), q)
-        return (np.abs(a) > 1e-15) & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0) & (t <= 1)
 
 
 def test_signed_volume_is_analytic_for_a_cube_and_close_for_a_sphere():
@@ -87,10 +72,7 @@ def test_self_crossings_match_brute_force_and_skip_incident_triangles():
     posed_v, _, _ = two_spheres(0.12)
     sc = BodySelfContact(rest_v, faces)
     got = sc.self_crossings(posed_v)
-    e = sc.edges
-    hits = segment_triangle_numpy(posed_v[e[:, 0]], posed_v[e[:, 1]], posed_v[faces])
-    incident = (faces[None, :, :] == e[:, 0, None, None]).any(2) | (faces[None, :, :] == e[:, 1, None, None]).any(2)
-    want = (hits & ~incident).any(1)
+    want = crossing_edges_numpy(posed_v, faces, sc.edges)
     np.testing.assert_array_equal(got, want)
     assert want.sum() > 50
     assert not sc.self_crossings(rest_v).any()

@@ -9,10 +9,12 @@ import numpy as np
 from ..avatar.avatar import Avatar
 from .penetration import BodyQuery, BodyTopology, penetration_stats
 from .selfcontact import BodySelfContact
+from .shape import shape_stats
 
 #: The JSON fields of a check record, in table order.
 RECORD_FIELDS = ("pose", "garment", "vertices", "inside_count", "inside_fraction", "max_depth_m", "p95_depth_m",
-                 "edge_crossings")
+                 "edge_crossings", "flipped_faces", "skinning_turned_faces", "folded_pairs", "strain_p99", "strain_max",
+                 "self_crossings", "zero_area_faces")
 
 
 def body_topology(avatar: Avatar) -> BodyTopology:
@@ -66,7 +68,8 @@ def check_pose(avatar: Avatar, pose, garments, *, posed_garments: dict | None = 
     Returns
     -------
     list of dict records with :data:`RECORD_FIELDS` plus ``time_ms`` and the arrays ``inside``,
-    ``depth`` (dropped before JSON output).
+    ``depth`` (dropped before JSON output). The shape fields (:mod:`kisekae.qa.shape`) compare the
+    checked positions with plain skinning, so they read 0 flipped faces and 0 strain for plain skinning.
     """
     m = pose.skinning_matrices(avatar.skeleton)
     t0 = time.perf_counter()
@@ -76,9 +79,11 @@ def check_pose(avatar: Avatar, pose, garments, *, posed_garments: dict | None = 
     for name in garments:
         part = avatar.part(name)
         t = time.perf_counter()
-        pts = posed_garments[name] if posed_garments and name in posed_garments else part.posed(m)
+        skinned = part.posed(m)
+        pts = posed_garments[name] if posed_garments and name in posed_garments else skinned
         stats = penetration_stats(query, pts, part.mesh.edges)
-        rec = {"pose": pose.name, "garment": name, **stats}
+        shape = shape_stats(part.mesh.vertices, skinned, pts, part.mesh.faces, part.mesh.edges, part.mesh.weld)
+        rec = {"pose": pose.name, "garment": name, **stats, **shape}
         rec["time_ms"] = (time.perf_counter() - t) * 1e3 + body_ms / max(len(garments), 1)
         records.append(rec)
     return records
@@ -97,7 +102,8 @@ def json_record(rec: dict) -> dict:
 def format_table(records, columns=None) -> str:
     """A readable fixed-width table of check records (depths shown in millimetres)."""
     columns = columns or [c for c in ("pose", "garment", "stage", "vertices", "inside_count", "inside_fraction",
-                                      "max_depth_m", "p95_depth_m", "edge_crossings", "max_push_m",
+                                      "max_depth_m", "p95_depth_m", "edge_crossings", "flipped_faces", "folded_pairs",
+                                      "strain_p99", "strain_max", "self_crossings", "max_push_m",
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
                                       "poke_through_pixels", "body_buried", "body_self_crossings",
                                       "body_volume_change", "time_ms")
@@ -107,7 +113,9 @@ def format_table(records, columns=None) -> str:
              "edge_crossings": "crossings", "moved_unnecessarily": "moved >margin", "time_ms": "ms",
              "poke_through_pixels": "poke px", "under_lower_layers": "under layers",
              "layer_crossings": "layer crossings", "body_buried": "body buried",
-             "body_self_crossings": "body crossings", "body_volume_change": "body vol %"}
+             "body_self_crossings": "body crossings", "body_volume_change": "body vol %",
+             "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
+             "strain_max": "strain max", "self_crossings": "self-x"}
 
     def cell(c, v):
         if v is None or v == "":
@@ -118,6 +126,8 @@ def format_table(records, columns=None) -> str:
             return f"{1000 * v:.1f}"
         if c == "time_ms":
             return f"{v:.1f}"
+        if c.startswith("strain_"):
+            return f"{v:.3f}"
         return str(v)
 
     rows = [[heads.get(c, c) for c in columns]] + [[cell(c, r.get(c)) for c in columns] for r in records]
