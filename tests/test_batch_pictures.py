@@ -222,7 +222,7 @@ def test_a_case_whose_file_is_gone_fails_alone(tmp_path, capsys):
 def test_picture_argument_errors(run, tmp_path, capsys):
     d, cat, store = run
     (tmp_path / "index.html").write_text("mine")
-    for argv, msg in ((["batch", "report", str(store), "--pictures", str(tmp_path)], "index.html exists"),
+    for argv, msg in ((["batch", "report", str(store), "--pictures", str(tmp_path)], "index.html: file exists"),
                       (["batch", "report", str(store), "--pictures", str(tmp_path / "p"), "--picture-size",
                         "1920x1080"], "at most 1280x720"),
                       (["batch", "report", str(store), "--pictures", str(cat)], "not a folder"),
@@ -232,3 +232,14 @@ def test_picture_argument_errors(run, tmp_path, capsys):
     assert (tmp_path / "index.html").read_text() == "mine"
     with Store(store, readonly=True) as s, pytest.raises(KisekaeError, match="at most 1280x720"):
         write_pictures(s, tmp_path / "q", size="1080p")
+
+
+def test_an_existing_picture_is_refused_before_anything_is_written(run, drawn, tmp_path, capsys):
+    """Not only index.html: any PNG of the same name is refused without --force, and nothing is written."""
+    _, _, store = run
+    out, _, _ = drawn
+    name = sorted(p.name for p in out.glob("02_*_after.png"))[0]
+    (tmp_path / name).write_bytes(b"mine")
+    assert main(["batch", "report", str(store), "--pictures", str(tmp_path), "--top", "5"]) == 2
+    assert f"{name}: file exists; pass --force" in capsys.readouterr().err
+    assert [(p.name, p.read_bytes()) for p in tmp_path.iterdir()] == [(name, b"mine")]

@@ -79,7 +79,7 @@ def test_hit_cli_on_builtin_with_bake(tmp_path, capsys):
     moved = np.linalg.norm(z["morphed_bind"] - bind, axis=1)
     assert moved[~untouched].max() > 0.005  # the chest dent (25 mm deep) opens where the ray hit
     with pytest.raises(KisekaeError, match="NaN"):
-        run(["wound", "hit", "--ray", "nan", "1", "1", "0", "0", "-1", "-o", str(npz)])
+        run(["wound", "hit", "--ray", "nan", "1", "1", "0", "0", "-1", "-o", str(tmp_path / "nan.npz")])
 
 
 def _read_rgb(path):

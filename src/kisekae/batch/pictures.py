@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
+from ..outputs import check_outputs
 from .catalog import settings_hash
 from .store import Store
 
@@ -197,9 +198,13 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _init_fix_process() -> None:
-    """Pool initializer: one Numba thread per process (the processes already fill the cores)."""
+    """Pool initializer: exit with the client process, one Numba thread per process (the processes
+    already fill the cores)."""
     import numba
 
+    from .worker import exit_with_parent
+
+    exit_with_parent()
     numba.set_num_threads(1)
 
 
@@ -280,6 +285,11 @@ def _slug(text) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.")[:40] or "x"
 
 
+def _stem(i: int, case: dict) -> str:
+    """File name stem of the ``i``-th case's pictures (``<stem>_before.png``, ``<stem>_after.png``)."""
+    return f"{i:02d}_{_slug(case['body'])}_{_slug(case['garment'])}_{_slug(case['motion'])}_{case['frame']}"
+
+
 def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "before", size=DEFAULT_SIZE,
                    views=None, force: bool = False, workers: int = 1, progress=None) -> dict:
     """Render the worst cases of ``store`` into ``out_dir`` (PNGs and ``index.html``).
@@ -297,7 +307,8 @@ def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "bef
     views : sequence of str, optional
         Candidate views (default all named views).
     force : bool
-        Overwrite an existing ``index.html`` (and the PNGs of the same names).
+        Overwrite an existing ``index.html`` and PNGs of the same names (otherwise any of them
+        existing is refused before anything is written, :func:`kisekae.outputs.check_outputs`).
     workers : int
         Processes that re-run the fix (about 90 % of the time per case); 1 (default) fixes in this
         process. Rendering always happens in this process, on one GL context.
@@ -316,21 +327,19 @@ def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "bef
     Raises
     ------
     KisekaeError
-        Bad arguments, an existing ``index.html`` without ``force``, or cases whose catalogue the
+        Bad arguments, an existing ``index.html`` or picture without ``force``, or cases whose catalogue the
         store does not record (:func:`case_specs`); nothing is written then.
     """
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out_dir)
     size = picture_size(size)
-    if out.exists() and not out.is_dir():
-        raise KisekaeError("not a folder", out)
     index = out / "index.html"
-    if index.exists() and not force:
-        raise KisekaeError("index.html exists; pass --force to overwrite the pictures", out)
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise KisekaeError(f"must be a positive integer, got {workers!r}", "--workers")
     cases = picture_cases(store, top, worst_by)
     specs = case_specs(store, cases)
+    pngs = [out / f"{_stem(i, case)}_{stage}.png" for i, case in enumerate(cases, 1) for stage in ("before", "after")]
+    check_outputs([index, *pngs], force=force, folders=[out])
     out.mkdir(parents=True, exist_ok=True)
     renderer, pool, futures = None, None, [None] * len(cases)
     if workers > 1 and len(cases) > 1:
@@ -378,9 +387,8 @@ def _draw_case(i, case, specs, future, out, worst_by, views, size, renderer) -> 
     except Exception as exc:  # noqa: BLE001 - reported per case
         case["error"] = _error_text(exc)
         return
-    stem = f"{i:02d}_{_slug(case['body'])}_{_slug(case['garment'])}_{_slug(case['motion'])}_{case['frame']}"
     for stage in ("before", "after"):
-        path = out / f"{stem}_{stage}.png"
+        path = out / f"{_stem(i, case)}_{stage}.png"
         Image.fromarray(res["images"][stage]).save(path)
         case[f"{stage}_png"] = str(path)
         case[f"{stage}_pixels"] = int(res["pixels"][stage])

@@ -62,7 +62,8 @@ class Store:
     Parameters
     ----------
     path : str or Path
-        The database file; created with its tables when missing.
+        The database file; created with its tables when missing. An existing file that is not a
+        kisekae result store is refused (never written into).
     readonly : bool
         Open an existing store for reading only (reports).
     """
@@ -77,6 +78,12 @@ class Store:
         else:
             if self.path.parent and not self.path.parent.exists():
                 raise KisekaeError("the store's folder does not exist", self.path)
+            if self.path.is_dir():
+                raise KisekaeError("is a folder; the result store is a file", self.path)
+            if self.path.exists():
+                # Only a kisekae store is written into; any other file (another program's database
+                # included) is refused before SQLite changes a byte of it.
+                Store(self.path, readonly=True).close()
             self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         try:
             if not readonly:

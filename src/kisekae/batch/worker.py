@@ -61,8 +61,45 @@ def install(specs: dict, *, numba_threads: int | None = 1) -> None:
             pass
 
 
+def exit_with_parent() -> bool:
+    """End this process as soon as the process that started it dies, even by SIGKILL.
+
+    A ``ProcessPoolExecutor`` worker waits on its task queue forever once its client is gone
+    (other workers keep the queue's pipe open), so a killed ``kisekae batch`` used to leave its
+    workers running. This starts a daemon thread that blocks on
+    :func:`multiprocessing.parent_process`'s sentinel, a pipe end that the operating system
+    closes when the parent dies, and then calls ``os._exit``: immediately, without running
+    cleanup that could block on the dead parent. It costs one sleeping thread and no polling.
+
+    Returns
+    -------
+    bool
+        True when the watch started (this process was started by :mod:`multiprocessing`).
+    """
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return False
+    sentinel = parent.sentinel
+
+    def watch():
+        wait([sentinel])
+        os._exit(EXIT_PARENT_DIED)
+
+    threading.Thread(target=watch, name="kisekae-exit-with-parent", daemon=True).start()
+    return True
+
+
+#: Exit status of a worker that ended because its client died (:func:`exit_with_parent`).
+EXIT_PARENT_DIED = 75
+
+
 def init_process(specs: dict) -> None:
-    """``ProcessPoolExecutor`` initializer: install the specs and load the bodies once."""
+    """``ProcessPoolExecutor`` initializer: exit with the client, install the specs and load the bodies once."""
+    exit_with_parent()
     install(specs)
     warm(specs["id"])
 

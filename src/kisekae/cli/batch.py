@@ -90,8 +90,9 @@ def _report(args) -> int:
         raise KisekaeError("give the result store: kisekae batch report STORE.sqlite", "report")
     if args.top < 1:
         raise KisekaeError(f"--top must be at least 1, got {args.top}", "--top")
-    if args.json and Path(args.json).exists() and not args.force:
-        raise KisekaeError("file exists; pass --force to overwrite it", args.json)
+    from .common import check_outputs
+
+    check_outputs([args.json] if args.json else [], force=args.force)  # --pictures: checked by write_pictures
     with Store(path, readonly=True) as store:
         rep = build_report(store, args.top)
         if args.pictures:

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import add_avatar_args, add_push_args, load_avatar, load_poses, push_params
+from .common import add_avatar_args, add_force_arg, add_push_args, check_outputs, load_avatar, load_poses, push_params
 
 
 def register(sub):
@@ -28,17 +28,15 @@ def register(sub):
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles) and body_volume_change")
     p.add_argument("--json", metavar="FILE", help="write one record per (pose, garment) as a JSON list")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --json file")
+    add_force_arg(p, "an existing --json file")
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
-    from ..errors import KisekaeError
     from ..qa.check import check_pose, format_table, json_record, self_contact_pose
 
-    if args.json and Path(args.json).exists() and not args.force:
-        raise KisekaeError("file exists; pass --force to overwrite it", args.json)
+    check_outputs([args.json] if args.json else [], force=args.force)
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
     records = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import KisekaeError
+from ..outputs import check_outputs  # noqa: F401  (the one overwrite policy; commands import it from here)
 
 
 BODY_HELP = ("MakeHuman body shape of the built-in avatar, e.g. \"gender=0.2,weight=0.9,muscle=0.3\" "
@@ -115,3 +116,10 @@ def push_params(args):
     if not given:
         return None
     return PushParams(**given)
+
+
+def add_force_arg(p, what: str = "existing output files"):
+    """``--force``: the one switch, shared by every writing command, that allows overwriting (see
+    :func:`kisekae.outputs.check_outputs`)."""
+    p.add_argument("--force", action="store_true",
+                   help=f"overwrite {what} (without it the command refuses before writing anything)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .common import add_body_arg, body_shape
+from .common import add_body_arg, add_force_arg, body_shape, check_outputs
 
 
 def register(sub):
@@ -12,6 +12,7 @@ def register(sub):
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_body_arg(p)
+    add_force_arg(p, "files in a non-empty --out folder")
     p.set_defaults(func=run)
     return p
 
@@ -28,6 +29,8 @@ def add_render_sections() -> None:
 def run(args) -> int:
     from ..demo import run_demo
 
+    # The report's files depend on its sections, so the demo claims its whole folder: new or empty.
+    check_outputs(whole_folders=[args.out], force=args.force)
     add_render_sections()
     t = time.perf_counter()
     index = run_demo(args.out, progress=not args.no_progress, shape=body_shape(args))

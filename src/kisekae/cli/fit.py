@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import add_avatar_args, add_push_args, load_avatar, load_poses, push_params
+from .common import add_avatar_args, add_force_arg, add_push_args, check_outputs, load_avatar, load_poses, push_params
 
 
 def register(sub):
@@ -21,7 +21,7 @@ def register(sub):
                    help="garment drawn with transparency (goes last in the draw order)")
     add_push_args(p)
     p.add_argument("-o", "--out", default="fit-out", help="output folder (default: fit-out)")
-    p.add_argument("--force", action="store_true", help="overwrite existing files in the output folder")
+    add_force_arg(p, "existing files of the same names in the output folder")
     p.set_defaults(func=run)
     return p
 
@@ -40,18 +40,18 @@ def run(args) -> int:
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
     out = Path(args.out)
+    obj_list = [((name, pose.name), out / f"{name}__{_safe(pose.name)}.obj") for pose in poses for name in garments]
+    rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
+    # a pose given twice (or two names that read the same in a file name) is refused here, not half-way
+    check_outputs([rig_path, vrm_path, report_path, *(p for _, p in obj_list)], force=args.force, folders=[out])
+    objs = dict(obj_list)
     out.mkdir(parents=True, exist_ok=True)
     body = avatar.body
     sk = avatar.skeleton
     rig = fit_capsules(body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest, sk.names,
                        faces=body.mesh.faces)
-    rig_path = out / "capsules.json"
-    if rig_path.exists() and not args.force:
-        from ..errors import KisekaeError
-
-        raise KisekaeError("file exists; pass --force to overwrite", rig_path)
     rig.save(rig_path)
-    (out / "capsules.vrm.json").write_text(json.dumps(rig.to_vrm_colliders(), indent=1))
+    vrm_path.write_text(json.dumps(rig.to_vrm_colliders(), indent=1))
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
                                                            body.skin.weights, sk.rest, rest_query),
@@ -67,11 +67,15 @@ def run(args) -> int:
             a.update(fixed[a["garment"]].metrics)
             records.extend([b, a])
             name = a["garment"]
-            safe_pose = pose.name.replace(":", "_").replace("/", "_")
-            write_obj(out / f"{name}__{safe_pose}.obj", avatar.part(name).mesh, fixed[name].positions,
+            write_obj(objs[name, pose.name], avatar.part(name).mesh, fixed[name].positions,
                       overwrite=args.force, comment=f"kisekae fit: {name} fixed in pose {pose.name}")
     report["records"] = [json_record(r) for r in records]
-    (out / "report.json").write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
+    report_path.write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
     print(format_table(records))
     print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json to {out}")
     return 0
+
+
+def _safe(pose_name: str) -> str:
+    """A pose name as part of a file name."""
+    return pose_name.replace(":", "_").replace("/", "_").replace("\\", "_")

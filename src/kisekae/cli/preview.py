@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def register(sub):
     from ..render.preview import SLIDERS
+    from .common import add_force_arg
 
     names = ", ".join(s.name for s in SLIDERS)
     p = sub.add_parser("preview", help="interactive preview window with parameter sliders (needs a display)",
@@ -19,6 +22,7 @@ def register(sub):
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help=f"initial slider value in display units (repeatable); sliders: {names}")
     p.add_argument("--snapshot", metavar="PNG", help="render one frame to this file and exit (no window)")
+    add_force_arg(p, "an existing --snapshot file")
     p.set_defaults(func=run)
     return p
 
@@ -28,8 +32,15 @@ def run(args) -> int:
 
     from ..errors import KisekaeError
     from ..render.preview import PreviewModel, display_available, run_window
+    from .common import check_outputs
 
-    if not args.snapshot:
+    if args.snapshot:
+        from PIL import Image
+
+        if Image.registered_extensions().get(Path(args.snapshot).suffix.lower()) not in Image.SAVE:
+            raise KisekaeError("unknown picture type; name the file .png (or .jpg, .bmp, .tif)", args.snapshot)
+        check_outputs([args.snapshot], force=args.force)
+    else:
         ok, why = display_available()
         if not ok:
             raise KisekaeError(f"{why}: the preview window needs a desktop session; render a still with "
@@ -44,8 +55,6 @@ def run(args) -> int:
         except ValueError:
             raise KisekaeError(f"not a number: {value!r}", f"--set {name}") from None
     if args.snapshot:
-        from PIL import Image
-
         Image.fromarray(model.frame()).save(args.snapshot)
         print(f"wrote {args.snapshot} ({model.status()})", file=sys.stderr)
         return 0

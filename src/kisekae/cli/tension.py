@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
-from .common import add_body_arg
+from .common import add_body_arg, add_force_arg, check_outputs
 
 
 def register(subparsers) -> None:
@@ -49,6 +49,7 @@ def register(subparsers) -> None:
                    help="also write tension.glb: the avatar with the poses as an animation, the first frame's "
                         "tension colour as COLOR_0 of the mesh, and per-frame compress/stretch as custom "
                         "attributes _COMPRESS_<i> and _STRETCH_<i> (at most 64 frames)")
+    add_force_arg(p, "existing tension.* files in the output folder")
     p.set_defaults(func=run)
 
 
@@ -95,10 +96,15 @@ def run(args) -> int:
 
     if args.blur < 0:
         raise KisekaeError(f"must be >= 0, got {args.blur}", "--blur")
+    out = Path(args.out)
+    written = check_outputs([out / n for n in ("tension.json", "tension.png", "tension.npz")
+                             + (("tension.glb",) if args.glb else ())], force=args.force, folders=[out])
     rig = args.rig or ("cmu_mb" if args.bvh else "game_engine")
     avatar = load_builtin_avatar(rig, body_shape(args))
     part = _part(avatar, args.mesh)
     poses = load_poses(args, avatar)
+    if args.glb and len(poses) > 64:
+        raise KisekaeError(f"{len(poses)} frames; --glb writes at most 64 (select with --frames)", "--glb")
     params = dict(falloff=args.falloff, stretch_area=args.stretch_area, compress_area=args.compress_area,
                   weight_limit=args.weight_limit)
     plan = avatar_plan(avatar, part, **params)
@@ -126,7 +132,6 @@ def run(args) -> int:
         extra = dict(lambda_min=np.stack([r.lambda_min for r in res]), lambda_max=np.stack([r.lambda_max for r in res]),
                      area_ratio=np.stack([r.area_ratio for r in res]), direction=np.stack([r.direction for r in res]))
     verts = _vertices(args.vertices, seq, plan.n_vertices)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     js = write_t_curves_json(out / "tension.json", seq, verts, x_label="frame")
     data = json.loads(js.read_text())
@@ -145,12 +150,9 @@ def run(args) -> int:
     print(f"{'frame':<24} {'T min':>7} {'T max':>7} {'compress>0.5':>13} {'stretch>0.5':>12}")
     for nm, r, c, s in zip(seq.frame_names, seq.ratio, seq.compress, seq.stretch):
         print(f"{nm:<24} {r.min():7.3f} {r.max():7.3f} {np.mean(c > 0.5):13.2%} {np.mean(s > 0.5):12.2%}")
-    written = [out / "tension.json", out / "tension.png", out / "tension.npz"]
     if args.glb:
         from ..io.gltf import save_avatar
 
-        if len(poses) > 64:
-            raise KisekaeError(f"{len(poses)} frames; --glb writes at most 64 (select with --frames)", "--glb")
         color = np.concatenate([seq.compress[0][:, None], seq.stretch[0][:, None],
                                 np.zeros((len(seq.compress[0]), 1)), np.ones((len(seq.compress[0]), 1))], axis=1)
         attrs = {}
@@ -159,6 +161,5 @@ def run(args) -> int:
             attrs[f"_STRETCH_{k}"] = seq.stretch[k].astype(np.float32)
         save_avatar(out / "tension.glb", avatar, poses=poses, colors={part: [color.astype(np.float32)]},
                     attributes={part: attrs})
-        written.append(out / "tension.glb")
     print("wrote " + ", ".join(str(w) for w in written))
     return 0

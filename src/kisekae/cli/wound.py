@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
-from .common import add_body_arg, body_shape
+from .common import add_body_arg, add_force_arg, body_shape, check_outputs
 
 
 def register(subparsers) -> None:
@@ -45,6 +45,7 @@ def register(subparsers) -> None:
                    help="also render the morph from 0 to 1 into OUT/preview (PNG frames, GIF, sheet)")
     add_body_arg(b)
     _preview_options(b)
+    add_force_arg(b, "existing files of the same names in the output folder")
     b.set_defaults(func=run_bake)
     h = sub.add_parser("hit", help="shoot rays at the built-in avatar and write the morph parameter")
     h.add_argument("--ray", nargs=6, type=float, action="append", metavar=("OX", "OY", "OZ", "DX", "DY", "DZ"),
@@ -55,12 +56,14 @@ def register(subparsers) -> None:
     h.add_argument("--hole-intensity", type=float, default=50.0, help="HoleIntensity, 1/metres (default 50)")
     h.add_argument("--part-reach", default=None,
                    help="comma-separated HoleSize multipliers per body part for same-part hits (e.g. 1,30,1)")
-    h.add_argument("-o", "--out", default="wound_hits.npz", help="output .npz (default: wound_hits.npz)")
+    h.add_argument("-o", "--out", default="wound_hits.npz",
+                   help="output .npz (default: wound_hits.npz; .npz is added when missing)")
     h.add_argument("--preview", default=None, metavar="DIR",
                    help="render the hits' morph from 0 to 1, posed, into DIR (PNG frames, GIF, sheet); uses the "
                         "--bake target, or the built-in damaged variant without one")
     add_body_arg(h)
     _preview_options(h)
+    add_force_arg(h, "an existing output .npz and preview files")
     h.set_defaults(func=run_hit)
     p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
 
@@ -95,16 +98,32 @@ def _mesh(spec: str, role: str, shape=None) -> dict:
     return load_mesh(spec)
 
 
+def _preview_files(out_dir, args) -> list:
+    """The files a ``--preview`` into ``out_dir`` will write."""
+    from ..wound.preview import frame_file_names
+
+    try:
+        return [Path(out_dir) / n for n in frame_file_names(args.preview_steps)]
+    except KisekaeError as exc:
+        raise KisekaeError(exc.message, "--preview-steps") from None
+
+
 def run_bake(args) -> int:
     from ..wound import bake, write_bake
+    from ..wound.files import bake_file_names
 
     shape = body_shape(args)
     if shape is not None and not {args.normal, args.damaged} & {"builtin", "builtin-damaged"}:
         raise KisekaeError("--body shapes the built-in body; neither mesh is 'builtin' or 'builtin-damaged'", "--body")
+    encs = None if args.encodings is None else [e.strip() for e in args.encodings.split(",") if e.strip()]
+    out = Path(args.out)
+    files = [out / n for n in bake_file_names(args.stem, encs).values()]
+    if args.preview:
+        files += _preview_files(out / "preview", args)
     normal = _mesh(args.normal, "normal", shape)
     damaged = _mesh(args.damaged, "damaged", shape)
+    check_outputs(files, force=args.force, folders=[out])  # after reading the inputs, before the bake
     start, target = (normal, damaged) if args.start == "normal" else (damaged, normal)
-    encs = None if args.encodings is None else [e.strip() for e in args.encodings.split(",") if e.strip()]
     if args.method == "uv" and "uv1" not in start:
         raise KisekaeError("the UV method needs a second UV set 'uv1' on the start mesh "
                            "(an .npz array 'uv1'); use --method closest otherwise", f"{args.start} mesh")
@@ -143,6 +162,11 @@ def run_hit(args) -> int:
     from ..wound.damage import damaged_builtin
     from ..wound.files import load_bake
 
+    out_path = Path(args.out)
+    if out_path.suffix != ".npz":  # what numpy.savez_compressed writes
+        out_path = out_path.with_name(out_path.name + ".npz")
+    files = [out_path] + (_preview_files(args.preview, args) if args.preview else [])
+    check_outputs(files, force=args.force, folders=[args.preview] if args.preview else [])
     av = load_builtin_avatar(shape=body_shape(args))
     body = av.body
     reach = None
@@ -210,7 +234,7 @@ def run_hit(args) -> int:
             tn, invert = _normals(tp, sf), False
         _write_preview(args.preview, sv, sn, sf, tp, tn, p, args, invert=invert,
                        skin=(body.skin.indices, body.skin.weights, S))
-    np.savez_compressed(args.out, **out)
+    np.savez_compressed(out_path, **out)
     print(f"{len(st.hits)} hits, {int((p > 0).sum())} vertices damaged ({int((p == 1).sum())} fully); "
-          f"wrote {Path(args.out)}")
+          f"wrote {out_path}")
     return 0

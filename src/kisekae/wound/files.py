@@ -140,6 +140,40 @@ def read_glb_attributes(path) -> dict:
     return out
 
 
+def bake_file_names(stem: str = "wound", encodings=None) -> dict:
+    """Names of the files :func:`write_bake` writes for ``encodings``, known before baking.
+
+    Parameters
+    ----------
+    stem : str
+        File name prefix.
+    encodings : iterable of str, optional
+        Encoding names (default: every one in :data:`kisekae.wound.encode.ENCODINGS`, the most a
+        bake can write).
+
+    Returns
+    -------
+    dict
+        ``"mesh"`` and ``"sidecar"``, and ``"<encoding>.<kind>"`` (kind ``vertex_colors``,
+        ``positions``, ``normals``) -> file name. Float textures are EXR, integer ones PNG, and
+        the 8-bit encodings keep positions in vertex colours (an image in texel order).
+    """
+    from .encode import ENCODINGS
+
+    names = {"mesh": f"{stem}_start.glb"}
+    for name in (ENCODINGS if encodings is None else encodings):
+        if name not in ENCODINGS:
+            raise KisekaeError(f"unknown encoding {name!r}; choose from {', '.join(ENCODINGS)}", "encodings")
+        _, pos, nrm, _ = ENCODINGS[name]
+        if pos == "vertex_color8":
+            names[f"{name}.vertex_colors"] = f"{stem}_{name}_vc.png"
+        for kind, short, storage in (("positions", "pos", pos), ("normals", "nrm", nrm)):
+            if storage != "vertex_color8":
+                names[f"{name}.{kind}"] = f"{stem}_{name}_{short}.{'exr' if storage.startswith('float') else 'png'}"
+    names["sidecar"] = f"{stem}.json"
+    return names
+
+
 def write_bake(result, out_dir, stem: str = "wound") -> dict:
     """Write a :class:`~kisekae.wound.bake.BakeResult` to ``out_dir``.
 
@@ -156,11 +190,12 @@ def write_bake(result, out_dir, stem: str = "wound") -> dict:
     dict name -> path of everything written.
     """
     out = Path(out_dir)
+    names = bake_file_names(stem, result.encodings)
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     first = "article8" if "article8" in result.encodings else next(iter(result.encodings), None)
     side = result.encodings[first].side if first else 1
-    paths["mesh"] = write_glb(out / f"{stem}_start.glb", result.start_vertices, result.start_faces,
+    paths["mesh"] = write_glb(out / names["mesh"], result.start_vertices, result.start_faces,
                               result.start_normals, uvs=(result.uv0, result.uv1, result.texel_uv(first) if first
                                                          else None),
                               colors=result.encodings[first].vertex_colors if first else None)
@@ -170,13 +205,13 @@ def write_bake(result, out_dir, stem: str = "wound") -> dict:
         if e.position_texture is None:
             vc = np.zeros((e.side * e.side, 4), np.uint8)
             vc[: len(e.vertex_colors)] = e.vertex_colors
-            files["vertex_colors"] = write_png(out / f"{stem}_{name}_vc.png", vc.reshape(e.side, e.side, 4)).name
+            files["vertex_colors"] = write_png(out / names[f"{name}.vertex_colors"],
+                                               vc.reshape(e.side, e.side, 4)).name
         for kind, tex in (("positions", e.position_texture), ("normals", e.normal_texture)):
             if tex is None:
                 continue
-            base = out / f"{stem}_{name}_{'pos' if kind == 'positions' else 'nrm'}"
-            p = write_exr(base.with_suffix(".exr"), tex) if tex.dtype.kind == "f" else write_png(
-                base.with_suffix(".png"), tex)
+            path = out / names[f"{name}.{kind}"]
+            p = write_exr(path, tex) if path.suffix == ".exr" else write_png(path, tex)
             files[kind] = p.name
         paths.update({f"{name}.{k}": out / v for k, v in files.items()})
         enc_meta[name] = {**e.sidecar(), "files": files}
@@ -197,7 +232,7 @@ def write_bake(result, out_dir, stem: str = "wound") -> dict:
         "skipped_encodings": result.skipped,
         "errors": result.errors,
     }
-    sp = out / f"{stem}.json"
+    sp = out / names["sidecar"]
     sp.write_text(json.dumps(sidecar, indent=1))
     paths["sidecar"] = sp
     return paths

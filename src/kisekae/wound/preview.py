@@ -65,8 +65,7 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
         raise KisekaeError(f"expected ({n},) values in [0, 1], got shape {pp.shape}", "p")
     if tint not in ("p", "displacement"):
         raise KisekaeError(f"expected 'p' or 'displacement', got {tint!r}", "tint")
-    if int(steps) != steps or steps < 2:
-        raise KisekaeError(f"need an integer >= 2, got {steps!r}", "steps")
+    ts = _times(steps)
     w_img, h_img = resolution(size)
     if skin is not None:
         idx = np.ascontiguousarray(skin[0], dtype=np.int32)
@@ -86,7 +85,6 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
         lbs_numba(mp, mn, idx, wts, mats, op, on)
         return op, on
 
-    ts = np.linspace(0.0, 1.0, int(steps))
     weights = [(1.0 - t * pp if invert else t * pp).astype(np.float32) for t in ts]
     shapes = [(t, *shape(wt)) for t, wt in zip(ts, weights)]
     frame_pts = np.vstack([shapes[0][1], shapes[-1][1]])
@@ -102,6 +100,23 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
         item = DrawItem(pos, f, mat, normals=nrm, attributes={"wound": damage}, role="body", name="wound")
         out.append((float(t), r.draw([item], cam, (w_img, h_img)).rgb))
     return out
+
+
+def _times(steps) -> np.ndarray:
+    """The morph weights of the preview frames: ``steps`` (an integer >= 2) values from 0 to 1."""
+    if isinstance(steps, bool) or int(steps) != steps or steps < 2:
+        raise KisekaeError(f"need an integer >= 2, got {steps!r}", "steps")
+    return np.linspace(0.0, 1.0, int(steps))
+
+
+def _frame_name(stem: str, k: int, t: float) -> str:
+    return f"{stem}_{k:02d}_p{t:.2f}.png"
+
+
+def frame_file_names(steps: int, stem: str = "morph") -> list:
+    """Names of the files :func:`write_frames` writes for ``steps`` frames of :func:`morph_frames`
+    (PNG per frame, the GIF, the sheet), known before rendering."""
+    return [_frame_name(stem, k, t) for k, t in enumerate(_times(steps))] + [f"{stem}.gif", f"{stem}_sheet.png"]
 
 
 def write_frames(frames, out_dir, stem: str = "morph", *, fps: float = 4.0) -> dict:
@@ -121,7 +136,7 @@ def write_frames(frames, out_dir, stem: str = "morph", *, fps: float = 4.0) -> d
     out.mkdir(parents=True, exist_ok=True)
     pngs = []
     for k, (t, rgb) in enumerate(frames):
-        path = out / f"{stem}_{k:02d}_p{t:.2f}.png"
+        path = out / _frame_name(stem, k, t)
         Image.fromarray(np.asarray(rgb)).save(path)
         pngs.append(path)
     imgs = [rgb for _t, rgb in frames]
