@@ -24,10 +24,19 @@ BVH = SAMPLES / "cmu_35_01_excerpt.bvh"
 SAME = KEY_COLUMNS + INFO_COLUMNS + METRICS + ("error",)
 
 
+def copy_samples(folder: Path) -> None:
+    """Copy the sample garment (``.mhclo`` and its OBJ) and clip into ``folder``: a catalogue names
+    files inside its own folder."""
+    for f in (SUIT, SUIT.with_suffix(".obj"), BVH):
+        if not (folder / f.name).exists():
+            shutil.copy(f, folder / f.name)
+
+
 def write_catalog(folder: Path, *, garments=None, motions=None, extra: str = "", name: str = "cat.toml") -> Path:
-    garments = garments if garments is not None else ['name = "tights"', 'name = "skirt"', f'path = "{SUIT}"']
+    copy_samples(folder)
+    garments = garments if garments is not None else ['name = "tights"', 'name = "skirt"', f'path = "{SUIT.name}"']
     motions = motions if motions is not None else ['poses = ["stand", "crouch"]',
-                                                   f'bvh = "{BVH}"\nframes = "0:2"\nname = "walk"']
+                                                   f'bvh = "{BVH.name}"\nframes = "0:2"\nname = "walk"']
     text = extra + '\n[[bodies]]\nname = "mh"\nbuiltin = true\n'
     text += "".join(f"\n[[garments]]\n{g}\n" for g in garments)
     text += "".join(f"\n[[motions]]\n{m}\n" for m in motions)
@@ -57,7 +66,8 @@ def test_catalog_plan_and_names(tmp_path):
     cat = load_catalog(write_catalog(tmp_path, extra='[fit]\nmargin = 0.003\n'), fix_available=False)
     assert list(cat.bodies) == ["mh"] and cat.bodies["mh"]["kind"] == "builtin"
     assert list(cat.garments) == ["tights", "skirt", "female_casualsuit01"]
-    assert cat.garments["female_casualsuit01"] == {"kind": "mhclo", "path": str(SUIT), "fit": {}}
+    assert cat.garments["female_casualsuit01"] == {"kind": "mhclo", "path": str((tmp_path / SUIT.name).resolve()),
+                                                   "fit": {}}
     assert list(cat.motions) == ["stand", "crouch", "walk"]
     assert cat.stages == ("before",)
     keys = plan(cat)
@@ -166,8 +176,8 @@ def test_broken_entries_fail_only_their_rows(tmp_path):
     bad_bvh = tmp_path / "bad.bvh"
     bad_bvh.write_text("HIERARCHY\nROOT Hips\n{\n")
     cat = write_catalog(tmp_path, extra='stages = ["before"]\n', garments=[
-        'name = "tights"', f'path = "{tmp_path / "missing.mhclo"}"', f'path = "{corrupt}"', 'name = "cape"'],
-        motions=['poses = ["stand", "moonwalk"]', f'bvh = "{tmp_path / "nope.bvh"}"', f'bvh = "{bad_bvh}"'])
+        'name = "tights"', 'path = "missing.mhclo"', f'path = "{corrupt.name}"', 'name = "cape"'],
+        motions=['poses = ["stand", "moonwalk"]', 'bvh = "nope.bvh"', f'bvh = "{bad_bvh.name}"'])
     store = tmp_path / "s.sqlite"
     s = run_catalog(load_catalog(cat), store, executor="inline", progress=False)
     with Store(store, readonly=True) as st:
@@ -241,7 +251,7 @@ def test_resume_fills_only_missing_rows(small, tmp_path):
 def test_resume_retries_errors_and_drops_stale_error_rows(tmp_path):
     clip = tmp_path / "clip.bvh"
     cat = load_catalog(write_catalog(tmp_path, garments=['name = "skirt"'], extra='stages = ["before"]\n',
-                                     motions=['poses = ["stand"]', f'bvh = "{clip}"\nframes = "1:3"']))
+                                     motions=['poses = ["stand"]', f'bvh = "{clip.name}"\nframes = "1:3"']))
     store = tmp_path / "s.sqlite"
     s = run_catalog(cat, store, executor="inline", progress=False)
     assert s.error_rows == 1
@@ -381,11 +391,11 @@ def test_gltf_body_and_gltf_garment(tmp_path):
     glb = tmp_path / "mh.glb"
     save_avatar(glb, load_builtin_avatar())
     text = ('stages = ["before"]\n[[bodies]]\nname = "mh"\nrig = "game_engine"\n'
-            f'[[bodies]]\nname = "exported"\npath = "{glb}"\n'
+            '[[bodies]]\nname = "exported"\npath = "mh.glb"\n'
             '[[bodies]]\nname = "mh_cmu"\nrig = "cmu_mb"\n'
             '[[garments]]\nname = "tights"\n[[garments]]\nname = "skirt"\n'
-            f'[[garments]]\nname = "skirt_glb"\npath = "{glb}"\nmesh = "skirt"\n'
-            f'[[garments]]\nname = "any_glb"\npath = "{glb}"\n'
+            '[[garments]]\nname = "skirt_glb"\npath = "mh.glb"\nmesh = "skirt"\n'
+            '[[garments]]\nname = "any_glb"\npath = "mh.glb"\n'
             '[[motions]]\nposes = ["crouch"]\n')
     (tmp_path / "c.toml").write_text(text)
     run_catalog(load_catalog(tmp_path / "c.toml"), tmp_path / "s.sqlite", executor="inline", progress=False)

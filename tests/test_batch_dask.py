@@ -37,7 +37,7 @@ def test_example_catalogue_local_and_dask_identical(cluster_client, tmp_path):
     data["motions"][1]["frames"] = "2:3"
     assert len(data["bodies"]) == 9 and sum("shape" in b for b in data["bodies"]) == 8
     data["bodies"] = data["bodies"][:1]  # the plain built-in body; shaped bodies: tests/test_body_shape_batch.py
-    cat = parse_catalog(data, EXAMPLE)
+    cat = parse_catalog(data, EXAMPLE, allow_outside=True)  # the example names the package's samples (../src)
     assert {"tights", "skirt", "female_casualsuit01", "male_worksuit01"} == set(cat.garments)
     local = run_catalog(cat, tmp_path / "local.sqlite", executor="local", workers=2, progress=False)
     dask = run_catalog(cat, tmp_path / "dask.sqlite", client=cluster_client, progress=False)

@@ -204,7 +204,7 @@ def test_store_without_catalog_records(run, tmp_path, capsys):
 def test_a_case_whose_file_is_gone_fails_alone(tmp_path, capsys):
     """Rows of a garment file deleted since the run: that case is 'not drawn', exit status 1."""
     cat = parse_catalog({"stages": ["before"], "bodies": [{"builtin": True}],
-                         "garments": [{"path": str(tmp_path / "gone.mhclo")}], "motions": [{"poses": ["crouch"]}]},
+                         "garments": [{"path": "gone.mhclo"}], "motions": [{"poses": ["crouch"]}]},
                         tmp_path / "c.toml")
     h = cat.settings_hash("gone")
     with Store(tmp_path / "s.sqlite") as s:

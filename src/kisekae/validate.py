@@ -1,6 +1,10 @@
-"""Small input checks shared by every public function (shapes, dtypes, finiteness)."""
+"""Small input checks shared by every public function (shapes, dtypes, finiteness, paths inside assets)."""
 
 from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
 
 import numpy as np
 
@@ -56,3 +60,54 @@ def positive(value: float, name: str, *, allow_zero: bool = False) -> float:
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise KisekaeError(f"must be {'>= 0' if allow_zero else '> 0'} and finite, got {value!r}", name)
     return v
+
+
+def inside_folder(name, folder, source, what: str, *, allow_outside: bool = False) -> Path:
+    """The file that an asset names, which must lie inside the asset's own folder.
+
+    Every path read from inside a file (an ``.mhclo``'s ``obj_file``, a wound sidecar's texture,
+    a catalogue's garment) goes through here before anything opens it, so a hostile asset cannot
+    make kisekae read (and then quote) a file elsewhere, such as a system file.
+
+    Parameters
+    ----------
+    name : str
+        The path as the asset writes it, relative to ``folder``.
+    folder : str or os.PathLike
+        The asset's own folder (the folder of the file that names ``name``).
+    source : str or os.PathLike
+        The asset file, named in the error.
+    what : str
+        Where in the asset the path was found (``"obj_file"``, ``"garments[2].path"``), named in
+        the error.
+    allow_outside : bool
+        Accept absolute paths and paths outside ``folder`` (an explicit opt-in, never the default).
+
+    Returns
+    -------
+    Path
+        The absolute path, links followed.
+
+    Raises
+    ------
+    KisekaeError
+        ``name`` is not a non-empty string, holds a NUL character, is absolute, has a ``..``
+        segment, or resolves (after following links) outside ``folder``.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise KisekaeError(f"{what} must be a non-empty path", source)
+    if "\x00" in name:
+        raise KisekaeError(f"{what} contains a NUL character", source)
+    root = Path(folder).resolve()
+    if allow_outside:
+        return (root / Path(name).expanduser()).resolve()
+    shown = name[:80]
+    if name.startswith(("/", "\\")) or os.path.isabs(name) or re.match(r"^[A-Za-z]:", name):
+        raise KisekaeError(f"{what} {shown!r} is an absolute path; only paths inside the asset folder are allowed",
+                           source)
+    if ".." in re.split(r"[/\\]", name):
+        raise KisekaeError(f"{what} {shown!r} leaves the asset folder ('..')", source)
+    target = (root / name).resolve()
+    if target != root and root not in target.parents:
+        raise KisekaeError(f"{what} {shown!r} resolves outside the asset folder", source)
+    return target

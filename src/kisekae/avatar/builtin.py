@@ -67,6 +67,13 @@ def _cached(rig: str) -> Avatar:
     return _build(rig)
 
 
+def rig_bone_names(rig: str) -> list:
+    """Bone names of a built-in rig (``game_engine`` or ``cmu_mb``), without building the avatar."""
+    if rig not in RIGS:
+        raise KisekaeError(f"unknown rig {rig!r}; built-in rigs are {', '.join(RIGS)}", "--rig")
+    return [str(n) for n in _data()[f"{rig}_names"]]
+
+
 def load_builtin_avatar(rig: str = "game_engine", shape=None) -> Avatar:
     """The built-in MakeHuman avatar (metres, glTF frame, feet on y = 0).
 

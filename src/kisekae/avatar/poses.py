@@ -14,12 +14,12 @@ Pose file format (JSON), one entry per bone::
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import KisekaeError
+from ..errors import KisekaeError, quote_name
+from ..jsonfile import read_json
 from .pose import Pose, euler_xyz_matrix
 from .skeleton import Skeleton
 
@@ -83,7 +83,11 @@ def humanoid_map(skeleton: Skeleton) -> dict:
 
 def resolve_bone(skeleton: Skeleton, name: str, source: str) -> int:
     """Index of ``name`` in ``skeleton``: the name itself, a :data:`BONE_ALIASES` alias, then the
-    humanoid bone it stands for (:data:`HUMANOID`) through the skeleton's humanoid mapping."""
+    humanoid bone it stands for (:data:`HUMANOID`) through the skeleton's humanoid mapping.
+
+    An unknown name raises a :class:`KisekaeError` with the closest names of this skeleton and,
+    when another built-in rig has the name (or close ones), that rig (see :func:`unknown_bone`).
+    """
     if name in skeleton.index:
         return skeleton.index[name]
     for alias in BONE_ALIASES.get(name, []):
@@ -93,7 +97,38 @@ def resolve_bone(skeleton: Skeleton, name: str, source: str) -> int:
     mapping = humanoid_map(skeleton)
     if vrm_name in mapping:
         return int(mapping[vrm_name])
-    return skeleton.bone(name, source)
+    raise KisekaeError(unknown_bone(skeleton, name), source)
+
+
+def unknown_bone(skeleton: Skeleton, name: str) -> str:
+    """The message for a bone name ``skeleton`` lacks: its closest names there, and the built-in
+    rigs that have the name itself (with this skeleton's name for the same bone, when known) or
+    close ones, so a pose written for ``cmu_mb`` says so on ``game_engine``."""
+    import difflib
+
+    from .builtin import RIGS, rig_bone_names
+
+    shown = quote_name(name)
+    parts = [f"unknown bone {shown} on this rig"]
+    if not isinstance(name, str):
+        return parts[0]
+    close = difflib.get_close_matches(name, skeleton.names, n=3)
+    if close:
+        parts.append(f"closest here: {', '.join(close)}")
+    ours = {alias: ge for ge, aliases in BONE_ALIASES.items() for alias in aliases}
+    for rig in RIGS:
+        names = rig_bone_names(rig)
+        if names == list(skeleton.names):
+            continue
+        if name in names:
+            same = ours.get(name) if ours.get(name) in skeleton.index else None
+            parts.append(f"the built-in {rig} rig has {shown} (use --rig {rig}"
+                         + (f", or name it {same!r} on this rig)" if same else ")"))
+        else:
+            other = difflib.get_close_matches(name, names, n=3)
+            if other:
+                parts.append(f"closest on the built-in {rig} rig: {', '.join(other)}")
+    return "; ".join(parts)
 
 
 def named_pose(skeleton: Skeleton, name: str) -> Pose:
@@ -106,47 +141,79 @@ def named_pose(skeleton: Skeleton, name: str) -> Pose:
     return pose
 
 
+#: Keys of one bone's entry in a pose file.
+ENTRY_KEYS = ("euler_xyz", "world_axis", "degrees")
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(np.isfinite(value))
+
+
+def _three_numbers(value, what: str) -> np.ndarray:
+    if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != 3 or not all(_number(v) for v in value):
+        raise ValueError(f"{what} must be a list of three finite numbers")
+    return np.asarray(value, dtype=float)
+
+
 def pose_from_dict(skeleton: Skeleton, spec: dict, name: str = "pose", source: str = "pose") -> Pose:
-    """Build a :class:`Pose` from the pose-file mapping (see module docstring)."""
+    """Build a :class:`Pose` from the pose-file mapping (see module docstring).
+
+    Each bone entry holds either ``euler_xyz`` (three numbers, radians) or ``world_axis`` (three
+    numbers, not all zero) with ``degrees`` (a number); values must be JSON numbers, not strings.
+    A bone may appear once (two names of the same bone, such as ``thigh_l`` and its alias, are
+    refused too).
+
+    Raises
+    ------
+    KisekaeError
+        Naming the bone and what is wrong: an unknown bone (with the closest names, and the
+        built-in rig that has it), an unknown key, both rotation forms on one bone, a value that
+        is not a number, or a bone given twice.
+    """
     if not isinstance(spec, dict):
         raise KisekaeError("a pose file must hold a JSON object mapping bone names to rotations", source)
     pose = Pose.rest(skeleton, name)
+    given: dict = {}
     for bone, entry in spec.items():
+        shown = quote_name(bone)
         if bone == "_translation":
-            t = np.asarray(entry, dtype=float)
-            if t.shape != (3,) or not np.all(np.isfinite(t)):
-                raise KisekaeError("_translation must be three finite numbers (metres)", source)
-            pose.translation = t
+            try:
+                pose.translation = _three_numbers(entry, "_translation")
+            except ValueError:
+                raise KisekaeError("_translation must be a list of three finite numbers (metres)", source) from None
             continue
         j = resolve_bone(skeleton, bone, source)
-        if not isinstance(entry, dict):
-            raise KisekaeError(f"bone {bone!r}: expected an object with world_axis/degrees or euler_xyz", source)
+        if j in given:
+            raise KisekaeError(f"bone {shown} is given twice (also as {quote_name(given[j])})", source)
+        given[j] = bone
         try:
+            if not isinstance(entry, dict):
+                raise ValueError("expected an object with world_axis and degrees, or euler_xyz")
+            unknown = [k for k in entry if k not in ENTRY_KEYS]
+            if unknown:
+                raise ValueError(f"{len(unknown)} unknown key(s); a bone takes {', '.join(ENTRY_KEYS)}")
             if "euler_xyz" in entry:
-                e = np.asarray(entry["euler_xyz"], dtype=float)
-                if e.shape != (3,) or not np.all(np.isfinite(e)):
-                    raise ValueError("euler_xyz must be three finite numbers (radians)")
+                if "world_axis" in entry or "degrees" in entry:
+                    raise ValueError("give either euler_xyz or world_axis with degrees, not both")
+                e = _three_numbers(entry["euler_xyz"], "euler_xyz (radians)")
                 pose.rotations[j] = euler_xyz_matrix(*e) @ pose.rotations[j]
             elif "world_axis" in entry and "degrees" in entry:
-                axis = np.asarray(entry["world_axis"], dtype=float)
-                deg = float(entry["degrees"])
-                if axis.shape != (3,) or not np.all(np.isfinite(axis)) or not np.isfinite(deg) or not np.any(axis):
-                    raise ValueError("world_axis must be three finite numbers, not all zero, and degrees finite")
-                pose.rotate_world(skeleton, j, axis, deg, source)
+                axis = _three_numbers(entry["world_axis"], "world_axis")
+                if not np.any(axis):
+                    raise ValueError("world_axis must not be all zero")
+                deg = entry["degrees"]
+                if not _number(deg):
+                    raise ValueError("degrees must be a finite number (not a string)")
+                pose.rotate_world(skeleton, j, axis, float(deg), source)
             else:
                 raise ValueError("expected keys world_axis and degrees, or euler_xyz")
-        except (TypeError, ValueError) as exc:
-            raise KisekaeError(f"bone {bone!r}: {exc}", source) from None
+        except ValueError as exc:
+            raise KisekaeError(f"bone {shown}: {exc}", source) from None
     return pose
 
 
 def load_pose_file(skeleton: Skeleton, path) -> Pose:
-    """Read a JSON pose file (see module docstring)."""
+    """Read a JSON pose file (see module docstring and :func:`pose_from_dict`)."""
     path = Path(path)
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise KisekaeError("file not found", path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise KisekaeError(f"not valid JSON: {exc}", path) from None
+    spec = read_json(path)
     return pose_from_dict(skeleton, spec, name=path.stem, source=str(path))

@@ -7,7 +7,8 @@ A catalogue is read once by the client process and turned into
 * a plan: one :class:`TaskKey` per (body, garment, motion, frame), each producing one row per
   stage (``before``, and ``after`` the push-out fix).
 
-Format (paths are relative to the catalogue file)::
+Format (paths are relative to the catalogue file and must lie inside its folder, unless the
+caller opts in with ``allow_outside=True``, on the command line ``--allow-outside-paths``)::
 
     store = "results.sqlite"            # optional, default ./<catalogue stem>.sqlite
     stages = ["before", "after"]        # optional, default: both when the fix is available
@@ -54,7 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import KisekaeError
+from ..errors import KisekaeError, unexpected_error_text
+from ..validate import inside_folder
 
 STAGES = ("before", "after")
 RIGS = ("auto", "game_engine", "cmu_mb")
@@ -173,9 +175,8 @@ def _name(value: str, where: str, source: str) -> str:
     return value
 
 
-def _resolve(base: Path, p: str) -> str:
-    q = Path(p).expanduser()
-    return str(q if q.is_absolute() else (base / q).resolve())
+def _resolve(base: Path, p: str, where: str, source: str, allow_outside: bool) -> str:
+    return str(inside_folder(p, base, source, where, allow_outside=allow_outside))
 
 
 def check_fit_settings(settings: dict, where: str, source: str) -> dict:
@@ -201,7 +202,7 @@ def check_fit_settings(settings: dict, where: str, source: str) -> dict:
     return settings
 
 
-def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Catalog:
+def parse_catalog(data: dict, path, *, fix_available: bool | None = None, allow_outside: bool = False) -> Catalog:
     """Build a :class:`Catalog` from the decoded TOML ``data`` of the file ``path``.
 
     Parameters
@@ -213,12 +214,16 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
     fix_available : bool, optional
         Whether the ``after`` stage can run (default: ask :func:`kisekae.batch.worker.fix_available`).
         Only used when the catalogue does not list ``stages`` itself.
+    allow_outside : bool
+        Accept absolute paths and paths outside the catalogue's folder (``..``). Off by default:
+        every path the catalogue names (``store``, bodies, garments, pose files, clips) must lie
+        inside its folder, as for the files a glTF or ``.mhclo`` names.
 
     Raises
     ------
     KisekaeError
         On any structural problem (unknown keys, wrong types, duplicate names, empty lists, bad
-        settings). A file that a well-formed entry points at is *not* opened here: a missing or
+        settings, a path outside the catalogue's folder). A file that a well-formed entry points at is *not* opened here: a missing or
         corrupt file fails only that entry's rows at run time.
     """
     src = str(path)
@@ -226,7 +231,7 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
     _check_keys(data, _TOP_KEYS, "catalogue", src)
     cat = Catalog(path=str(Path(path).resolve()))
     if "store" in data:
-        cat.store = _resolve(base, _str(data, "store", "catalogue", src))
+        cat.store = _resolve(base, _str(data, "store", "catalogue", src), "store", src, allow_outside)
     if "stages" in data:
         st = data["stages"]
         if not isinstance(st, list) or not st or any(s not in STAGES for s in st) or len(set(st)) != len(st):
@@ -265,7 +270,8 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
         name = _name(_str(e, "name", where, src) or ("makehuman" if builtin else Path(p).stem), where, src)
         if name in cat.bodies:
             _fail(f"{where}: duplicate body name {name!r}", src)
-        cat.bodies[name] = {"kind": "builtin" if builtin else "gltf", "path": None if builtin else _resolve(base, p),
+        path_ = None if builtin else _resolve(base, p, f"{where}.path", src, allow_outside)
+        cat.bodies[name] = {"kind": "builtin" if builtin else "gltf", "path": path_,
                             "rig": rig}
         if "shape" in e:
             if not builtin:
@@ -300,7 +306,8 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
         if mesh is not None and kind != "gltf":
             _fail(f"{where}.mesh applies to .glb/.gltf garments only", src)
         fit = dict(check_fit_settings(e.get("fit", {}), f"{where}.fit", src))
-        cat.garments[name] = {"kind": kind, "path": None if p is None else _resolve(base, p), "fit": fit}
+        path_ = None if p is None else _resolve(base, p, f"{where}.path", src, allow_outside)
+        cat.garments[name] = {"kind": kind, "path": path_, "fit": fit}
         if mesh is not None:
             cat.garments[name]["mesh"] = mesh
         effective = cat.garment_settings(name)
@@ -332,13 +339,15 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
             entries = [(e.get("name", x), {"kind": "pose", "pose": x}) for x in poses]
         elif "pose_file" in e:
             p = _str(e, "pose_file", where, src)
-            entries = [(e.get("name") or Path(p).stem, {"kind": "pose_file", "path": _resolve(base, p)})]
+            path_ = _resolve(base, p, f"{where}.pose_file", src, allow_outside)
+            entries = [(e.get("name") or Path(p).stem, {"kind": "pose_file", "path": path_})]
         else:
             p = _str(e, "bvh", where, src)
             frames = e.get("frames")
             if frames is not None and not isinstance(frames, str):
                 _fail(f"{where}.frames must be a string like \"0:30\"", src)
-            entries = [(e.get("name") or Path(p).stem, {"kind": "bvh", "path": _resolve(base, p), "frames": frames})]
+            path_ = _resolve(base, p, f"{where}.bvh", src, allow_outside)
+            entries = [(e.get("name") or Path(p).stem, {"kind": "bvh", "path": path_, "frames": frames})]
         for name, spec in entries:
             name = _name(name, where, src)
             if name in cat.motions:
@@ -347,8 +356,11 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None) -> Cat
     return cat
 
 
-def load_catalog(path, *, fix_available: bool | None = None) -> Catalog:
-    """Read and validate a catalogue TOML file (see the module docstring for the format)."""
+def load_catalog(path, *, fix_available: bool | None = None, allow_outside: bool = False) -> Catalog:
+    """Read and validate a catalogue TOML file (see the module docstring for the format).
+
+    ``allow_outside`` accepts paths outside the catalogue's folder (see :func:`parse_catalog`).
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -362,7 +374,7 @@ def load_catalog(path, *, fix_available: bool | None = None) -> Catalog:
         raise KisekaeError(f"not a text file ({exc.reason})", path) from None
     except tomllib.TOMLDecodeError as exc:
         raise KisekaeError(f"not valid TOML: {exc}", path) from None
-    return parse_catalog(data, path, fix_available=fix_available)
+    return parse_catalog(data, path, fix_available=fix_available, allow_outside=allow_outside)
 
 
 def motion_frames(spec: dict) -> tuple[list, str | None]:
@@ -381,7 +393,7 @@ def motion_frames(spec: dict) -> tuple[list, str | None]:
     except KisekaeError as exc:
         return [-1], str(exc)
     except (OSError, ValueError) as exc:
-        return [-1], f"{spec['path']}: {type(exc).__name__}: {exc}"
+        return [-1], f"{spec['path']}: {unexpected_error_text(exc)}"
 
 
 def plan(catalog: Catalog) -> list:

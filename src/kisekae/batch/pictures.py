@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import KisekaeError
+from ..errors import KisekaeError, unexpected_error_text
 from ..outputs import check_outputs
 from .catalog import settings_hash
 from .store import Store
@@ -194,7 +194,7 @@ def _load(specs: dict, case: dict):
 
 
 def _error_text(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, KisekaeError) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, KisekaeError) else unexpected_error_text(exc)
 
 
 def _init_fix_process() -> None:

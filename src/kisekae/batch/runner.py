@@ -23,7 +23,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED
 from dataclasses import dataclass, field
 
-from ..errors import KisekaeError
+from ..errors import KisekaeError, unexpected_error_text
 from .catalog import Catalog, plan
 from .store import Store
 from .worker import install, run_task, warm
@@ -372,4 +372,4 @@ def _executor_error(exc) -> str:
     name = type(exc).__name__
     if name == "KilledWorker":
         return f"worker died repeatedly while running this task (Dask KilledWorker: {exc})"
-    return f"task failed outside the check ({name}: {exc})"
+    return f"task failed outside the check ({unexpected_error_text(exc)})"

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 
 from .. import __version__
-from ..errors import KisekaeError
+from ..errors import KisekaeError, unexpected_error_text
 
 #: Metric columns of a row (``kisekae check`` fields, then the fix's own), in table order.
 CHECK_METRICS = ("vertices", "inside_count", "inside_fraction", "max_depth_m", "p95_depth_m", "edge_crossings")
@@ -293,9 +293,15 @@ def fix_available() -> bool:
 
 
 def _error_text(exc: BaseException) -> str:
+    """The ``error`` column for an exception: a :class:`KisekaeError`'s own one-line message.
+
+    Any other exception is an unexpected failure whose text may quote a file it was reading (a
+    ``ValueError`` from a number conversion does), so only its type and where it was raised are
+    stored, never its message; an ``OSError`` keeps its file name and system message.
+    """
     if isinstance(exc, KisekaeError):
         return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return unexpected_error_text(exc)
 
 
 def run_task(catalog_id: str, key) -> list:

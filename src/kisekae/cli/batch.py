@@ -29,6 +29,9 @@ def register(sub):
     p.add_argument("--workers", type=int, metavar="N", help="local worker processes (default: all cores; with "
                                                              "report --pictures: processes re-running the fix)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask distributed cluster (tcp://host:8786)")
+    p.add_argument("--allow-outside-paths", action="store_true",
+                   help="accept absolute paths and paths outside the catalogue's folder in the catalogue "
+                        "(refused by default, so a catalogue cannot make kisekae read files elsewhere)")
     p.add_argument("--inline", action="store_true", help="run in this process, one task at a time (debugging)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--top", type=int, default=20, metavar="N", help="report: worst cases to list (default 20)")
@@ -62,7 +65,7 @@ def run(args) -> int:
         raise KisekaeError("--workers applies to local processes; a Dask cluster has its own", "--workers")
     from ..batch import load_catalog, run_catalog
 
-    catalog = load_catalog(args.target)
+    catalog = load_catalog(args.target, allow_outside=args.allow_outside_paths)
     store = args.store or catalog.store or (Path.cwd() / f"{Path(args.target).stem}.sqlite")
     executor = "inline" if args.inline else ("dask" if args.scheduler else "local")
     try:

@@ -170,12 +170,14 @@ def parse_bvh(text: str, source: str = "<bvh>") -> BVHClip:
                 fail(f"CHANNELS declares {n} channels but names {len(names)}", lineno)
             for ch in names:
                 if ch[0].upper() not in "XYZ" or ch[1:].lower() not in ("rotation", "position"):
-                    fail(f"unknown channel {ch!r}", lineno)
+                    fail("unknown channel name (channels are Xrotation, Yrotation, Zrotation, Xposition, Yposition, "
+                         "Zposition)", lineno)
             joints[-1].channels = names
         elif key == "MOTION":
             break
         else:
-            fail(f"unexpected {words[0]!r} in HIERARCHY", lineno)
+            fail("unexpected keyword in HIERARCHY (expected ROOT, JOINT, End Site, OFFSET, CHANNELS, braces or "
+                 "MOTION)", lineno)
     if not joints:
         raise KisekaeError("no joints (empty or truncated HIERARCHY)", source)
     if stack:

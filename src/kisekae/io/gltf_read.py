@@ -15,7 +15,6 @@ import base64
 import binascii
 import json
 import math
-import os
 import re
 import struct
 import urllib.parse
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
+from ..validate import inside_folder
 
 GLB_MAGIC = b"glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -267,18 +267,9 @@ def resolve_uri(uri: str, folder: Path, src, where: str) -> Path:
     if _SCHEME.match(uri):
         raise KisekaeError(f"{where}.uri {uri[:80]!r}: only relative file paths and data: URIs are allowed", src)
     path_part = urllib.parse.unquote(uri.split("#", 1)[0].split("?", 1)[0])
-    if "\x00" in path_part:
-        raise KisekaeError(f"{where}.uri contains a NUL character", src)
-    if path_part.startswith(("/", "\\")) or os.path.isabs(path_part):
-        raise KisekaeError(f"{where}.uri {uri[:80]!r} is an absolute path; only paths inside the asset folder are allowed", src)
-    parts = re.split(r"[/\\]", path_part)
-    if ".." in parts:
-        raise KisekaeError(f"{where}.uri {uri[:80]!r} leaves the asset folder ('..')", src)
-    root = folder.resolve()
-    target = (root / path_part).resolve()
-    if target != root and root not in target.parents:
-        raise KisekaeError(f"{where}.uri {uri[:80]!r} resolves outside the asset folder", src)
-    return target
+    if not path_part:
+        raise KisekaeError(f"{where}.uri {uri[:80]!r} names no file", src)
+    return inside_folder(path_part, folder, src, f"{where}.uri")
 
 
 def decode_data_uri(uri: str, src, where: str, cap: int) -> bytes:

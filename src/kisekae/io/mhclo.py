@@ -7,6 +7,10 @@ base positions are MakeHuman's times 0.1 plus a ground offset, evaluating the sa
 them gives the fitted garment directly in metres. Skin weights transfer with the same three
 weights, then keep the top k and renormalise. ``delete_verts`` (base vertices hidden under the
 garment) is kept as ``covered_hint`` in body-vertex ids.
+
+The files an ``.mhclo`` names (``obj_file``, ``material``) must lie inside its own folder
+(:func:`kisekae.validate.inside_folder`), and errors name the line and the problem, never the
+text of the line.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 from ..avatar.avatar import Avatar, SkinnedMesh
 from ..avatar.skinning import top_k_weights
 from ..errors import KisekaeError
+from ..validate import inside_folder
 from .obj import obj_to_mesh, read_obj
 
 
@@ -26,8 +31,16 @@ def parse_mhclo(path):
 
     Returns
     -------
-    dict with ``name``, ``obj_file``, ``scales`` ({axis: (a, b, d)}), ``refs`` (M, 3) int,
-    ``weights`` (M, 3), ``offsets`` (M, 3), ``delete_verts`` (K,) int.
+    dict with ``name``, ``obj_file`` and ``material`` (as written, or None), ``obj_path`` (the
+    absolute OBJ path: ``obj_file``, default ``<stem>.obj``, inside the file's folder),
+    ``scales`` ({axis: (a, b, d)}), ``refs`` (M, 3) int, ``weights`` (M, 3), ``offsets`` (M, 3),
+    ``delete_verts`` (K,) int.
+
+    Raises
+    ------
+    KisekaeError
+        Unreadable file, a malformed line (its number, not its text), no vertex lines, weights
+        that are not finite, or an ``obj_file``/``material`` outside the file's folder.
     """
     path = Path(path)
     try:
@@ -36,7 +49,7 @@ def parse_mhclo(path):
         raise KisekaeError("file not found", path) from None
     except UnicodeDecodeError as exc:
         raise KisekaeError(f"not a text file ({exc.reason})", path) from None
-    info = {"name": path.stem, "obj_file": None, "scales": {}, "delete_verts": []}
+    info = {"name": path.stem, "obj_file": None, "material": None, "scales": {}, "delete_verts": []}
     refs, weights, offsets = [], [], []
     section = "header"
     for lineno, raw in enumerate(lines, 1):
@@ -46,42 +59,53 @@ def parse_mhclo(path):
         words = line.split()
         try:
             if words[0] == "verts":
+                if len(words) > 2 or (len(words) == 2 and not words[1].isdigit()):
+                    raise ValueError("'verts' takes at most one whole number (the reference mesh, 0)")
                 section = "verts"
                 continue
             if words[0] == "delete_verts":
+                if len(words) > 1:
+                    raise ValueError("'delete_verts' takes no value; its vertices follow on the next lines")
                 section = "delete"
                 continue
-            if section == "verts" and words[0][0].isdigit() or (section == "verts" and words[0][0] == "-"):
-                nums = [float(w) for w in words]
-                if len(nums) == 1:
-                    refs.append([int(nums[0])] * 3)
+            if section == "verts" and (words[0][0].isdigit() or words[0][0] in "-+."):
+                if len(words) == 1:
+                    refs.append([_index(words[0], "a vertex line")] * 3)
                     weights.append([1.0, 0.0, 0.0])
                     offsets.append([0.0, 0.0, 0.0])
-                elif len(nums) == 9:
-                    refs.append([int(n) for n in nums[:3]])
-                    weights.append(nums[3:6])
-                    offsets.append(nums[6:9])
+                elif len(words) == 9:
+                    refs.append([_index(w, "a vertex line's first three numbers (base vertices)") for w in words[:3]])
+                    weights.append([_number(w, "a vertex line's weights and offsets") for w in words[3:6]])
+                    offsets.append([_number(w, "a vertex line's weights and offsets") for w in words[6:9]])
                 else:
-                    raise ValueError(f"a vertex line needs 1 or 9 numbers, found {len(nums)}")
+                    raise ValueError(f"a vertex line needs 1 or 9 numbers, found {len(words)}")
             elif section == "delete":
                 i = 0
                 while i < len(words):
                     if i + 2 < len(words) and words[i + 1] == "-":
-                        a, b = int(words[i]), int(words[i + 2])
+                        a = _index(words[i], "delete_verts")
+                        b = _index(words[i + 2], "delete_verts")
+                        if b < a:
+                            raise ValueError(f"delete_verts range {a} - {b} runs backwards")
                         info["delete_verts"].extend(range(a, b + 1))
                         i += 3
                     else:
-                        info["delete_verts"].append(int(words[i]))
+                        info["delete_verts"].append(_index(words[i], "delete_verts"))
                         i += 1
             elif words[0] in ("x_scale", "y_scale", "z_scale"):
                 if len(words) != 4:
                     raise ValueError(f"{words[0]} needs 'a b d'")
-                a, b, d = int(words[1]), int(words[2]), float(words[3])
+                a = _index(words[1], words[0])
+                b = _index(words[2], words[0])
+                d = _number(words[3], words[0])
                 if d <= 0:
                     raise ValueError(f"{words[0]} reference distance must be > 0")
                 info["scales"]["xyz".index(words[0][0])] = (a, b, d)
-            elif words[0] == "obj_file":
-                info["obj_file"] = " ".join(words[1:])
+            elif words[0] in ("obj_file", "material"):
+                if len(words) < 2:
+                    raise ValueError(f"'{words[0]}' needs a file name")
+                info[words[0]] = " ".join(words[1:])
+                inside_folder(info[words[0]], path.parent, path, f"line {lineno}: {words[0]}")
             elif words[0] == "name":
                 info["name"] = " ".join(words[1:])
         except ValueError as exc:
@@ -92,7 +116,26 @@ def parse_mhclo(path):
     info["weights"] = np.asarray(weights, dtype=np.float64)
     info["offsets"] = np.asarray(offsets, dtype=np.float64)
     info["delete_verts"] = np.asarray(info["delete_verts"], dtype=np.int64)
+    info["obj_path"] = inside_folder(info["obj_file"] or (path.stem + ".obj"), path.parent, path, "obj_file")
     return info
+
+
+def _index(word: str, what: str) -> int:
+    """A non-negative whole number of an ``.mhclo`` line; the error names ``what``, not the text."""
+    if not word.isdigit():
+        raise ValueError(f"{what} must be whole numbers >= 0")
+    return int(word)
+
+
+def _number(word: str, what: str) -> float:
+    """A finite number of an ``.mhclo`` line; the error names ``what``, not the text."""
+    try:
+        v = float(word)
+    except ValueError:
+        raise ValueError(f"{what} must be numbers") from None
+    if not np.isfinite(v):
+        raise ValueError(f"{what} must be finite numbers")
+    return v
 
 
 def fit_mhclo(info: dict, base_vertices: np.ndarray, source: str = "mhclo") -> np.ndarray:
@@ -117,7 +160,7 @@ def load_mhclo(path, avatar: Avatar, *, name: str | None = None, k: int = 8) -> 
     if avatar.base_vertices is None or avatar.base_skin is None:
         raise KisekaeError("this avatar was not built from the MakeHuman base mesh; .mhclo needs it", path)
     info = parse_mhclo(path)
-    obj_path = path.parent / (info["obj_file"] or (path.stem + ".obj"))
+    obj_path = info["obj_path"]
     obj = read_obj(obj_path)
     positions = fit_mhclo(info, avatar.base_vertices, str(path))
     if len(positions) != len(obj.vertices):

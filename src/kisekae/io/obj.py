@@ -79,12 +79,12 @@ def parse_obj(text: str, source: str = "<obj>") -> ObjData:
         tag, _, rest = line.partition(" ")
         try:
             if tag == "v":
-                xyz = [float(t) for t in rest.split()[:3]]
+                xyz = [_obj_number(t, "a vertex") for t in rest.split()[:3]]
                 if len(xyz) != 3:
                     raise ValueError("a vertex needs 3 coordinates")
                 verts.append(xyz)
             elif tag == "vt":
-                uv = [float(t) for t in rest.split()[:2]]
+                uv = [_obj_number(t, "a texture coordinate") for t in rest.split()[:2]]
                 if len(uv) != 2:
                     raise ValueError("a texture coordinate needs 2 numbers")
                 uvs.append(uv)
@@ -108,7 +108,8 @@ def parse_obj(text: str, source: str = "<obj>") -> ObjData:
                     groups.append(name)
                 current = group_ids[name]
         except ValueError as exc:
-            raise KisekaeError(f"line {lineno}: {exc}: {raw[:60]!r}", source) from None
+            # The problem and the line number only: never the line's text (the file may not be an OBJ at all).
+            raise KisekaeError(f"line {lineno}: {exc}", source) from None
     if not verts:
         raise KisekaeError("no vertices (empty or truncated OBJ)", source)
     v = np.asarray(verts, dtype=np.float64)
@@ -118,14 +119,22 @@ def parse_obj(text: str, source: str = "<obj>") -> ObjData:
                    np.asarray(pgroup, dtype=np.int32), groups, source)
 
 
+def _obj_number(token: str, what: str) -> float:
+    try:
+        return float(token)
+    except ValueError:
+        raise ValueError(f"{what} has a coordinate that is not a number") from None
+
+
 def _obj_index(token: str, count: int) -> int:
-    i = int(token)
-    if i < 0:
-        i = count + i
-    else:
-        i -= 1
+    try:
+        n = int(token)
+    except ValueError:
+        raise ValueError("a face corner's index is not a whole number") from None
+    i = count + n if n < 0 else n - 1
     if not 0 <= i < count:
-        raise ValueError(f"index {token} refers to an element not defined before it (have {count}); truncated file?")
+        raise ValueError(f"index {n} refers to an element not defined before it (have {count}); "
+                         "truncated file?")
     return i
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import KisekaeError
+from ..errors import KisekaeError, quote_name
+from ..validate import inside_folder
 
 SIDECAR_VERSION = 1
 
@@ -283,6 +284,16 @@ def _load_obj(p: Path) -> dict:
             "uv0": np.asarray(mesh.uv_coords, dtype=np.float64)[keys[:, 1]]}
 
 
+def _read_named(reader, path: Path, what: str, sidecar: Path):
+    """Read a file a sidecar names; any failure becomes one line naming it (never the file's text)."""
+    if not path.is_file():
+        raise KisekaeError(f"{what}: file not found: {path.name}", str(sidecar))
+    try:
+        return reader(path)
+    except Exception as exc:  # noqa: BLE001 - third-party readers raise many types; report which, not its text
+        raise KisekaeError(f"{what}: cannot read {path.name} ({type(exc).__name__})", str(sidecar)) from None
+
+
 def load_bake(sidecar, encoding: str | None = None) -> dict:
     """Read a bake written by :func:`write_bake` and decode one encoding as the shader would.
 
@@ -306,28 +317,41 @@ def load_bake(sidecar, encoding: str | None = None) -> dict:
     try:
         meta = json.loads(sp.read_text())
         encs = meta["encodings"]
-    except (ValueError, KeyError) as exc:
-        raise KisekaeError(f"not a kisekae wound sidecar ({exc})", str(sp)) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KisekaeError(f"not a kisekae wound sidecar ({type(exc).__name__})", str(sp)) from None
+    if not isinstance(encs, dict) or not all(isinstance(k, str) for k in encs):
+        raise KisekaeError("not a kisekae wound sidecar (encodings must be an object)", str(sp))
     if encoding is None:
         encoding = next((k for k in ("float", "delta16", "half", "delta8", "article8") if k in encs), None)
     if encoding not in encs:
-        raise KisekaeError(f"encoding {encoding!r} is not in this bake (has {', '.join(encs)})", str(sp))
+        raise KisekaeError(f"encoding {encoding!r} is not in this bake (has {', '.join(map(quote_name, encs))})",
+                           str(sp))
     e = encs[encoding]
     d = sp.parent
-    mesh = read_glb_attributes(d / meta["mesh"])
-    n = int(meta["vertices"])
-    files = e["files"]
-    side = int(e["texture_side"])
+    try:
+        files = e["files"]
+        n = int(meta["vertices"])
+        side = int(e["texture_side"])
+        mesh_name = meta["mesh"]
+        names = {k: files[k] for k in (("vertex_colors",) if ENCODINGS[encoding][1] == "vertex_color8"
+                                       else ("positions",)) + ("normals",)}
+    except (KeyError, TypeError, ValueError) as exc:
+        what = f"missing key {quote_name(exc.args[0])}" if isinstance(exc, KeyError) else "malformed values"
+        raise KisekaeError(f"not a kisekae wound sidecar ({what})", str(sp)) from None
+    # Every file the sidecar names must lie in its own folder, checked before any of them is opened.
+    mesh_path = inside_folder(mesh_name, d, str(sp), "mesh")
+    paths = {k: inside_folder(v, d, str(sp), f"encodings.{encoding}.files.{k}") for k, v in names.items()}
+    mesh = _read_named(read_glb_attributes, mesh_path, "mesh", sp)
     pos_store = ENCODINGS[encoding][1]
     vc = np.zeros((n, 4), np.uint8)
     pos_tex = None
     if pos_store == "vertex_color8":
-        vc = read_png(d / files["vertex_colors"]).reshape(-1, 4)[:n].astype(np.uint8)
+        vc = _read_named(read_png, paths["vertex_colors"], "vertex_colors", sp).reshape(-1, 4)[:n].astype(np.uint8)
     else:
-        f = d / files["positions"]
-        pos_tex = read_exr(f) if f.suffix == ".exr" else read_png(f)
-    f = d / files["normals"]
-    nrm_tex = read_exr(f) if f.suffix == ".exr" else read_png(f)
+        f = paths["positions"]
+        pos_tex = _read_named(read_exr if f.suffix == ".exr" else read_png, f, "positions", sp)
+    f = paths["normals"]
+    nrm_tex = _read_named(read_exr if f.suffix == ".exr" else read_png, f, "normals", sp)
     if ENCODINGS[encoding][2] == "unorm8":
         nrm_tex = nrm_tex.astype(np.uint8)
     enc = Encoded(encoding, side, np.array(e["bounds_min_m"]), np.array(e["bounds_max_m"]), vc, pos_tex, nrm_tex)
