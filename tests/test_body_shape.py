@@ -209,3 +209,25 @@ def test_package_data_stays_under_8_mb():
                 total += len(f.read_bytes())
     assert total <= 8_000_000, total
     assert "CC0" in str(shape_data()["license"])
+
+
+def test_compare_fit_limits():
+    from kisekae.qa.shape_fit import compare_fit
+
+    ref = {"garments": {"a": {"p95_distance_m": 0.010, "inside_fraction": 0.02}}}
+
+    def ok(p95, inside):
+        return compare_fit({"garments": {"a": {"p95_distance_m": p95, "inside_fraction": inside}}}, ref)["a"]["ok"]
+
+    assert ok(0.0199, 0.0299) and ok(0.0001, 0.0)
+    assert not ok(0.0201, 0.02) and not ok(0.010, 0.0301)
+
+
+@pytest.mark.parametrize("text", ["weight=0", "muscle=1", "gender=1", "age=1"])
+def test_tights_refit_like_the_default_shape(text):
+    from kisekae.qa.shape_fit import compare_fit, rest_fit
+
+    ref = rest_fit(load_builtin_avatar(shape=BodyShape()), ["tights"])
+    got = rest_fit(load_builtin_avatar(shape=parse_body(text)), ["tights"])
+    assert compare_fit(got, ref)["tights"]["ok"], (got, ref)
+    assert got["heads_outside"] == ["Root"]

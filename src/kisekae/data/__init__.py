@@ -1,6 +1,8 @@
 """Packaged data: the built-in avatar and sample assets.
 
 - ``makehuman_avatar.npz``: MakeHuman base mesh, helpers, rigs and weights (CC0 1.0).
+- ``makehuman_shapes.npz``: MakeHuman macro and regional targets (lzma) and the rigs' joint strategies
+  (CC0 1.0), for :mod:`kisekae.avatar.shape`.
 - ``samples/``: two MakeHuman community garments (``.mhclo`` + ``.obj``, CC0 1.0) and an excerpt of CMU
   motion-capture clip 35_01 (free for research and commercial use). See ``samples/SOURCES.md``.
 """

@@ -28,6 +28,7 @@ from .camera import VIEWS, named_camera
 from .poke import mark_pixels, poke_through, poke_through_report
 from .renderer import DrawItem, default_renderer
 from .scene import avatar_items, avatar_landmarks
+from .shapes_report import section_body_shapes
 from .sheets import comparison_sheet, label, save_gif
 
 THUMB = (640, 360)
@@ -435,6 +436,7 @@ def format_pixel_table(records) -> str:
 SECTIONS = [
     ("pictures", section_pictures),
     ("before and after the fix", section_fix),
+    ("body shapes", section_body_shapes),
     ("poke-through pixels", section_poke),
     ("tension pictures", section_tension),
     ("wound morph", section_wound),

@@ -1,0 +1,91 @@
+"""Demo report section: one outfit on five MakeHuman body shapes in the crouch, before and after the fix.
+
+Follows :mod:`kisekae.demo`'s section contract (``section_body_shapes(ctx) -> str``). The shapes are
+fixed (:data:`DEMO_BODIES`, or ``ctx["body_shapes"]``), whatever ``--body`` the demo runs with, so
+the page always shows the same spread; the outfit is the built-in ``tights`` bodysuit, which follows each shape by construction.
+"""
+
+from __future__ import annotations
+
+import html
+
+from .camera import VIEWS, named_camera
+from .poke import mark_pixels, poke_through
+from .renderer import default_renderer
+from .scene import avatar_items, avatar_landmarks
+from .sheets import comparison_sheet, label
+
+#: The five bodies of the section, in parse_body syntax.
+DEMO_BODIES = ("gender=0,weight=1", "gender=1,weight=0", "gender=1,muscle=1,weight=0.7", "age=0.1875",
+               "gender=0.1,age=1,weight=0.7")
+DEMO_OUTFIT = "tights"
+DEMO_POSE = "crouch"
+CELL = (480, 270)
+
+
+def body_shape_rows(bodies=DEMO_BODIES, outfit: str = DEMO_OUTFIT, pose_name: str = DEMO_POSE, size=CELL,
+                    renderer=None) -> list:
+    """Check, fix and draw ``outfit`` on each body shape in ``pose_name``.
+
+    Returns
+    -------
+    list of dict per body: ``shape`` (text), ``height_m``, ``before`` and ``after`` check records
+    (:func:`kisekae.qa.check.check_pose`, arrays dropped), ``view``, ``pixels_before``,
+    ``pixels_after`` (poke-through pixels at ``size``) and ``images`` (before, after: (H, W, 3) uint8).
+    """
+    from ..avatar.builtin import load_builtin_avatar
+    from ..avatar.poses import named_pose
+    from ..avatar.shape import parse_body
+    from ..fit.fix import fix_pose
+    from ..qa.check import check_pose, json_record
+
+    r = renderer or default_renderer()
+    rows = []
+    for text in bodies:
+        av = load_builtin_avatar(shape=parse_body(text))
+        pose = named_pose(av.skeleton, pose_name)
+        before = check_pose(av, pose, [outfit])[0]
+        fixed = {k: v.positions for k, v in fix_pose(av, pose, [outfit]).items()}
+        after = check_pose(av, pose, [outfit], posed_garments=fixed)[0]
+        lm = avatar_landmarks(av, pose)
+        b_body, b_items = avatar_items(av, pose, garments=[outfit])
+        a_body, a_items = avatar_items(av, pose, garments=[outfit], positions=fixed)
+        cams = {v: named_camera(v, b_body.positions, size[0] / size[1], landmarks=lm) for v in VIEWS}
+        counts = {v: poke_through(b_body, [b_items[outfit]], c, (size[0] // 2, size[1] // 2), renderer=r).count
+                  for v, c in cams.items()}
+        view = max(VIEWS, key=lambda v: (counts[v], v == "three_quarter"))
+        images, pixels = [], []
+        for body, items in ((b_body, b_items), (a_body, a_items)):
+            res = poke_through(body, [items[outfit]], cams[view], size, renderer=r)
+            images.append(mark_pixels(r.draw([body, items[outfit]], cams[view], size).rgb, res.mask, grow=1))
+            pixels.append(res.count)
+        lo, hi = av.body.mesh.bounds()
+        rows.append({"shape": text, "height_m": float(hi[1] - lo[1]), "before": json_record(before),
+                     "after": json_record(after), "view": view, "pixels_before": pixels[0],
+                     "pixels_after": pixels[1], "images": images})
+    return rows
+
+
+def section_body_shapes(ctx) -> str:
+    """One outfit on five body shapes in the crouch, before and after the fix."""
+    from .report import _img
+
+    rows = body_shape_rows(ctx.get("body_shapes", DEMO_BODIES))
+    ctx["body_shape_rows"] = [{k: v for k, v in row.items() if k != "images"} for row in rows]
+    cells = [[label(row["images"][0], f"before: {row['before']['inside_count']} inside, {row['pixels_before']} px"),
+              label(row["images"][1], f"after: {row['after']['inside_count']} inside, {row['pixels_after']} px")]
+             for row in rows]
+    sheet = comparison_sheet(cells, row_labels=[row["shape"].replace(",", "\n") for row in rows],
+                             col_labels=["before the fix", "after the fix"], cell_width=CELL[0],
+                             title=f"{DEMO_OUTFIT} on five MakeHuman body shapes, {DEMO_POSE}")
+    table = "".join(
+        f"<tr><td><code>{html.escape(row['shape'])}</code></td><td>{row['height_m']:.2f} m</td>"
+        f"<td>{row['before']['inside_count']} → {row['after']['inside_count']}</td>"
+        f"<td>{row['before']['edge_crossings']} → {row['after']['edge_crossings']}</td>"
+        f"<td>{row['pixels_before']} → {row['pixels_after']} ({html.escape(row['view'])})</td></tr>" for row in rows)
+    return ("<h2>One outfit on five body shapes</h2><p>The built-in tights on five MakeHuman body shapes "
+            "(<code>kisekae.avatar.shape</code>; skeleton refitted by the rig's joint strategies) in the crouch, "
+            "before and after <code>kisekae.fit.fix.fix_pose</code>. Each row uses the view with the most "
+            "poke-through pixels before fixing; those pixels are marked in magenta.</p>"
+            "<table><tr><th>body</th><th>height</th><th>vertices inside</th><th>edges through the body</th>"
+            f"<th>poke-through pixels</th></tr>{table}</table>" + _img(ctx["out"], "body_shapes_crouch.png", sheet))
