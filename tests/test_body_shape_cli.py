@@ -39,6 +39,7 @@ def test_info_body_prints_height_joints_and_vertex_count(capsys):
     (["tension", "--body", "muscle=x", "--pose", "stand"], "muscle: expected a number"),
     (["fit", "--body", "weight", "--pose", "stand"], "'weight' is not name=value"),
     (["info", "some.obj", "--body", "weight=1"], "omit FILE"),
+    (["demo", "--body", "weight=2", "--no-progress"], "weight = '2' is out of range 0..1"),
 ])
 def test_bad_body_is_a_one_line_error(capsys, tmp_path, argv, message):
     code, out, err = run(capsys, *argv)
@@ -73,3 +74,21 @@ def test_tension_and_wound_take_body(tmp_path, capsys):
     assert "hits" in out
     code, out, err = run(capsys, "wound", "bake", "a.obj", "b.obj", "--body", "weight=1", "-o", str(tmp_path / "w"))
     assert code == 2 and "neither mesh is 'builtin'" in err
+
+
+def test_demo_runs_its_sections_on_the_body(tmp_path, capsys, monkeypatch):
+    import kisekae.cli.demo as cli_demo
+    import kisekae.demo as demo
+
+    seen = []
+
+    def section(ctx):
+        seen.append(ctx["avatar"].shape.label())
+        return "<p>ok</p>"
+
+    monkeypatch.setattr(demo, "SECTIONS", [("probe", section)])
+    monkeypatch.setattr(cli_demo, "add_render_sections", lambda: None)
+    code, out, err = run(capsys, "demo", "--out", str(tmp_path / "d"), "--no-progress", "--body", "weight=0.9")
+    assert code == 0, err
+    assert seen == ["weight=0.9"]
+    assert "body shape weight=0.9" in (tmp_path / "d" / "index.html").read_text()
