@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Set up kisekae on a fresh Debian machine: system packages (Mesa EGL for headless rendering,
-# glslang/SPIRV tools for the shader core), a virtual environment in .venv, and the package.
+# glslang/SPIRV tools for the shader core, Chromium for the HTML report tests), a virtual
+# environment in .venv, and the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-APT_PKGS="libegl1 libegl-mesa0 libgl1-mesa-dri glslang-tools spirv-tools spirv-cross"
+APT_PKGS="libegl1 libegl-mesa0 libgl1-mesa-dri glslang-tools spirv-tools spirv-cross chromium"
 missing=""
 for p in $APT_PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from browser import needs_chromium, parse, probe
 from kisekae.batch import Store, load_catalog, parse_catalog, run_catalog
 from kisekae.batch.pictures import MARK, case_positions, case_specs, picture_cases, write_pictures
 from kisekae.cli import main
@@ -243,3 +244,24 @@ def test_an_existing_picture_is_refused_before_anything_is_written(run, drawn, t
     assert main(["batch", "report", str(store), "--pictures", str(tmp_path), "--top", "5"]) == 2
     assert f"{name}: file exists; pass --force" in capsys.readouterr().err
     assert [(p.name, p.read_bytes()) for p in tmp_path.iterdir()] == [(name, b"mine")]
+
+
+@needs_chromium
+def test_pictures_page_reads_on_a_phone(drawn):
+    """index.html in headless Chromium at 390 px: no sideways overflow, no broken picture, pictures one
+    above the other at the screen's width, and alt text that says what each picture shows."""
+    out, rep, _ = drawn
+    page = out / "index.html"
+    assert [m["content"] for m in parse(page).meta if m.get("name") == "viewport"] == \
+        ["width=device-width, initial-scale=1"]
+    m = probe(page, 390)
+    assert m["scroll_width"] <= 390 and m["wide"] == [], m["wide"]
+    assert m["text_left"] >= 8 and m["text_right"] <= 390 - 8
+    cases = rep["pictures"]["cases"]
+    assert len(m["images"]) == 2 * len(cases) > 0
+    for img, (case, stage) in zip(m["images"], [(c, s) for c in cases for s in ("before", "after")]):
+        assert img["complete"] and img["natural_width"] == 640 and img["width"] >= 300
+        alt = img["alt"]
+        for word in (case["garment"], case["body"], case["motion"], f"{stage} the fix",
+                     case["view"].replace("_", "-"), f"{case[f'{stage}_pixels']} poke-through pixels"):
+            assert word in alt, (word, alt)

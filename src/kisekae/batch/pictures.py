@@ -407,17 +407,16 @@ def _fmt(col: str, v) -> str:
 
 
 def _html(summary: dict, store_path) -> str:
+    from ..render.htmlpage import html_page, picture, scroll_box
+
     e = html.escape
     ranked = summary["worst_by"]
     how = ("most garment vertices inside the body before the fix" if ranked == "before"
            else "most garment edges still crossing the body after the fix")
     w, h = summary["size"]
+    style = (f".pair{{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,300px),1fr));gap:8px;"
+             f"max-width:{2 * w + 8}px}}td,th{{text-align:right}}.err{{color:#a00}}")
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>kisekae batch: worst cases</title>",
-        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{border:1px solid "
-        "#bbb;padding:2px 6px;text-align:right}th{background:#eee}img{width:100%;max-width:" + str(w) + "px}"
-        ".pair{display:grid;grid-template-columns:1fr 1fr;gap:8px;max-width:" + str(2 * w + 8) + "px}"
-        ".err{color:#a00}</style></head><body>",
         f"<h1>Worst cases of {e(str(store_path))}</h1>",
         f"<p>{len(summary['cases'])} case(s) with the {e(how)}. Each picture shows the body and one garment, "
         f"skinned (<i>before</i>) and fixed by <code>kisekae.fit.fix.fix_pose</code> with the row's settings "
@@ -432,13 +431,11 @@ def _html(summary: dict, store_path) -> str:
     for c in summary["cases"]:
         title = f"{c['rank']}. {c['body']} / {c['garment']} / {c['motion']} frame {c['frame']}"
         parts.append(f"<h2>{e(title)}</h2>")
-        parts.append("<table><tr><th>stage</th>" + "".join(f"<th>{e(n)}</th>" for _, n in cols)
-                     + "<th>poke-through px</th></tr>")
-        for stage in ("before", "after"):
-            parts.append(f"<tr><th>{stage}</th>" + "".join(f"<td>{e(_fmt(k, c.get(f'{stage}_{k}')))}</td>"
-                                                            for k, _ in cols)
-                         + f"<td>{e(_fmt('', c.get(f'{stage}_pixels')))}</td></tr>")
-        parts.append("</table>")
+        rows = "".join(f"<tr><th>{stage}</th>" + "".join(f"<td>{e(_fmt(k, c.get(f'{stage}_{k}')))}</td>"
+                                                         for k, _ in cols)
+                       + f"<td>{e(_fmt('', c.get(f'{stage}_pixels')))}</td></tr>" for stage in ("before", "after"))
+        parts.append(scroll_box("<table><thead><tr><th>stage</th>" + "".join(f"<th>{e(n)}</th>" for _, n in cols)
+                                + f"<th>poke-through px</th></tr></thead><tbody>{rows}</tbody></table>"))
         parts.append(f"<p>pose {e(str(c['pose']))}, settings {e(c['settings_hash'])}"
                      + (f", view <b>{e(c['view'])}</b>" if c["view"] else "") + "</p>")
         if c["error"]:
@@ -447,9 +444,12 @@ def _html(summary: dict, store_path) -> str:
         parts.append("<div class='pair'>")
         for stage in ("before", "after"):
             name = Path(c[f"{stage}_png"]).name
-            parts.append(f"<figure><a href='{e(name)}'><img src='{e(name)}' alt='{e(title)} {stage}'></a>"
+            alt = (f"Render of garment {c['garment']} on body {c['body']}, motion {c['motion']} frame {c['frame']} "
+                   f"(pose {c['pose']}), {stage} the fix, {c['view'].replace('_', '-')} view: "
+                   f"{c[f'{stage}_pixels']} poke-through pixels, painted magenta.")
+            parts.append(f"<figure>{picture(name, alt, (w, h))}"
                          f"<figcaption>{stage}: {c[f'{stage}_pixels']} poke-through px</figcaption></figure>")
         parts.append("</div>")
     parts.append(f"<p>Rendered in {summary['seconds']:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU "
-                 "(this process).</p></body></html>")
-    return "\n".join(parts)
+                 "(this process).</p>")
+    return html_page("kisekae batch: worst cases", "\n".join(parts), style=style)

@@ -25,23 +25,30 @@ import numpy as np
 
 from . import materials as M
 from .camera import VIEWS, named_camera
+from .htmlpage import picture, scroll_box
 from .poke import mark_pixels, poke_through, poke_through_report
 from .renderer import DrawItem, default_renderer
 from .scene import avatar_items, avatar_landmarks
 from .shapes_report import section_body_shapes
-from .sheets import comparison_sheet, label, save_gif
+from .sheets import comparison_sheet, save_gif
 
 THUMB = (640, 360)
 POSES = ("stand", "leg_raise", "crouch")
+#: Font size of the labels and captions inside the demo's picture sheets, pixels. The page shows a
+#: sheet at least ``READABLE_PX / SHEET_FONT_PX`` of its size (:func:`kisekae.render.htmlpage.picture`).
+SHEET_FONT_PX = 24
 
 
-def _img(out: Path, name: str, image) -> str:
+def _img(out: Path, name: str, image, alt: str, text_px: float | None = SHEET_FONT_PX) -> str:
+    """Save a picture as ``out/img/name`` and return its HTML (alt text ``alt``; text inside it
+    ``text_px`` pixels tall, None for none)."""
     from PIL import Image
 
     (out / "img").mkdir(parents=True, exist_ok=True)
     path = out / "img" / name
-    (image if isinstance(image, Image.Image) else Image.fromarray(image)).save(path)
-    return f"<p><img src='img/{html.escape(name)}' alt='{html.escape(name)}'></p>"
+    image = image if isinstance(image, Image.Image) else Image.fromarray(image)
+    image.save(path)
+    return picture(f"img/{name}", alt, image.size, text_px=text_px)
 
 
 def _pose(avatar, name):
@@ -81,7 +88,7 @@ def _pressure(ctx, pname):
 def section_fix(ctx) -> str:
     """Before and after the fix, per pose: poke-through pixels marked, close-up, and the tight look."""
     av, out, r = ctx["avatar"], ctx["out"], default_renderer()
-    rows, labels = [], []
+    rows, captions, labels, counts_text = [], [], [], []
     for pname in POSES:
         pose = _pose(av, pname)
         lm = avatar_landmarks(av, pose)
@@ -90,7 +97,7 @@ def section_fix(ctx) -> str:
         before_body, before = avatar_items(av, pose)
         after_body, after = avatar_items(av, pose, positions=fixed, attributes={"body": {"pressure": press}})
         # per garment, the view with the most poke-through before fixing
-        row = []
+        row, caps = [], []
         worst = {}
         for gname in before:
             cams = {v: named_camera(v, before_body.positions, 16 / 9, landmarks=lm) for v in VIEWS}
@@ -98,28 +105,37 @@ def section_fix(ctx) -> str:
                       for v, c in cams.items()}  # a quarter of the pixels is enough to pick the view
             view = max(VIEWS, key=lambda v: (counts[v], v == "three_quarter"))
             worst[gname] = view
+            px = {}
             for stage, body, gs in (("before", before_body, before), ("after", after_body, after)):
                 res = poke_through(body, [gs[gname]], cams[view], THUMB, renderer=r)
-                img = mark_pixels(r.draw([body, gs[gname]], cams[view], THUMB).rgb, res.mask, grow=1)
-                row.append(label(img, f"{gname} {stage}, {view}: {res.count} px"))
+                row.append(mark_pixels(r.draw([body, gs[gname]], cams[view], THUMB).rgb, res.mask, grow=1))
+                caps.append(f"{view}: {res.count} px")
+                px[stage] = res.count
+            counts_text.append(f"{pname} {gname} {px['before']} px before, {px['after']} after ({view} view)")
         close = worst.get("tights", next(iter(worst.values()), "three_quarter"))
         cam = named_camera(close, after_body.positions, 16 / 9, landmarks=lm)
         heat = type(after_body)(after_body.positions, after_body.faces, M.heatmap((0.0, 1.0), "inferno"),
                                 normals=after_body.normals, attributes={"heat": press})
-        row.append(label(r.draw([heat], cam, THUMB).rgb, "body pressure 0..1"))
-        row.append(label(r.draw([after_body], cam, THUMB).rgb, "tight look (garments hidden)"))
+        row.append(r.draw([heat], cam, THUMB).rgb)
+        row.append(r.draw([after_body], cam, THUMB).rgb)
+        caps += [f"{close} view", f"{close} view"]
         rows.append(row)
+        captions.append(caps)
         labels.append(pname)
     names = list(av.garments)
-    sheet = comparison_sheet(rows, row_labels=labels, cell_width=300,
+    sheet = comparison_sheet(rows, row_labels=labels, cell_width=300, captions=captions, font_size=SHEET_FONT_PX,
                              col_labels=[f"{g} {s}" for g in names for s in ("before", "after")]
-                             + ["body pressure", "tight look"],
+                             + ["body pressure 0..1", "tight look, garments hidden"],
                              title="Push-out fix (kisekae.fit.fix): poke-through pixels in magenta")
+    alt = (f"Grid of renders, one row per pose ({', '.join(POSES)}): each garment ({', '.join(names)}) before and "
+           "after the push-out fix in the view where it pokes through most, poke-through pixels in magenta ("
+           + "; ".join(counts_text) + "), then the body pressure as a heat map and the body's tight look with the "
+           "garments hidden.")
     return ("<h2>Before and after the fix</h2><p>Garments fixed by <code>kisekae.fit.fix.fix_pose</code> "
             "(exact-skin solver, default parameters). Poke-through pixels (skin showing through a garment's "
             f"outside, at {THUMB[0]}x{THUMB[1]}) are marked in magenta. The body's tight look uses the "
             "pressure of <code>kisekae.fit.pressure.avatar_pressure</code> (tights tightness 0.5), shaded by the "
-            "shader core's tight look.</p>" + _img(out, "fix_before_after.png", sheet))
+            "shader core's tight look.</p>" + _img(out, "fix_before_after.png", sheet, alt))
 
 
 def section_pictures(ctx) -> str:
@@ -141,10 +157,19 @@ def section_pictures(ctx) -> str:
     row += [r.draw([body, g], cam, THUMB).rgb for g in gs.values()]
     rows.append(row)
     labels.append("parts")
-    sheet = comparison_sheet(rows, row_labels=labels, cell_width=400,
-                             col_labels=["front / wire", "three-quarter / body", "side / tights", "back / skirt"],
+    garments = list(gs)
+    parts = ["wireframe", "body alone"] + [f"body in {g}" for g in garments]
+    views = ["front", "three-quarter", "side", "back"]
+    width = max(len(r) for r in rows)
+    sheet = comparison_sheet(rows, row_labels=labels, cell_width=400, font_size=SHEET_FONT_PX,
+                             col_labels=[" / ".join(x for x in (views[j] if j < len(views) else "",
+                                                               parts[j] if j < len(parts) else "") if x)
+                                         for j in range(width)],
                              title="Built-in avatar, stand pose")
-    return "<h2>The avatar and its garments</h2>" + _img(out, "avatar.png", sheet)
+    alt = (f"Grid of renders of the built-in avatar standing in {' and '.join(garments)}: the realistic and the "
+           f"anime look from the {', '.join(views[:-1])} and {views[-1]}; a row of parts seen three-quarter: "
+           + ", ".join(parts) + ".")
+    return "<h2>The avatar and its garments</h2>" + _img(out, "avatar.png", sheet, alt)
 
 
 def section_poke(ctx) -> str:
@@ -155,7 +180,7 @@ def section_poke(ctx) -> str:
         for pname in POSES:
             _fixed(ctx, pname)
     fixed = ctx.get("fixed_positions") or {}
-    records, marked_rows, marked_labels = [], [], []
+    records, marked_rows, marked_caps, marked_labels, alt_parts = [], [], [], [], []
     from tqdm import tqdm
 
     n_stages = sum(1 + (p in fixed) for p in POSES)
@@ -176,40 +201,65 @@ def section_poke(ctx) -> str:
                 rec.update(pose=pname, stage=stage)
             records.extend(recs)
             # marked pictures: the view with most poke-through pixels per garment, at the first size
-            row = []
+            row, caps = [], []
             for gname, g in gs.items():
                 at = [x for x in recs if x["garment"] == gname and x["resolution"] == sizes[0]]
                 worst = max(at, key=lambda x: x["poke_through_pixels"])
                 cam = named_camera(worst["view"], body.positions, 16 / 9, landmarks=lm)
                 res = poke_through(body, [g], cam, THUMB, renderer=r)
-                img = mark_pixels(r.draw([body, g], cam, THUMB).rgb, res.mask, grow=1)
-                row.append(label(img, f"{gname}, {worst['view']}: {res.count} px at {THUMB[0]}x{THUMB[1]}"))
+                row.append(mark_pixels(r.draw([body, g], cam, THUMB).rgb, res.mask, grow=1))
+                caps.append(f"{gname}, {worst['view']}: {res.count} px")
+                alt_parts.append(f"{pname} {stage} {gname} {res.count} px ({worst['view']} view)")
             marked_rows.append(row)
+            marked_caps.append(caps)
             marked_labels.append(f"{pname} {stage}")
     bar.close()
     ctx["poke_records"] = records
     (out / "poke_through.json").write_text(json.dumps(records, indent=1))
-    # table: one row per (pose, stage, garment, resolution), one column per view
-    head = "".join(f"<th>{html.escape(v)}</th>" for v in VIEWS)
-    body_rows = []
-    keys = sorted({(x["pose"], x["stage"], x["garment"], x["resolution"]) for x in records},
-                  key=lambda k: (POSES.index(k[0]), k[1] != "before", k[2], sizes.index(k[3])))
-    for k in keys:
-        by_view = {x["view"]: x["poke_through_pixels"] for x in records
-                   if (x["pose"], x["stage"], x["garment"], x["resolution"]) == k}
-        cells = "".join(f"<td style='text-align:right;background:{'#fdd' if by_view[v] else '#dfd'}'>{by_view[v]}</td>"
-                        for v in VIEWS)
-        body_rows.append(f"<tr><td>{k[0]}</td><td>{k[1]}</td><td>{k[2]}</td><td>{k[3]}</td>{cells}"
-                         f"<td style='text-align:right'>{sum(by_view.values())}</td></tr>")
     note = "" if fixed else ("<p>No fixed garments were provided by an earlier section "
                              "(<code>ctx['fixed_positions']</code>), so only <i>before</i> is shown.</p>")
-    sheet = comparison_sheet(marked_rows, row_labels=marked_labels, cell_width=420,
-                             title="Poke-through pixels (magenta), worst view per garment")
+    sheet = comparison_sheet(marked_rows, row_labels=marked_labels, cell_width=420, captions=marked_caps,
+                             font_size=SHEET_FONT_PX,
+                             title=f"Poke-through pixels (magenta) at {THUMB[0]}x{THUMB[1]}, worst view per garment")
+    alt = ("Grid of renders, one row per pose before and after fixing, each garment in its worst view with "
+           f"poke-through pixels in magenta (counted at {THUMB[0]}x{THUMB[1]}): " + "; ".join(alt_parts) + ".")
     return ("<h2>Poke-through pixels</h2><p>Skin pixels that show through where a garment's outside covers the "
             "body (pixel centres, linear-depth tolerance 0.1 mm); skin seen through hems and openings is not "
             "counted. Also in <a href='poke_through.json'>poke_through.json</a>.</p>" + note
-            + "<table border='1' cellspacing='0'><tr><th>pose</th><th>stage</th><th>garment</th><th>resolution</th>"
-            + head + "<th>total</th></tr>" + "".join(body_rows) + "</table>" + _img(out, "poke_through.png", sheet))
+            + poke_table(records, sizes)
+            + _img(out, "poke_through.png", sheet, alt))
+
+
+def poke_table(records, sizes) -> str:
+    """HTML table of poke-through pixels: one row per (pose, stage, garment, resolution), one column per view.
+
+    Parameters
+    ----------
+    records : list of dict
+        :func:`~kisekae.render.poke.poke_through_report` records with ``pose`` (one of :data:`POSES`) and
+        ``stage`` added.
+    sizes : sequence of str
+        The resolutions, in row order.
+
+    Returns
+    -------
+    str
+        The table, with a header row, in a box that scrolls sideways on a narrow screen.
+    """
+    views = list(dict.fromkeys(x["view"] for x in records))
+    head = "".join(f"<th class='num'>{html.escape(v)}</th>" for v in views)
+    body_rows = []
+    keys = sorted({(x["pose"], x["stage"], x["garment"], x["resolution"]) for x in records},
+                  key=lambda k: (POSES.index(k[0]), k[1] != "before", k[2], list(sizes).index(k[3])))
+    for k in keys:
+        by_view = {x["view"]: x["poke_through_pixels"] for x in records
+                   if (x["pose"], x["stage"], x["garment"], x["resolution"]) == k}
+        cells = "".join(f"<td class='num' style='background:{'#fdd' if by_view.get(v) else '#dfd'}'>"
+                        f"{by_view.get(v, '')}</td>" for v in views)
+        body_rows.append("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in k) + cells
+                         + f"<td class='num'>{sum(by_view.values())}</td></tr>")
+    return scroll_box("<table><thead><tr><th>pose</th><th>stage</th><th>garment</th><th>resolution</th>" + head
+                      + "<th class='num'>total</th></tr></thead><tbody>" + "".join(body_rows) + "</tbody></table>")
 
 
 def section_tension(ctx) -> str:
@@ -239,16 +289,20 @@ def section_tension(ctx) -> str:
         rows.append([r.draw([skin_t, heat], cam, THUMB).rgb, r.draw([skin_t, heat], knees, THUMB).rgb,
                      r.draw([skin_t, real], knees, THUMB).rgb, r.draw([skin_t, anime], knees, THUMB).rgb])
         labels.append(pname)
-    sheet = comparison_sheet(rows, row_labels=labels, cell_width=360,
+    sheet = comparison_sheet(rows, row_labels=labels, cell_width=360, font_size=SHEET_FONT_PX,
                              col_labels=["tension map (R compress, G stretch)", "tension map, knees",
                                          "wrinkles, realistic", "wrinkles, anime"],
                              title="Tights: tension and wrinkle look")
+    alt = (f"Grid of renders of the tights in the {', '.join(labels)} poses: the tension map (red where the "
+           "cloth is compressed, green where it is stretched) on the whole body and at the knees, then the "
+           "knees with the realistic and the anime wrinkle look.")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
+    dpi = 120  # 4 x 5.6 inches: 480 px wide, so the plot's 10 pt text stays readable on a phone
+    fig, ax = plt.subplots(2, 1, figsize=(4.0, 5.6))
     for pname, (c, s) in hist.items():
         ax[0].hist(c[c > 0], bins=40, histtype="step", label=pname)
         ax[1].hist(s[s > 0], bins=40, histtype="step", label=pname)
@@ -259,13 +313,17 @@ def section_tension(ctx) -> str:
         a.legend()
     fig.tight_layout()
     (out / "img").mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "img" / "tension_hist.png", dpi=90)
+    fig.savefig(out / "img" / "tension_hist.png", dpi=dpi)
+    hist_size = tuple(int(round(v)) for v in fig.get_size_inches() * dpi)
+    text_px = min(matplotlib.font_manager.FontProperties(size=plt.rcParams[k]).get_size_in_points()
+                  for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize", "axes.titlesize")) * dpi / 72
     plt.close(fig)
     return ("<h2>Tension</h2><p>The tights' tension ratio T (rest / posed mean edge length, "
             "<code>kisekae.tension.tension_map</code>) is sent per vertex; the shader core maps it to the Tension "
             "Map colours (Blender node-group defaults) and the cloth blends wrinkle normals by the compression."
-            "</p>" + _img(out, "tension.png", sheet)
-            + "<p><img src='img/tension_hist.png' alt='tension histograms'></p>")
+            "</p>" + _img(out, "tension.png", sheet, alt)
+            + picture("img/tension_hist.png", "Histograms of the tights' compress and stretch values per vertex "
+                      f"(vertices above 0, log counts) in the {', '.join(hist)} poses.", hist_size, text_px=text_px))
 
 
 def section_wound(ctx) -> str:
@@ -292,14 +350,15 @@ def section_wound(ctx) -> str:
     mat = M.skin("realistic")
     # the sequence reads the 'delta16' bake as a game does (unorm16 texels), decoded by the core on the GPU
     wm = WoundMorph.from_encoded(baked.encodings["delta16"])
-    rows = []
+    rows, captions = [], []
     for cam in cams:
         row = []
         for p in steps:
             item = DrawItem(posed, body.mesh.faces, mat, attributes={"wound": np.full(len(posed), p)}, wound=wm,
                             role="body")
-            row.append(label(r.draw([item], cam, (400, 400)).rgb, f"p = {p:.2f}"))
+            row.append(r.draw([item], cam, (400, 400)).rgb)
         rows.append(row)
+        captions.append([f"p = {p:.2f}" for p in steps])
     # hits: the vertex stage runs the core's hit loop (posed hit points, per-part reach/gain)
     from ..wound.damage import PART_ARM, PART_CHEST
 
@@ -312,18 +371,23 @@ def section_wound(ctx) -> str:
     dent = int(np.argmin(np.linalg.norm(posed - dmg.dent_center, axis=1)))  # the dented chest's centre
     beside = int(np.argmin(np.linalg.norm(posed - (dmg.dent_center + [0.03, -0.03, 0.0]), axis=1)))
     hit_vertices = [dent, pick(arm, 0.5), beside, pick(arm, 0.9)]
-    row = []
+    row, caps = [], []
     for n in (1, 2, 4):
         hv = hit_vertices[:n]
         hits = np.c_[posed[hv], dmg.parts[hv]].astype(np.float32)
         wmh = WoundMorph(target, parts=dmg.parts.astype(np.int64), part_reach=reach, part_gain=gain, hits=hits,
                          hole_size=0.03, hole_intensity=30.0)
         item = DrawItem(posed, body.mesh.faces, mat, wound=wmh, role="body")
-        row.append(label(r.draw([item], cams[1], (400, 400)).rgb, f"{n} hit{'s' if n > 1 else ''} (loop)"))
-    row += [None, None]
-    rows.append(row)
-    sheet = comparison_sheet(rows, row_labels=["front", "three-quarter", "hits"], cell_width=260,
+        row.append(r.draw([item], cams[1], (400, 400)).rgb)
+        caps.append(f"{n} hit{'s' if n > 1 else ''} (loop)")
+    rows.append(row + [None, None])
+    captions.append(caps + [None, None])
+    sheet = comparison_sheet(rows, row_labels=["front", "three-quarter", "hits"], cell_width=260, captions=captions,
+                             font_size=SHEET_FONT_PX,
                              title="Wound morph (baked 'delta16' data decoded and morphed in the core's vertex stage)")
+    alt = ("Grid of renders of the built-in body's upper half, from the front and three-quarter: the wound morph "
+           f"at p = {', '.join(f'{p:g}' for p in steps)} (the left forearm shrinks, the chest dents); then 1, 2 and 4 "
+           "hits resolved by the shader core's hit loop.")
     frames = []
     for p in list(np.linspace(0, 1, 9)) + list(np.linspace(1, 0, 9))[1:-1]:
         item = DrawItem(posed, body.mesh.faces, mat, attributes={"wound": np.full(len(posed), p)}, wound=wm)
@@ -334,8 +398,11 @@ def section_wound(ctx) -> str:
     return ("<h2>Wound morph</h2><p>Start: the built-in body; target: <code>kisekae.wound.damage.damaged_builtin"
             "</code> (shrunken left forearm, dented chest), baked with <code>kisekae.wound.bake</code> "
             "(closest-point correspondence, <code>delta16</code> encoding decoded on the GPU by the core). Rows 1-2: the "
-            "morph parameter p from 0 to 1; row 3: hits resolved by the core's per-frame hit loop.</p>" + _img(out, "wound.png", sheet)
-            + "<p><img src='img/wound.gif' alt='wound morph animation'></p><pre>" + html.escape(err) + "</pre>")
+            "morph parameter p from 0 to 1; row 3: hits resolved by the core's per-frame hit loop.</p>"
+            + _img(out, "wound.png", sheet, alt)
+            + picture("img/wound.gif", "Animation, three-quarter view: the wound morph going from p = 0 to 1 and "
+                      "back (the left forearm shrinks, the chest dents).", frames[0].shape[1::-1])
+            + "<pre>" + html.escape(err) + "</pre>")
 
 
 def section_animation(ctx) -> str:
@@ -359,12 +426,16 @@ def section_animation(ctx) -> str:
         poses = inbetween(keys, steps) if len(keys) > 1 else keys
         poses = poses + poses[-2:0:-1]  # ping-pong, so the loop has no jump
         jobs.append((av, poses, "bvh.gif", f"BVH {clip_path.name}: {clip.n_frames} frames, {steps - 1} slerped "
-                                            f"in-betweens per frame, played forwards and back ({len(poses)} frames)"))
+                                            f"in-betweens per frame, played forwards and back ({len(poses)} frames)",
+                     f"Animation, three-quarter view: the built-in avatar dressed, moved by the motion capture clip "
+                     f"{clip_path.name} retargeted to its cmu_mb rig, {len(poses)} frames forwards and back."))
     av = ctx["avatar"]
     named = [_pose(av, n) for n in POSES]
     jobs.append((av, inbetween(named, 8, loop=True), "poses.gif",
-                 f"named poses {', '.join(POSES)} in a loop, 7 slerped in-betweens each"))
-    for avatar, poses, name, note in jobs:
+                 f"named poses {', '.join(POSES)} in a loop, 7 slerped in-betweens each",
+                 f"Animation, three-quarter view: the built-in avatar dressed, moving through the poses "
+                 f"{', '.join(POSES)} and back to the first, with smooth in-betweens."))
+    for avatar, poses, name, note, alt in jobs:
         allpts = np.concatenate([avatar_items(avatar, p, garments=[])[0].positions
                                  for p in poses[:: max(1, len(poses) // 6)]])
         cam = named_camera("three_quarter", allpts, 1.0)
@@ -374,7 +445,7 @@ def section_animation(ctx) -> str:
             frames.append(r.draw([body, *gs.values()], cam, (360, 360)).rgb)
         (out / "img").mkdir(parents=True, exist_ok=True)
         save_gif(frames, out / "img" / name, fps=15)
-        html_parts.append(f"<p>{html.escape(note)}</p><p><img src='img/{name}' alt='{name}'></p>")
+        html_parts.append(f"<p>{html.escape(note)}</p>" + picture(f"img/{name}", alt, frames[0].shape[1::-1]))
     return "".join(html_parts)
 
 

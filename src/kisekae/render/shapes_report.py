@@ -13,7 +13,8 @@ from .camera import VIEWS, named_camera
 from .poke import mark_pixels, poke_through
 from .renderer import default_renderer
 from .scene import avatar_items, avatar_landmarks
-from .sheets import comparison_sheet, label
+from .htmlpage import scroll_box
+from .sheets import comparison_sheet
 
 #: The five bodies of the section, in parse_body syntax.
 DEMO_BODIES = ("gender=0,weight=1", "gender=1,weight=0", "gender=1,muscle=1,weight=0.7", "age=0.1875",
@@ -68,16 +69,21 @@ def body_shape_rows(bodies=DEMO_BODIES, outfit: str = DEMO_OUTFIT, pose_name: st
 
 def section_body_shapes(ctx) -> str:
     """One outfit on five body shapes in the crouch, before and after the fix."""
-    from .report import _img
+    from .report import SHEET_FONT_PX, _img
 
     rows = body_shape_rows(ctx.get("body_shapes", DEMO_BODIES))
     ctx["body_shape_rows"] = [{k: v for k, v in row.items() if k != "images"} for row in rows]
-    cells = [[label(row["images"][0], f"before: {row['before']['inside_count']} inside, {row['pixels_before']} px"),
-              label(row["images"][1], f"after: {row['after']['inside_count']} inside, {row['pixels_after']} px")]
-             for row in rows]
+    cells = [row["images"] for row in rows]
+    captions = [[f"{row['before']['inside_count']} inside, {row['pixels_before']} px",
+                 f"{row['after']['inside_count']} inside, {row['pixels_after']} px"] for row in rows]
     sheet = comparison_sheet(cells, row_labels=[row["shape"].replace(",", "\n") for row in rows],
-                             col_labels=["before the fix", "after the fix"], cell_width=CELL[0],
-                             title=f"{DEMO_OUTFIT} on five MakeHuman body shapes, {DEMO_POSE}")
+                             col_labels=["before the fix", "after the fix"], cell_width=CELL[0], captions=captions,
+                             font_size=SHEET_FONT_PX, title=f"{DEMO_OUTFIT} on five MakeHuman body shapes, {DEMO_POSE}")
+    alt = (f"Grid of renders of the {DEMO_OUTFIT} on {len(rows)} MakeHuman body shapes in the {DEMO_POSE}, before "
+           "and after the fix, each in its worst view with poke-through pixels in magenta: "
+           + "; ".join(f"{row['shape']}: {row['before']['inside_count']} vertices inside and {row['pixels_before']} "
+                       f"px before, {row['after']['inside_count']} and {row['pixels_after']} px after "
+                       f"({row['view']} view)" for row in rows) + ".")
     table = "".join(
         f"<tr><td><code>{html.escape(row['shape'])}</code></td><td>{row['height_m']:.2f} m</td>"
         f"<td>{row['before']['inside_count']} → {row['after']['inside_count']}</td>"
@@ -87,5 +93,6 @@ def section_body_shapes(ctx) -> str:
             "(<code>kisekae.avatar.shape</code>; skeleton refitted by the rig's joint strategies) in the crouch, "
             "before and after <code>kisekae.fit.fix.fix_pose</code>. Each row uses the view with the most "
             "poke-through pixels before fixing; those pixels are marked in magenta.</p>"
-            "<table><tr><th>body</th><th>height</th><th>vertices inside</th><th>edges through the body</th>"
-            f"<th>poke-through pixels</th></tr>{table}</table>" + _img(ctx["out"], "body_shapes_crouch.png", sheet))
+            + scroll_box("<table><thead><tr><th>body</th><th>height</th><th>vertices inside</th><th>edges through "
+                         f"the body</th><th>poke-through pixels</th></tr></thead><tbody>{table}</tbody></table>")
+            + _img(ctx["out"], "body_shapes_crouch.png", sheet, alt))

@@ -12,10 +12,7 @@ from ..errors import KisekaeError
 def _font(size: int):
     from PIL import ImageFont
 
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1
-        return ImageFont.load_default()
+    return ImageFont.load_default(size=size)  # a scalable font (Pillow >= 10.1)
 
 
 def _as_image(a, name):
@@ -29,8 +26,33 @@ def _as_image(a, name):
     return Image.fromarray(arr)
 
 
-def comparison_sheet(cells, *, row_labels=None, col_labels=None, title: str = "", cell_width: int | None = None,
-                     pad: int = 6, label_width: int = 140, background=(255, 255, 255)):
+def _wrap(draw, text: str, font, width: float) -> list:
+    """Break ``text`` into lines no wider than ``width`` pixels (at spaces; inside a word only when
+    the word alone is wider)."""
+    lines = []
+    for para in str(text).split("\n"):
+        line = ""
+        for word in para.split(" "):
+            trial = f"{line} {word}" if line else word
+            if draw.textlength(trial, font=font) <= width:
+                line = trial
+                continue
+            if line:
+                lines.append(line)
+            while draw.textlength(word, font=font) > width and len(word) > 1:
+                k = len(word) - 1
+                while k > 1 and draw.textlength(word[:k], font=font) > width:
+                    k -= 1
+                lines.append(word[:k])
+                word = word[k:]
+            line = word
+        lines.append(line)
+    return lines
+
+
+def comparison_sheet(cells, *, row_labels=None, col_labels=None, captions=None, title: str = "",
+                     cell_width: int | None = None, pad: int = 6, label_width: int | None = None,
+                     font_size: int = 18, background=(255, 255, 255)):
     """Lay out images in a labelled grid.
 
     Parameters
@@ -38,17 +60,27 @@ def comparison_sheet(cells, *, row_labels=None, col_labels=None, title: str = ""
     cells : list of list of (H,W,3) uint8 arrays or PIL images (``None`` leaves a cell empty)
         Rows of images; each is scaled to ``cell_width`` keeping its aspect ratio.
     row_labels, col_labels : list of str, optional
+        Column labels are wrapped to the cell width.
+    captions : list of list of str, optional
+        A caption per cell (``None`` or ``""`` for none), same shape as ``cells``, written in a strip
+        under the cell (not over the picture), wrapped to the cell width.
     title : str
     cell_width : int, optional
         Width of every cell in pixels (default: the first image's width).
     pad : int
         Space between cells, pixels.
-    label_width : int
-        Width of the row-label column, pixels (used when ``row_labels`` is given).
+    label_width : int, optional
+        Width of the row-label column, pixels (used when ``row_labels`` is given; default: the widest
+        label). Longer labels are wrapped.
+    font_size : int
+        Font size of labels and captions, pixels (the title is a third larger). Pick it for the width
+        the sheet is shown at: shown ``s`` times its size, the text is ``s * font_size`` pixels.
 
     Returns
     -------
     PIL.Image.Image
+        The sheet, ``(lw + ncol * (cell_width + pad) + pad)`` pixels wide, where ``lw`` is the label
+        width (0 without row labels).
     """
     from PIL import Image, ImageDraw
 
@@ -60,33 +92,56 @@ def comparison_sheet(cells, *, row_labels=None, col_labels=None, title: str = ""
         raise KisekaeError(f"{len(row_labels)} labels for {len(rows)} rows", "row_labels")
     if col_labels is not None and len(col_labels) != ncol:
         raise KisekaeError(f"{len(col_labels)} labels for {ncol} columns", "col_labels")
+    if captions is not None and (len(captions) != len(rows)
+                                 or any(len(c) != len(r) for c, r in zip(captions, rows))):
+        raise KisekaeError("must have the shape of cells (one caption per cell, None for none)", "captions")
+    if isinstance(font_size, bool) or not isinstance(font_size, (int, np.integer)) or not 6 <= font_size <= 200:
+        raise KisekaeError(f"must be an integer from 6 to 200 pixels, got {font_size!r}", "font_size")
     imgs = [[None if c is None else _as_image(c, f"cells[{i}][{j}]") for j, c in enumerate(r)]
             for i, r in enumerate(rows)]
     first = next(c for r in imgs for c in r if c is not None)
     cw = int(cell_width or first.width)
     scaled = [[None if c is None else c.resize((cw, max(1, round(c.height * cw / c.width))), Image.LANCZOS)
                for c in r] for r in imgs]
+    font, tfont = _font(int(font_size)), _font(round(font_size * 4 / 3))
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    line_h = int(font_size) + 8
+    if row_labels is not None and label_width is None:
+        label_width = int(np.ceil(max(measure.textlength(line, font=font) for t in row_labels
+                                      for line in str(t).split("\n")))) + 2 * pad
+    lw = int(label_width) if row_labels is not None else 0
+    row_text = [_wrap(measure, t, font, lw - 2 * pad) for t in row_labels] if row_labels is not None else None
+    col_text = [_wrap(measure, t, font, cw) for t in col_labels] if col_labels is not None else None
+    cap_text = [[_wrap(measure, t, font, cw) if t else [] for t in r] for r in captions] if captions else None
+    cap_h = [max([len(t) for t in r] or [0]) * line_h for r in cap_text] if cap_text else [0] * len(rows)
     row_h = [max([c.height for c in r if c is not None] or [1]) for r in scaled]
-    font, tfont = _font(18), _font(24)
-    lw = label_width if row_labels is not None else 0
-    top = (36 if title else 0) + (26 if col_labels is not None else 0)
+    row_h = [max(h, len(t) * line_h) for h, t in zip(row_h, row_text)] if row_text else row_h
+    title_h = 2 * int(font_size) if title else 0
+    top = title_h + (max(len(t) for t in col_text) * line_h if col_text else 0)
     width = lw + ncol * (cw + pad) + pad
-    height = top + sum(h + pad for h in row_h) + pad
+    height = top + sum(h + c + pad for h, c in zip(row_h, cap_h)) + pad
     sheet = Image.new("RGB", (width, height), tuple(background))
     draw = ImageDraw.Draw(sheet)
     if title:
         draw.text((pad, 6), title, fill=(0, 0, 0), font=tfont)
-    if col_labels is not None:
-        for j, lab in enumerate(col_labels):
-            draw.text((lw + pad + j * (cw + pad), top - 24), str(lab), fill=(40, 40, 40), font=font)
+    if col_text is not None:
+        for j, lines in enumerate(col_text):
+            for k, line in enumerate(lines):
+                draw.text((lw + pad + j * (cw + pad), title_h + k * line_h + 2), line, fill=(40, 40, 40), font=font)
     y = top + pad
     for i, r in enumerate(scaled):
-        if row_labels is not None:
-            draw.text((pad, y + row_h[i] // 2 - 10), str(row_labels[i]), fill=(40, 40, 40), font=font)
+        if row_text is not None:
+            y0 = y + row_h[i] // 2 - len(row_text[i]) * line_h // 2
+            for k, line in enumerate(row_text[i]):
+                draw.text((pad, y0 + k * line_h + 4), line, fill=(40, 40, 40), font=font)
         for j, c in enumerate(r):
+            x = lw + pad + j * (cw + pad)
             if c is not None:
-                sheet.paste(c, (lw + pad + j * (cw + pad), y))
-        y += row_h[i] + pad
+                sheet.paste(c, (x, y))
+            if cap_text is not None:
+                for k, line in enumerate(cap_text[i][j]):
+                    draw.text((x, y + row_h[i] + k * line_h + 2), line, fill=(0, 0, 0), font=font)
+        y += row_h[i] + cap_h[i] + pad
     return sheet
 
 
