@@ -9,7 +9,7 @@ by their bone) until ``f_B - f_A`` reaches ``min(gap, rest value - band)``, with
 over ``band`` so the contact boundary has no kink and the rest pose is unchanged. The displacement
 is then smoothed by Jacobi passes over the one-ring and projected once more.
 
-Run: ``python scripts/explore_contact.py [--cell 0.01] [--gap 0.006] [--band 0.01] [--smooth 10]``.
+Run: ``python scripts/explore_contact.py [--candidate bisector|plane] [--cell 0.01] [--gap 0.006] [--band 0.01]``.
 It prints, per pose, plain skinning against the candidate: body_buried, body_self_crossings,
 body_volume_change, the largest move from plain skinning and the triangles flipped relative to
 plain skinning. docs/contact.md reports the numbers and why this candidate is not the answer.
@@ -35,7 +35,7 @@ from kisekae.qa.winding import winding_number
 
 warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
 
-POSES = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge")
+POSES = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_forward")
 
 
 def bake_part_fields(rest, faces, owner_bone, cell, margin=0.03, min_vertices=20):
@@ -127,12 +127,60 @@ def bisector_projection(x, rest, own, flat, off, lo, dim, h, minv, rot, gap, ban
     return out
 
 
+def joint_planes(skeleton, dense_weights, rest, ring_factor=1.5):
+    """Per joint with a blend ring: child, parent, rest centre and direction, ring radius, side weight, slots."""
+    nb = len(skeleton.names)
+    sub = np.eye(nb, dtype=bool)
+    for c in range(nb - 1, -1, -1):
+        if skeleton.parents[c] >= 0:
+            sub[skeleton.parents[c]] |= sub[c]
+    out = []
+    for c in range(nb):
+        p = skeleton.parents[c]
+        if p < 0:
+            continue
+        sigma = dense_weights[:, sub[c]].sum(1)
+        ring = (sigma > 0.05) & (sigma < 0.95)
+        if ring.sum() < 10:
+            continue
+        j = skeleton.rest[c, :3, 3].astype(np.float64)
+        d = skeleton.rest[c, :3, 1].astype(np.float64)
+        d /= np.linalg.norm(d)
+        radius = np.linalg.norm(rest[ring] - j, axis=1).max()
+        dist = np.linalg.norm(rest - j, axis=1)
+        near = (dist < ring_factor * radius) & ((sigma > 0) | (dense_weights[:, p] > 0))
+        out.append((c, p, j, d, radius, sigma, near, (rest - j) @ d, dist))
+    return out
+
+
+def plane_contact(x, m, planes, gap, band, ring_factor=1.5):
+    """Candidate 3: keep each vertex near a joint on its side of the posed bisector plane."""
+    y = x.copy()
+    for c, p, j, d, radius, sigma, near, s_rest, dist in planes:
+        idx = np.nonzero(near)[0]
+        n = m[c, :3, :3] @ d + m[p, :3, :3] @ d
+        ln = np.linalg.norm(n)
+        if ln < 1e-3 or not len(idx):
+            continue
+        n /= ln
+        centre = m[c, :3, :3] @ j + m[c, :3, 3]
+        side = np.where(sigma[idx] >= 0.5, 1.0, -1.0)
+        s = ((y[idx] - centre) @ n) * side
+        fall = np.clip((ring_factor * radius - dist[idx]) / (0.5 * radius), 0, 1)
+        target = np.minimum(gap / 2, s_rest[idx] * side - band) - (1 - fall) * radius
+        mapped = np.where(s < target + band, target + band * np.exp(np.minimum(s - target - band, 0) / band), s)
+        y[idx] += ((mapped - s) * side)[:, None] * n
+    return y
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cell", type=float, default=0.01, help="grid cell, metres")
     ap.add_argument("--gap", type=float, default=0.006, help="contact gap left for cloth, metres")
     ap.add_argument("--band", type=float, default=0.01, help="smooth-maximum band, metres")
     ap.add_argument("--smooth", type=int, default=10, help="Jacobi passes over the displacement")
+    ap.add_argument("--candidate", choices=("bisector", "plane"), default="bisector",
+                    help="bisector: per-part distance grids (candidate 1); plane: joint bisector planes (candidate 3)")
     args = ap.parse_args()
     av = load_builtin_avatar()
     body = av.body
@@ -148,12 +196,22 @@ def main():
     adj = sp.coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), (n, n)).tocsr()
     deg = np.maximum(np.asarray(adj.sum(1)).ravel(), 1)
     measure = BodySelfContact(rest, faces, body.mesh.weld)
+    planes = joint_planes(av.skeleton, body.skin.dense(len(av.skeleton.names)).astype(np.float64), rest)
     print(f"{'pose':10s} {'buried':>12s} {'crossings':>12s} {'volume %':>16s} {'max move mm':>11s} {'flipped':>7s}")
     for name in POSES:
         m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
         x = body.posed(m).astype(np.float64)
         mb = m[bones]
         minv, rot = np.linalg.inv(mb), np.ascontiguousarray(mb[:, :3, :3])
+        if args.candidate == "plane":
+            y = plane_contact(x, m, planes, 0.004, args.band)[body.mesh.weld]
+            r0, r1 = measure.measure(x), measure.measure(y)
+            flipped = int((np.einsum("ij,ij->i", face_normals(y, faces), face_normals(x, faces)) < 0).sum())
+            print(f"{name:10s} {r0['body_buried']:5d} -> {r1['body_buried']:4d} "
+                  f"{r0['body_self_crossings']:5d} -> {r1['body_self_crossings']:4d} "
+                  f"{100 * r0['body_volume_change']:+6.2f} -> {100 * r1['body_volume_change']:+6.2f} "
+                  f"{1e3 * np.linalg.norm(y - x, axis=1).max():11.1f} {flipped:7d}")
+            continue
         y = x
         for _ in range(3):
             disp = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3) - x
