@@ -332,6 +332,10 @@ def test_weld_across_seam_gives_continuous_tension():
     np.testing.assert_array_equal(welded.color[dup], whole.color[col])
     apart = tension_map(rest2, def2, split_quads, weld=False)
     assert np.abs(apart.ratio[col] - whole.ratio[col]).max() > 1e-3
+    # weld=False is Blender's reading of a really split mesh: each side keeps only its own edges
+    blender = ref_tension(rest2, def2, split_quads, weld=False)
+    np.testing.assert_allclose(apart.ratio, blender[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(apart.stretch, blender[:, 2], atol=1e-5)
     # an explicit weld map gives the same answer
     explicit = tension_map(rest2, def2, split_quads, weld=weld_map(rest2))
     np.testing.assert_array_equal(explicit.ratio, welded.ratio)
