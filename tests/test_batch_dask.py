@@ -66,6 +66,10 @@ def test_avatar_loaded_once_per_worker(cluster_client, tmp_path):
 
     per_worker = cluster_client.run(loaded, cat.catalog_id)
     assert all(v == [(cat.catalog_id, "mh", "game_engine")] for v in per_worker.values()), per_worker
+    # the run is over: its plugins are unregistered, so workers joining later do not load its bodies
+    left = cluster_client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.worker_plugins)
+                                           + list(dask_scheduler.plugins))
+    assert not [n for n in left if n.startswith("kisekae-")], left
     with Store(tmp_path / "s.sqlite", readonly=True) as s:
         # warm start: a task's whole time is within a few ms of its check (no avatar loading inside tasks)
         slack = [r["task_ms"] - r["time_ms"] for r in s.rows()]

@@ -125,3 +125,38 @@ def test_dask_workers_of_the_clients_own_cluster_exit(catalog, tmp_path):
     finally:
         if proc is not None:
             _cleanup(kids, proc.pid)
+
+
+def test_a_cluster_forgets_a_killed_clients_run(catalog, tmp_path):
+    """``--scheduler ADDRESS``: the cluster's workers are not the client's and stay, but nothing of the
+    killed client's run does: no task, no worker plugin that would make joining workers load its bodies."""
+    import distributed
+
+    def state(dask_scheduler):
+        return (len(dask_scheduler.tasks), sorted(dask_scheduler.worker_plugins), sorted(dask_scheduler.plugins),
+                sorted(dask_scheduler.workers))
+
+    store = tmp_path / "s.sqlite"
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=":0", silence_logs=40) as cluster, \
+            distributed.Client(cluster) as probe:
+        workers = probe.run_on_scheduler(state)[3]
+        argv = [sys.executable, "-m", "kisekae", "batch", str(catalog), "--store", str(store), "--scheduler",
+                cluster.scheduler_address, "--no-progress"]
+        kids, proc = (set(), None)
+        try:
+            kids, proc = _kill_client_mid_run(argv, store, want_children=0)
+            seen = None
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                seen = probe.run_on_scheduler(state)
+                if seen[0] == 0 and not [n for n in seen[1] + seen[2] if n.startswith("kisekae-")]:
+                    break
+                time.sleep(0.2)
+            tasks, worker_plugins, plugins, now = seen
+            assert tasks == 0, seen
+            assert not [n for n in worker_plugins + plugins if n.startswith("kisekae-")], seen
+            assert now == workers  # the cluster's own worker is still there
+        finally:
+            if proc is not None:
+                _cleanup(kids, proc.pid)

@@ -8,7 +8,8 @@ Executors (the client process alone writes the store):
 * ``dask``: a :class:`distributed.Client` (``--scheduler ADDRESS``, or one given by the caller).
   The catalogue reaches each worker once through a ``WorkerPlugin`` (also on workers that join
   or restart later); tasks carry only their keys. A task whose worker dies is rescheduled by
-  Dask on another worker.
+  Dask on another worker. The plugin is unregistered when the run ends, and a scheduler-side guard
+  unregisters it when the client dies without ending the run (the scheduler drops its tasks).
 * ``inline``: in the client process, one task at a time (debugging; the benchmark's baseline).
 
 At most ``window`` tasks are in flight, so a catalogue of millions of tasks never sits in memory
@@ -153,6 +154,32 @@ def _plugin_class():
     return CatalogPlugin
 
 
+def _guard_class():
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class RunGuard(SchedulerPlugin):
+        """Scheduler side of a run: when the run's client leaves the scheduler (closed, or killed
+        with SIGKILL), unregister the run's worker plugin and this guard, so that no worker, not even
+        one joining later, keeps installing a catalogue nobody runs any more. (The scheduler itself
+        drops a dead client's tasks.) Defined in a function, so that it travels to the scheduler by
+        value and the scheduler needs no kisekae installed."""
+
+        def __init__(self, client_id: str, worker_plugin: str):
+            self.client_id, self.worker_plugin = client_id, worker_plugin
+            self.name = f"{worker_plugin}-guard"
+
+        def remove_client(self, scheduler, client: str) -> None:
+            if client != self.client_id:
+                return
+            import asyncio
+
+            scheduler.plugins.pop(self.name, None)
+            if self.worker_plugin in scheduler.worker_plugins:
+                asyncio.ensure_future(scheduler.unregister_worker_plugin(None, self.worker_plugin))
+
+    return RunGuard
+
+
 class _Dask:
     name = "dask"
 
@@ -169,10 +196,11 @@ class _Dask:
                 raise KisekaeError(f"cannot reach the Dask scheduler ({exc})", address) from None
         self.client, self.specs, self.task_fn = client, specs, task_fn
         plugin = _plugin_class()(specs)
-        if hasattr(client, "register_plugin"):
-            client.register_plugin(plugin, name=plugin.name)
-        else:  # pragma: no cover - distributed < 2023.9
-            client.register_worker_plugin(plugin, name=plugin.name)
+        self.plugin = plugin.name
+        guard = _guard_class()(client.id, plugin.name)
+        self.guard = guard.name
+        client.register_plugin(guard, name=guard.name)  # first: a client killed from here on leaves nothing
+        client.register_plugin(plugin, name=plugin.name)
         self.workers = max(1, len(client.scheduler_info().get("workers", {})))
 
     def submit(self, key):
@@ -191,6 +219,13 @@ class _Dask:
         return fut.result()
 
     def close(self, cancel=False):
+        # The run is over: workers joining later need not install its catalogue.
+        for unregister, name in ((self.client.unregister_scheduler_plugin, self.guard),
+                                 (self.client.unregister_worker_plugin, self.plugin)):
+            try:
+                unregister(name)
+            except Exception:  # noqa: BLE001 - already gone (a scheduler restart); nothing left to undo
+                pass
         if self.own:
             self.client.close()
 
