@@ -24,6 +24,10 @@ def register(sub):
     p.add_argument("--pixels", action="store_true",
                    help="also count poke-through pixels (skin showing through garments) from 9 views at 720p and "
                         "2160p (offscreen OpenGL); adds poke_through_pixels to the records")
+    p.add_argument("--runtime", action="store_true",
+                   help="also run the per-frame path an engine runs (capsule field + skin-bound clearance, as the "
+                        "HLSL core) and report it with stage 'runtime'; with --bvh, pop_mm is the largest jump of the "
+                        "correction from the previous selected frame")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles) and body_volume_change")
@@ -31,6 +35,17 @@ def register(sub):
     add_force_arg(p, "an existing --json file")
     p.set_defaults(func=run)
     return p
+
+
+def _add_pop(record, avatar, pose, positions, previous):
+    """``pop_mm`` against the previous frame's correction of the same garment (clip frames only)."""
+    from ..fit.runtime import pop_mm
+
+    name = record["garment"]
+    correction = positions - avatar.part(name).posed(pose.skinning_matrices(avatar.skeleton))
+    if name in previous:
+        record["pop_mm"] = pop_mm(previous[name], correction)
+    previous[name] = correction
 
 
 def run(args) -> int:
@@ -42,6 +57,7 @@ def run(args) -> int:
     records = []
     fix = args.fix or args.layered
     params = push_params(args)
+    previous = {}
     for pose in poses:
         before = check_pose(avatar, pose, garments)
         if args.self_contact:
@@ -52,22 +68,36 @@ def run(args) -> int:
             from ..render.report import add_poke_pixels
 
             add_poke_pixels(avatar, pose, before)
-        if not fix:
+        stages = []
+        if fix:
+            from ..fit.fix import fix_pose
+
+            fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
+            stages.append(("after", {k: v.positions for k, v in fixed.items()},
+                           {k: v.metrics for k, v in fixed.items()}))
+        if args.runtime:
+            from ..fit.runtime import runtime_pose
+
+            corrected = runtime_pose(avatar, pose, garments, params)
+            stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
+        if not stages:
             records.extend(before)
             continue
-        from ..fit.fix import fix_pose
-
-        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
-        after = check_pose(avatar, pose, garments, posed_garments={k: v.positions for k, v in fixed.items()})
-        if args.pixels:
-            add_poke_pixels(avatar, pose, after, {k: v.positions for k, v in fixed.items()})
-        for b, a in zip(before, after):
-            b["stage"] = "before"
-            a["stage"] = "after"
-            a.update(fixed[a["garment"]].metrics)
-            if args.layered:
-                a["layered"] = True
-            records.extend([b, a])
+        for r in before:
+            r["stage"] = "before"
+        records.extend(before)
+        for stage, positions, metrics in stages:
+            after = check_pose(avatar, pose, garments, posed_garments=positions)
+            if args.pixels:
+                add_poke_pixels(avatar, pose, after, positions)
+            for a in after:
+                a["stage"] = stage
+                a.update(metrics[a["garment"]])
+                if stage == "after" and args.layered:
+                    a["layered"] = True
+                if stage == "runtime" and args.bvh:
+                    _add_pop(a, avatar, pose, positions[a["garment"]], previous)
+            records.extend(after)
     print(format_table(records))
     if args.pixels:
         from ..render.report import format_pixel_table

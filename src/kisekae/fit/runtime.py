@@ -1,0 +1,86 @@
+"""The per-frame garment correction that an engine runs, on a whole avatar, pose by pose.
+
+This is the path of the HLSL core's vertex stage (``KisekaeSkinPushOut``): the capsule field of the
+fitted rig, then the skin-bound clearance against the posed body, the total capped at maxPush
+(:func:`kisekae.fit.bound.push_out_runtime`). What is fitted or bound once per avatar (the capsule
+rig, each garment's binding to the rest skin) is cached on the avatar, like the body's BVH
+topology, so a clip of many frames pays for it once.
+
+``kisekae check --runtime`` reports its result with ``stage: "runtime"``; :func:`pop_mm` measures how
+far the correction jumps between consecutive frames, because popping is as visible as clipping.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..avatar.avatar import Avatar
+from .bound import bind_to_skin, push_out_runtime
+from .fitting import fit_capsules
+from .fix import params_for
+from .pushout import PushParams
+
+
+def avatar_capsule_rig(avatar: Avatar):
+    """The avatar's fitted capsule rig (medial method, as ``kisekae fit``), fitted once and cached."""
+    rig = getattr(avatar, "_kisekae_capsule_rig", None)
+    if rig is None:
+        body, sk = avatar.body, avatar.skeleton
+        rig = fit_capsules(body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest, sk.names,
+                           faces=body.mesh.faces)
+        avatar._kisekae_capsule_rig = rig
+    return rig
+
+
+def garment_binding(avatar: Avatar, name: str):
+    """The garment's :class:`~kisekae.fit.bound.SkinBinding` to the rest body, bound once and cached."""
+    cache = avatar.__dict__.setdefault("_kisekae_bindings", {})
+    if name not in cache:
+        cache[name] = bind_to_skin(avatar.part(name).mesh.vertices, avatar.body.mesh.vertices,
+                                   avatar.body.mesh.faces)
+    return cache[name]
+
+
+def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None) -> dict:
+    """Correct every garment of one pose with the per-frame path.
+
+    Parameters
+    ----------
+    avatar : Avatar
+    pose : Pose
+    garments : list of garment names
+    params : PushParams, dict name -> PushParams, or None for the defaults (skirt mode for skirts)
+
+    Returns
+    -------
+    dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m`` and ``time_ms``)
+    """
+    m = pose.skinning_matrices(avatar.skeleton)
+    rig = avatar_capsule_rig(avatar)
+    capsules = rig.posed(pose.world_matrices(avatar.skeleton))
+    body = avatar.body.posed(m)
+    out = {}
+    for name in garments:
+        p = params_for(name, params.get(name) if isinstance(params, dict) else params)
+        binding = garment_binding(avatar, name)
+        t0 = time.perf_counter()
+        new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, avatar.body.mesh.faces, p)
+        metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3}
+        out[name] = (new.astype(np.float32), metrics)
+    return out
+
+
+def pop_mm(previous_correction, correction) -> float:
+    """Largest change of the per-vertex correction between two consecutive frames, millimetres.
+
+    Parameters
+    ----------
+    previous_correction, correction : (N, 3) corrected minus skinned positions, metres
+    """
+    a = np.asarray(previous_correction, dtype=np.float64)
+    b = np.asarray(correction, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"corrections differ in shape: {a.shape} and {b.shape}")
+    return float(np.linalg.norm(b - a, axis=1).max(initial=0.0) * 1e3)

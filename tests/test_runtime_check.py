@@ -1,0 +1,62 @@
+"""``kisekae check --runtime``: the per-frame path measured like the fix, and its frame-to-frame pop."""
+
+import json
+
+import numpy as np
+
+from conftest import SHARED
+from kisekae.avatar import load_builtin_avatar
+from kisekae.avatar.poses import named_pose
+from kisekae.cli import main
+from kisekae.fit.bound import push_out_runtime
+from kisekae.fit.fix import params_for
+from kisekae.fit.runtime import avatar_capsule_rig, garment_binding, pop_mm, runtime_pose
+from kisekae.io.bvh import load_bvh
+from kisekae.qa.check import check_pose
+
+
+def test_runtime_pose_is_the_shader_path_on_the_fitted_rig():
+    av = load_builtin_avatar()
+    pose = named_pose(av.skeleton, "leg_raise")
+    got = runtime_pose(av, pose, ["skirt"])["skirt"]
+    m = pose.skinning_matrices(av.skeleton)
+    caps = avatar_capsule_rig(av).posed(pose.world_matrices(av.skeleton))
+    want, push = push_out_runtime(garment_binding(av, "skirt"), av.part("skirt").posed(m), caps, av.body.posed(m),
+                                  av.body.mesh.faces, params_for("skirt", None))
+    assert np.abs(got[0] - want).max() < 1e-6  # float32 storage of the same result
+    assert got[1]["max_push_m"] == push.max()
+    # it is not a no-op: it removes some of the leg_raise clipping of the skirt, not all of it
+    before = check_pose(av, pose, ["skirt"])[0]["inside_count"]
+    after = check_pose(av, pose, ["skirt"], posed_garments={"skirt": got[0]})[0]["inside_count"]
+    assert 0 < after < before
+
+
+def test_pop_mm_is_the_largest_change_of_the_correction():
+    a = np.zeros((4, 3))
+    b = np.zeros((4, 3))
+    b[2] = (0.003, 0.004, 0.0)
+    assert pop_mm(a, b) == 5.0
+    assert pop_mm(b, b) == 0.0
+
+
+def test_check_runtime_records_and_pop(tmp_path, capsys):
+    out_json = tmp_path / "r.json"
+    bvh = SHARED / "cmu_35_01_excerpt.bvh"
+    code = main(["check", "--runtime", "--bvh", str(bvh), "--frames", "0:2", "--garment", "skirt",
+                 "--json", str(out_json)])
+    capsys.readouterr()
+    assert code == 0
+    recs = json.loads(out_json.read_text())
+    assert [(r["pose"].split(":")[1], r["stage"]) for r in recs] == [("0", "before"), ("0", "runtime"),
+                                                                     ("1", "before"), ("1", "runtime")]
+    assert "pop_mm" not in recs[1] and "pop_mm" in recs[3]
+    # independent: the two frames' corrections computed here (clips use the cmu_mb rig by default)
+    av = load_builtin_avatar("cmu_mb")
+    corr = []
+    for pose in load_bvh(bvh, av.skeleton, "0:2").poses:
+        fixed = runtime_pose(av, pose, ["skirt"])["skirt"][0]
+        corr.append(fixed.astype(np.float64) - av.part("skirt").posed(pose.skinning_matrices(av.skeleton)))
+    want = np.linalg.norm(corr[1] - corr[0], axis=1).max() * 1e3
+    assert abs(recs[3]["pop_mm"] - want) < 1e-3
+    for r in recs:
+        assert {"flipped_faces", "strain_p99", "self_crossings"} <= set(r)
