@@ -70,6 +70,10 @@ def test_medial_fit_covers_torso_and_stays_inside(avatar):
     old = {r["bone"]: r for r in fit_report(fit_capsules(*args[:4], sk.names), *args)}
     rig = fit_capsules(*args, sk.names, faces=body.mesh.faces)
     assert len(rig) <= 2 * sk.n_bones
+    # the engine glue's constant arrays hold the whole fitted rig (95 capsules; they held 64 before)
+    from kisekae.shaders.limits import MAX_CAPSULES, check_capsule_count
+
+    assert check_capsule_count(len(rig)) == len(rig) <= MAX_CAPSULES
     q = BodyQuery(body_topology(avatar), body.mesh.vertices)
     rep = {r["bone"]: r for r in fit_report(rig, *args, body_query=q)}
     # measured: pelvis 20 mm, spine_01 13, spine_02 10, spine_03 34 (quantile method: 79, 77, 63, 64)

@@ -6,6 +6,7 @@ import pytest
 from kisekae.errors import KisekaeError
 from kisekae.shaders import conformance as C
 from kisekae.shaders import execute as X
+from kisekae.shaders.limits import MAX_CAPSULES
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,7 @@ def test_gpu_inputs_are_validated():
     with pytest.raises(KisekaeError, match="source"):
         X.CoreRunner("vertex-colours")
     with pytest.raises(KisekaeError, match="constant arrays"):
-        X.gpu_capsule_field(np.zeros((2, 3)), np.repeat(caps, 20, axis=0))
+        X.gpu_capsule_field(np.zeros((2, 3)), np.resize(caps, (MAX_CAPSULES + 1, 8)))
 
 
 def test_vertex_texture_layout():
@@ -137,3 +138,22 @@ def test_new_gpu_inputs_are_validated():
         X.gpu_tight_look(nrm, np.ones(4), np.ones(4), np.zeros(4), tightness=np.full(4, 1.5))
     with pytest.raises(KisekaeError, match="mode"):
         X.runner("constants", "tension").run("pushout", 1)
+
+
+def test_constant_arrays_hold_a_95_capsule_rig():
+    """Every capsule of a rig as big as the built-in avatar's fitted one (95) reaches the shader through the
+    constant arrays: a point next to capsule i finds capsule i, at the reference distance (the arrays held 64)."""
+    from kisekae.fit import sdf
+
+    n = 95
+    x = 0.1 * np.arange(n)
+    caps = np.zeros((n, 8))
+    caps[:, 0], caps[:, 3] = x, 0.02
+    caps[:, 4], caps[:, 5], caps[:, 7] = x, 0.05, 0.02
+    pts = np.stack([x, np.full(n, 0.025), np.full(n, 0.025)], axis=1)
+    d, _, nearest = X.gpu_capsule_field(pts, caps)
+    ref = sdf.capsule_distance(pts, caps[:, 0:3], caps[:, 4:7], caps[:, 3], caps[:, 7])[0].min(axis=1)
+    assert np.array_equal(nearest, np.arange(n))
+    assert np.abs(d - ref).max() < 1e-6 and np.allclose(ref, 0.005, atol=1e-9)
+    with pytest.raises(KisekaeError, match=f"has {MAX_CAPSULES + 1} capsules.*hold {MAX_CAPSULES}"):
+        X.gpu_capsule_field(pts[:2], np.concatenate([caps, caps])[: MAX_CAPSULES + 1])

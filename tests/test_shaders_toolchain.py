@@ -67,9 +67,12 @@ def test_renderer_garment_program_runs_the_core():
     ctx = gl_context()
     prog_src = program_glsl("garment")
     prog = ctx.program(vertex_shader=prog_src.vertex_shader, varyings=["_entryPointOutput_world", "_entryPointOutput_push"])
-    block = np.zeros((64 * 2 + 32 + 1, 4), np.float32)
+    from kisekae.shaders.limits import MAX_CAPSULES, MAX_HITS, constant_vectors
+
+    block = np.zeros((constant_vectors(), 4), np.float32)
+    assert len(block) == 2 * MAX_CAPSULES + MAX_HITS + 1
     block[: len(caps)] = caps[:, :4]
-    block[64 : 64 + len(caps)] = caps[:, 4:]
+    block[MAX_CAPSULES : MAX_CAPSULES + len(caps)] = caps[:, 4:]
     block[-1, 0] = len(caps)
     ubo = ctx.buffer(block.tobytes())
     ubo.bind_to_uniform_block(prog_src.bindings["_Global"][1])
@@ -205,3 +208,51 @@ def test_o3de_srg_defines_every_data_macro():
                   "KISEKAE_LOAD_BODY_POSITION", "KISEKAE_LOAD_BODY_NORMAL", "KISEKAE_LOAD_WOUND_POSITION",
                   "KISEKAE_LOAD_WOUND_NORMAL"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
+
+
+def _cs_const(text, name):
+    import re
+
+    found = re.findall(rf"public const int {name} = (\d+);", text)
+    assert len(found) == 1, name
+    return int(found[0])
+
+
+def test_engine_glue_sizes_equal_the_core_and_hold_the_fitted_rig(tmp_path):
+    """Unity's C# arrays, O3DE's SRG arrays and the HLSL constant arrays have one size, big enough for the
+    built-in avatar's fitted rig (95 capsules; the glue held 64 and silently dropped the rest)."""
+    from kisekae.shaders.limits import MAX_CAPSULES, MAX_HITS, hlsl_default
+
+    cs = (HLSL_DIR.parent / "unity" / "Runtime" / "KisekaeCapsuleRig.cs").read_text()
+    srg = HLSL_DIR.parent / "o3de" / "KisekaeSrg.azsli"
+    assert _cs_const(cs, "MaxCapsules") == MAX_CAPSULES == hlsl_default("KISEKAE_MAX_CAPSULES", srg) >= 95
+    assert _cs_const(cs, "MaxHits") == MAX_HITS == hlsl_default("KISEKAE_MAX_HITS", srg)
+    # the component refuses a bigger rig instead of truncating it
+    assert "Mathf.Min(capsules.Length" not in cs
+    assert "capsules.Length > MaxCapsules" in cs and "Debug.LogError(problem" in cs and "enabled = false" in cs
+    # the size is the one the HLSL declares when compiled, in the Unity include layout
+    unity = HLSL_DIR.parent / "unity" / "Shaders"
+    shutil.copy(unity / "KisekaeCore.hlsl", tmp_path / "KisekaeCore.hlsl")
+    shutil.copytree(HLSL_DIR, tmp_path / "hlsl")
+    (tmp_path / "probe.hlsl").write_text(
+        '#include "KisekaeCore.hlsl"\n'
+        "float4 main(float3 p : POSITION) : SV_Position {\n"
+        "    float3 g; uint k; float d = KisekaeCapsuleField(p, 0.0, g, k); return float4(p + d * g, 1.0); }\n"
+    )
+    c = compile_hlsl(tmp_path / "probe.hlsl", "vert", use_cache=False, core_dir=tmp_path / "hlsl", glsl_version=300,
+                     es=True)
+    assert f"_KisekaeCapsuleA[{MAX_CAPSULES}]" in c.glsl and f"_KisekaeHits[{MAX_HITS}]" in c.glsl
+
+
+def test_hlsl_default_parsing_names_the_file(tmp_path):
+    from kisekae.shaders.limits import check_capsule_count, constant_vectors, hlsl_default
+
+    f = tmp_path / "x.hlsl"
+    f.write_text("#ifndef KISEKAE_MAX_CAPSULES\n#define KISEKAE_MAX_CAPSULES 7\n#endif\n")
+    assert hlsl_default("KISEKAE_MAX_CAPSULES", f) == 7
+    with pytest.raises(KisekaeError, match="x.hlsl.*KISEKAE_MAX_HITS"):
+        hlsl_default("KISEKAE_MAX_HITS", f)
+    assert constant_vectors(128, 32) == 289
+    assert check_capsule_count(128, 128) == 128
+    with pytest.raises(KisekaeError, match="my_rig.json: the rig has 129 capsules.*hold 128"):
+        check_capsule_count(129, 128, "my_rig.json")

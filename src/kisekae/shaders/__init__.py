@@ -22,7 +22,7 @@ The renderer never carries GLSL of its own for these effects; it asks for the cr
 with glslang's HLSL front end, validates the SPIR-V with spirv-val and turns it into GLSL 4.1 with
 spirv-cross, cached by the SHA-256 of every HLSL file, so an edited core is what runs. Uniform
 blocks: see ``ProgramGLSL.bindings``; the garment program reads the capsule rig from the block
-``_Global`` (``_KisekaeCapsuleA/B[64]``, ``_KisekaeCapsuleCount``) and its parameters from
+``_Global`` (``_KisekaeCapsuleA/B[128]``, ``_KisekaeCapsuleCount``) and its parameters from
 ``KisekaeGarment``. :func:`compile_hlsl` compiles any other HLSL that includes the core.
 
 The ``gpu_*`` functions of :mod:`kisekae.shaders.execute` run single core functions over arrays;

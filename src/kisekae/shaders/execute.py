@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import KisekaeError
 from ..validate import as_points
 from . import toolchain
+from .limits import MAX_CAPSULES, MAX_HITS, check_capsule_count
 
 SOURCES = {"constants": 0, "texture": 1, "structured": 2}
 
@@ -132,13 +133,14 @@ class CoreRunner:
         A copy of the HLSL core to run instead of the packaged one (used to check that tests detect
         changed constants).
     max_capsules, max_hits : int
-        Array sizes of the constant-array source (``KISEKAE_MAX_CAPSULES``, ``KISEKAE_MAX_HITS``).
+        Array sizes of the constant-array source (``KISEKAE_MAX_CAPSULES``, ``KISEKAE_MAX_HITS``); default
+        the sizes the HLSL declares (:mod:`kisekae.shaders.limits`). A rig with more capsules is refused.
     mode : str, optional
         Compile only this harness mode (``KISEKAE_HARNESS_MODE``): a much smaller program, which
         llvmpipe JIT-compiles several times faster than the kernel with every mode. None = all modes.
     """
 
-    def __init__(self, source: str = "constants", *, core_dir=None, max_capsules: int = 64, max_hits: int = 32,
+    def __init__(self, source: str = "constants", *, core_dir=None, max_capsules: int = MAX_CAPSULES, max_hits: int = MAX_HITS,
                  mode: str | None = None):
         if source not in SOURCES:
             raise KisekaeError(f"must be one of {sorted(SOURCES)}, got {source!r}", "source")
@@ -175,12 +177,10 @@ class CoreRunner:
         ncap, nhit = len(capsules), len(hits)
         counts = np.array([ncap, nhit], np.float32)
         if self.source == "constants":
-            if ncap > self.max_capsules or nhit > self.max_hits:
-                raise KisekaeError(
-                    f"at most {self.max_capsules} capsules and {self.max_hits} hits fit the constant arrays, "
-                    f"got {ncap} and {nhit}",
-                    "capsules",
-                )
+            check_capsule_count(ncap, self.max_capsules)
+            if nhit > self.max_hits:
+                raise KisekaeError(f"at most {self.max_hits} hits fit the constant arrays (KISEKAE_MAX_HITS), "
+                                   f"got {nhit}", "hits")
             block = np.zeros((2 * self.max_capsules + self.max_hits + 1, 4), np.float32)
             block[:ncap] = capsules[:, :4]
             block[self.max_capsules : self.max_capsules + ncap] = capsules[:, 4:]
