@@ -60,3 +60,20 @@ def test_check_runtime_records_and_pop(tmp_path, capsys):
     assert abs(recs[3]["pop_mm"] - want) < 1e-3
     for r in recs:
         assert {"flipped_faces", "strain_p99", "self_crossings"} <= set(r)
+
+
+def test_culling_covered_skin_removes_its_poke_through_pixels():
+    from kisekae.render.report import add_poke_pixels
+
+    av = load_builtin_avatar()
+    pose = named_pose(av.skeleton, "crouch")
+    nf = len(av.body.mesh.faces)
+    kw = dict(views=("knees", "hips"), sizes=((320, 240),))
+    recs = [{"garment": "tights"}]
+    add_poke_pixels(av, pose, recs, **kw)
+    add_poke_pixels(av, pose, recs, cull={"tights": np.zeros(nf, bool)}, key="none_culled_pixels", **kw)
+    add_poke_pixels(av, pose, recs, cull={"tights": np.ones(nf, bool)}, key="all_culled_pixels", **kw)
+    assert recs[0]["poke_through_pixels"] > 0
+    assert recs[0]["none_culled_pixels"] == recs[0]["poke_through_pixels"]
+    assert recs[0]["all_culled_pixels"] == 0
+    assert set(recs[0]["poke_through"]) == set(recs[0]["all_culled"]) == {"320x240"}

@@ -26,7 +26,8 @@ def register(sub):
                         "2160p (offscreen OpenGL); adds poke_through_pixels to the records")
     p.add_argument("--runtime", action="store_true",
                    help="also run the per-frame path an engine runs (capsule field + skin-bound clearance, as the "
-                        "HLSL core) and report it with stage 'runtime'; with --bvh, pop_mm is the largest jump of the "
+                        "HLSL core) and report it with stage 'runtime'; with --pixels also poke_through_pixels_culled, with the "
+                        "skin covered in the verification poses culled as the engine does; with --bvh, pop_mm is the largest jump of the "
                         "correction from the previous selected frame")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
@@ -90,6 +91,11 @@ def run(args) -> int:
             after = check_pose(avatar, pose, garments, posed_garments=positions)
             if args.pixels:
                 add_poke_pixels(avatar, pose, after, positions)
+                if stage == "runtime":
+                    from ..fit.runtime import covered_skin_triangles
+
+                    cull = {g: covered_skin_triangles(avatar, g) for g in garments}
+                    add_poke_pixels(avatar, pose, after, positions, cull=cull, key="poke_through_pixels_culled")
             for a in after:
                 a["stage"] = stage
                 a.update(metrics[a["garment"]])

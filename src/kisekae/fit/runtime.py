@@ -43,6 +43,23 @@ def garment_binding(avatar: Avatar, name: str):
     return cache[name]
 
 
+def covered_skin_triangles(avatar: Avatar, name: str) -> np.ndarray:
+    """(F,) bool body triangles hidden under garment ``name`` in the seed's verification poses.
+
+    The covered-skin mask that an engine culls at run time (phase 2 of the seed note), baked once per
+    (avatar, garment) over stand, leg_raise and crouch with the skinned garment (see
+    :func:`kisekae.fit.covered.avatar_covered`) and cached on the avatar.
+    """
+    from ..avatar.poses import VERIFICATION_POSES, named_pose
+    from .covered import avatar_covered
+
+    cache = avatar.__dict__.setdefault("_kisekae_covered", {})
+    if name not in cache:
+        poses = [named_pose(avatar.skeleton, p) for p in VERIFICATION_POSES]
+        cache[name] = avatar_covered(avatar, poses, [name])[1]
+    return cache[name]
+
+
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None) -> dict:
     """Correct every garment of one pose with the per-frame path.
 

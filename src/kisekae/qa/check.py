@@ -105,7 +105,7 @@ def format_table(records, columns=None) -> str:
                                       "max_depth_m", "p95_depth_m", "edge_crossings", "flipped_faces", "folded_pairs",
                                       "strain_p99", "strain_max", "self_crossings", "max_push_m",
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
-                                      "poke_through_pixels", "pop_mm", "body_buried", "body_self_crossings",
+                                      "poke_through_pixels", "poke_through_pixels_culled", "pop_mm", "body_buried", "body_self_crossings",
                                       "body_volume_change", "time_ms")
                           if any(c in r for r in records)]
     heads = {"inside_fraction": "inside %", "max_depth_m": "max depth mm", "p95_depth_m": "p95 depth mm",
@@ -115,7 +115,7 @@ def format_table(records, columns=None) -> str:
              "layer_crossings": "layer crossings", "body_buried": "body buried",
              "body_self_crossings": "body crossings", "body_volume_change": "body vol %",
              "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
-             "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm"}
+             "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled"}
 
     def cell(c, v):
         if v is None or v == "":

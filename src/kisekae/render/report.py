@@ -450,7 +450,7 @@ def section_animation(ctx) -> str:
 
 
 def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes=("720p", "2160p"),
-                    renderer=None) -> list:
+                    renderer=None, cull=None, key="poke_through_pixels") -> list:
     """Add poke-through pixel counts to check records of one pose (``kisekae check --pixels``).
 
     Parameters
@@ -459,29 +459,46 @@ def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes
     pose : kisekae.avatar.Pose
     records : list of dict
         Records with a ``garment`` key (e.g. from :func:`kisekae.qa.check.check_pose`); updated in place with
-        ``poke_through_pixels`` (sum over views and resolutions) and ``poke_through`` (``{resolution:
-        {view: pixels}}``).
+        ``key`` (sum over views and resolutions) and ``key`` without ``_pixels`` (``{resolution: {view:
+        pixels}}``).
     positions : dict[str, (N,3)], optional
         Garment positions to use instead of skinning (e.g. the fixed garments).
     views, sizes : sequences
         Views (:data:`~kisekae.render.camera.VIEWS`) and resolutions.
+    cull : dict[str, (F,) bool], optional
+        Per garment, body triangles to leave out (the covered skin that the engine culls under it).
+    key : str
+        Record field for the total, default ``"poke_through_pixels"``.
 
     Returns
     -------
     list of dict
         The per-view records of :func:`~kisekae.render.poke.poke_through_report`.
     """
+    from dataclasses import replace
+
     names = list(dict.fromkeys(r["garment"] for r in records))
     body, gs = avatar_items(avatar, pose, garments=names, positions=positions)
-    recs = poke_through_report(body, gs, views=views, sizes=sizes, landmarks=avatar_landmarks(avatar, pose),
-                               renderer=renderer or default_renderer())
+    kw = dict(views=views, sizes=sizes, landmarks=avatar_landmarks(avatar, pose), renderer=renderer or default_renderer())
+    if cull is None:
+        recs = poke_through_report(body, gs, **kw)
+    else:
+        recs = []
+        for name in names:
+            keep = ~np.asarray(cull[name], dtype=bool)
+            if keep.any():
+                recs += poke_through_report(replace(body, faces=body.faces[keep]), {name: gs[name]}, **kw)
+            else:  # no skin left to show through
+                recs += [{"garment": name, "view": v, "resolution": z if isinstance(z, str) else f"{z[0]}x{z[1]}",
+                          "poke_through_pixels": 0} for z in sizes for v in views]
+    per_key = key[: -len("_pixels")] if key.endswith("_pixels") else key + "_views"
     for rec in records:
         mine = [x for x in recs if x["garment"] == rec["garment"]]
-        rec["poke_through_pixels"] = int(sum(x["poke_through_pixels"] for x in mine))
+        rec[key] = int(sum(x["poke_through_pixels"] for x in mine))
         per = {}
         for x in mine:
             per.setdefault(x["resolution"], {})[x["view"]] = x["poke_through_pixels"]
-        rec["poke_through"] = per
+        rec[per_key] = per
     return recs
 
 
