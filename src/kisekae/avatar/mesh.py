@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numba
 import numpy as np
 from scipy import sparse
 
@@ -58,6 +59,59 @@ def vertex_normals(vertices: np.ndarray, faces: np.ndarray, weld: np.ndarray | N
         acc = acc[np.asarray(weld)]
     ln = np.linalg.norm(acc, axis=1, keepdims=True)
     return np.divide(acc, ln, out=np.zeros_like(acc), where=ln > 0).astype(np.float32)
+
+
+@numba.njit(cache=True)
+def _vertex_normals_kernel(v, f, acc, out):
+    acc[:] = 0.0
+    for i in range(f.shape[0]):
+        a, b, c = f[i, 0], f[i, 1], f[i, 2]
+        e1x, e1y, e1z = v[b, 0] - v[a, 0], v[b, 1] - v[a, 1], v[b, 2] - v[a, 2]
+        e2x, e2y, e2z = v[c, 0] - v[a, 0], v[c, 1] - v[a, 1], v[c, 2] - v[a, 2]
+        nx = e1y * e2z - e1z * e2y
+        ny = e1z * e2x - e1x * e2z
+        nz = e1x * e2y - e1y * e2x
+        for k in (a, b, c):
+            acc[k, 0] += nx
+            acc[k, 1] += ny
+            acc[k, 2] += nz
+    for k in range(acc.shape[0]):
+        ln = np.sqrt(acc[k, 0] * acc[k, 0] + acc[k, 1] * acc[k, 1] + acc[k, 2] * acc[k, 2])
+        s = 1.0 / ln if ln > 0.0 else 0.0
+        out[k, 0] = acc[k, 0] * s
+        out[k, 1] = acc[k, 1] * s
+        out[k, 2] = acc[k, 2] * s
+
+
+def vertex_normals_numba(vertices: np.ndarray, faces: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Numba twin of :func:`vertex_normals` without a weld map, for per-frame use.
+
+    Parameters
+    ----------
+    vertices : (N, 3) positions, metres (float64 avoids a copy)
+    faces : (F, 3) int32 triangles, indices below N (checked)
+    out : (N, 3) float32 C-contiguous array to write into, optional
+
+    Returns
+    -------
+    (N, 3) float32 area-weighted unit normals (``(0, 0, 0)`` for vertices on no face); the same
+    float64 sums in the same face order as :func:`vertex_normals`, so the same float32 values.
+    """
+    v = vertices if (type(vertices) is np.ndarray and vertices.dtype == np.float64 and vertices.flags.c_contiguous
+                     and vertices.ndim == 2 and vertices.shape[1] == 3) else as_points(vertices, "vertices")
+    if not np.isfinite(v).all():
+        raise KisekaeError("non-finite value (NaN or inf)", "vertices")
+    f = faces if (type(faces) is np.ndarray and faces.dtype == np.int32 and faces.flags.c_contiguous
+                  and faces.ndim == 2 and faces.shape[1] == 3) else as_faces(faces, len(v), "faces")
+    if f.size and (f.min() < 0 or f.max() >= len(v)):
+        raise KisekaeError(f"vertex index out of range 0..{len(v) - 1}", "faces")
+    if out is None:
+        out = np.empty((len(v), 3), np.float32)
+    elif not (type(out) is np.ndarray and out.dtype == np.float32 and out.flags.c_contiguous
+              and out.flags.writeable and out.shape == (len(v), 3)):
+        raise KisekaeError(f"must be a writeable C-contiguous float32 array of shape ({len(v)}, 3)", "out")
+    _vertex_normals_kernel(v, f, np.empty((len(v), 3)), out)
+    return out
 
 
 def weld_by_position(vertices: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..avatar.mesh import vertex_normals
@@ -28,7 +29,7 @@ from ..qa.bvh import build_bvh, refit
 from ..qa.distance import surface_distance
 from ..validate import as_faces, as_points
 from .exact import closest_points_on_triangles
-from .pushout import PushParams, bias_direction, cap_displacement, push_amount
+from .pushout import UP, PushParams, _block_push, bias_direction, cap_displacement, push_amount, resolve_mask
 
 
 @dataclass
@@ -169,3 +170,127 @@ def push_out_runtime(binding: SkinBinding, points, capsules, body_posed, body_fa
     new, _, _ = push_out_bound(binding, after_caps, body_posed, body_faces, params, tightness, softness, up)
     cap_displacement(new, p, params.max_push)
     return new, np.linalg.norm(new - p, axis=1)
+
+
+#: Vertices per block of the Numba kernel (gathered, then the push law runs over the block).
+BLOCK = 64
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _bound_kernel(points, corners, bary, body, body_normals, tight, soft, prm, start, cap, out, s_out):
+    margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    n = points.shape[0]
+    dd = np.empty(BLOCK)
+    gx = np.empty(BLOCK)
+    gy = np.empty(BLOCK)
+    gz = np.empty(BLOCK)
+    ct = np.empty(BLOCK)
+    cs = np.empty(BLOCK)
+    amt = np.empty(BLOCK)
+    for s0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - s0)
+        for i in range(m):
+            v = s0 + i
+            bx = 0.0
+            by = 0.0
+            bz = 0.0
+            nx = 0.0
+            ny = 0.0
+            nz = 0.0
+            for k in range(3):
+                c = corners[v, k]
+                w = np.float64(bary[v, k])
+                bx += w * body[c, 0]
+                by += w * body[c, 1]
+                bz += w * body[c, 2]
+                nx += w * np.float64(body_normals[c, 0])
+                ny += w * np.float64(body_normals[c, 1])
+                nz += w * np.float64(body_normals[c, 2])
+            nl = np.sqrt(nx * nx + ny * ny + nz * nz)
+            nl = nl if nl > 1e-12 else 1e-12
+            nx /= nl
+            ny /= nl
+            nz /= nl
+            dd[i] = (points[v, 0] - bx) * nx + (points[v, 1] - by) * ny + (points[v, 2] - bz) * nz
+            gx[i] = nx
+            gy[i] = ny
+            gz[i] = nz
+            ct[i] = tight[v]
+            cs[i] = soft[v]
+        _block_push(dd, gx, gy, gz, ct, cs, m, margin, stiffness, max_push, skirt_bias, upx, upy, upz, True, amt)
+        for i in range(m):
+            v = s0 + i
+            ox = points[v, 0] + amt[i] * gx[i]
+            oy = points[v, 1] + amt[i] * gy[i]
+            oz = points[v, 2] + amt[i] * gz[i]
+            if cap:
+                dx, dy, dz = ox - start[v, 0], oy - start[v, 1], oz - start[v, 2]
+                ln = np.sqrt(dx * dx + dy * dy + dz * dz)
+                if ln > max_push:
+                    f = max_push / ln
+                    ox, oy, oz = start[v, 0] + dx * f, start[v, 1] + dy * f, start[v, 2] + dz * f
+            out[v, 0] = ox
+            out[v, 1] = oy
+            out[v, 2] = oz
+            s_out[v] = dd[i]
+
+
+def _f64(x, shape, name):
+    ok = type(x) is np.ndarray and x.dtype == np.float64 and x.flags.c_contiguous and x.shape == shape
+    arr = x if ok else as_points(x, name)
+    if arr.shape != shape:
+        raise KisekaeError(f"expected shape {shape}, got {arr.shape}", name)
+    return arr
+
+
+def push_out_bound_numba(binding: SkinBinding, points, body_posed, body_normals, params: PushParams | None = None,
+                         tightness=None, softness=None, up=UP, start=None, out=None):
+    """Skin-bound push-out, Numba, one core: :func:`push_out_bound` for per-frame use.
+
+    Unlike :func:`push_out_bound` it takes the posed body normals (one
+    :func:`kisekae.avatar.mesh.vertex_normals_numba` per frame serves every garment) and, with
+    ``start``, also applies the maxPush cap of :func:`push_out_runtime` (``|new - start| <= max_push``).
+
+    Parameters
+    ----------
+    binding : SkinBinding from :func:`bind_to_skin`
+    points : (N, 3) garment vertices, metres (after the capsule push in the runtime path)
+    body_posed : (Nb, 3) posed body vertices, metres
+    body_normals : (Nb, 3) posed body vertex normals (unit, outward), e.g. float32 from ``vertex_normals_numba``
+    params : PushParams, optional
+    tightness, softness : None, float or (N,), 0..1 (default: the params' values)
+    up : (3,) world up, for the skirt bias
+    start : (N, 3), optional; the skinned positions the cap is measured from (no cap when None)
+    out : (N, 3) float64 C-contiguous array to write into, optional
+
+    Returns
+    -------
+    new_points : (N, 3) float64
+    clearance : (N,) float64 signed clearance before the push, metres
+    """
+    params = params or PushParams()
+    n = len(binding.corners)
+    p = _f64(points, (n, 3), "garment vertices")
+    vb = body_posed if (type(body_posed) is np.ndarray and body_posed.dtype == np.float64
+                        and body_posed.flags.c_contiguous) else as_points(body_posed, "body vertices")
+    nb = np.ascontiguousarray(body_normals)
+    if vb.ndim != 2 or vb.shape[1] != 3 or nb.shape != vb.shape or nb.dtype not in (np.float32, np.float64):
+        raise KisekaeError(f"body vertices {vb.shape} and normals {nb.shape} {nb.dtype} must both be (Nb, 3) floats",
+                           "body normals")
+    if n and int(binding.corners.max()) >= len(vb):
+        raise KisekaeError(f"binding refers to body vertex {int(binding.corners.max())}, the body has {len(vb)}",
+                           "body vertices")
+    t = resolve_mask(tightness, n, "tightness", default=params.tightness)
+    s = resolve_mask(softness, n, "softness", default=params.softness)
+    up = np.asarray(up, dtype=np.float64).reshape(3)
+    prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, up[0], up[1], up[2]])
+    st = p if start is None else _f64(start, (n, 3), "start")
+    if out is None:
+        out = np.empty((n, 3))
+    elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+              and out.flags.writeable and out.shape == (n, 3)):
+        raise KisekaeError(f"must be a writeable C-contiguous float64 array of shape ({n}, 3)", "out")
+    clearance = np.empty(n)
+    if n:
+        _bound_kernel(p, binding.corners, binding.bary, vb, nb, t, s, prm, st, start is not None, out, clearance)
+    return out, clearance
