@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""One frame of the per-frame path on one core: 50,000 garment vertices on the built-in body.
+
+The garment is the built-in tights and skirt, each triangle split into four (midpoint subdivision,
+skin weights averaged at the new vertices, top 4 kept) until there are at least 50,000 vertices, cut to
+the first 50,000 (faces whose corners all survive). Per frame, in the order an engine runs them, all in
+Numba on one core except the tiny rig posing:
+
+1. skin the body (13,380 vertices) and the garment (:func:`kisekae.avatar.skinning.lbs`);
+2. pose the fitted capsule rig (95 capsules, NumPy);
+3. capsule push-out (:meth:`kisekae.fit.pushout.CapsulePushPlan.run`, positions only);
+4. posed body normals (:func:`kisekae.avatar.mesh.vertex_normals_numba`), then the skin-bound clearance
+   with the maxPush cap (:func:`kisekae.fit.bound.push_out_bound_numba`);
+5. garment normals (:func:`kisekae.avatar.mesh.vertex_normals_numba`).
+
+The body contact stage of issue 16 is not on main yet and is not measured. In the same run: plain Numba
+skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
+(:func:`kisekae.fit.bound.push_out_runtime`: grid-culled Numba capsules, then the NumPy skin-bound
+clearance and cap), and NumPy garment normals; the frame's positions are compared with
+``push_out_runtime``'s. Each row is best-of-N wall and CPU time (:func:`_timing.measure`); on a busy
+machine wall time grows while CPU time does not, so both are printed. The CPU's SIMD width
+(``/proc/cpuinfo`` flags), the target Numba compiles for (LLVM host CPU name and features) and the vector
+registers in the compiled push-out and skinning kernels are printed first, because AVX2 and AVX-512
+machines differ by up to 3x.
+
+Run: ``.venv/bin/python benchmarks/bench_frame.py [--vertices 50000] [--poses stand,crouch]``.
+``NUMBA_NUM_THREADS=1`` is set unless given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import re  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import measure, table  # noqa: E402
+
+from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
+from kisekae.avatar.mesh import vertex_normals, vertex_normals_numba  # noqa: E402
+from kisekae.avatar.poses import named_pose  # noqa: E402
+from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
+from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runtime  # noqa: E402
+from kisekae.fit.fitting import fit_capsules  # noqa: E402
+from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
+
+GARMENTS = ("tights", "skirt")
+
+
+# ------------------------------------------------------------------------------------ machine
+def simd_report() -> list:
+    """Lines on the CPU's vector width and on what Numba compiles for."""
+    import llvmlite.binding as ll
+    import numba
+
+    flags = set()
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+            elif line.startswith("model name") and model == "?":
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    width = "AVX-512 (512-bit)" if "avx512f" in flags else "AVX2 (256-bit)" if "avx2" in flags else \
+        "SSE/AVX (128/256-bit, no AVX2)" if flags else "unknown (no /proc/cpuinfo)"
+    feats = ll.get_host_cpu_features()
+    on = sorted(k for k, v in feats.items() if v and re.match(r"avx|fma|sse4", k))
+    name = numba.config.CPU_NAME or ll.get_host_cpu_name()
+    lines = [f"CPU: {model}; widest SIMD in /proc/cpuinfo flags: {width}",
+             f"Numba {numba.__version__} targets CPU {name!r}"
+             f"{' (NUMBA_CPU_NAME)' if numba.config.CPU_NAME else ' (host)'}; "
+             f"LLVM host features on: {' '.join(on) or 'none'}"]
+    return lines
+
+
+def kernel_registers() -> str:
+    """Vector registers in the machine code of the push-out and skinning kernels (zmm 512, ymm 256, xmm 128 bit).
+
+    Kernels loaded from Numba's on-disk cache cannot show their assembly, so each is compiled again here,
+    uncached, with its own options and the signatures it was called with (this takes a few seconds).
+    """
+    import numba
+
+    from kisekae.avatar import skinning
+    from kisekae.fit import pushout
+
+    parts = []
+    for label, fn in (("push-out", pushout._plan_kernel), ("skinning", skinning._lbs_kernel)):
+        opts = {k: v for k, v in fn.targetoptions.items() if k not in ("cache", "nopython")}
+        fresh = numba.njit(**opts)(fn.py_func)
+        for sig in fn.signatures:
+            fresh.compile(sig)
+        asm = "".join(fresh.inspect_asm().values())
+        uses = {r: len(re.findall(rf"%{r}\d+", asm)) for r in ("zmm", "ymm", "xmm")}
+        parts.append(f"{label} kernel: " + ", ".join(f"{v} {r}" for r, v in uses.items()))
+    return "; ".join(parts) + " operands (xmm also carries scalar floating point)"
+
+
+# ------------------------------------------------------------------------------------ garment
+def subdivide(vertices, faces, weights):
+    """Split each triangle into four at its edge midpoints.
+
+    Parameters
+    ----------
+    vertices : (N, 3) metres
+    faces : (F, 3) int
+    weights : (N, B) dense skin weights
+
+    Returns
+    -------
+    vertices (N + E, 3), faces (4F, 3), weights (N + E, B): new vertices after the old ones, at the
+    midpoint of each unique edge, with the mean of its two ends' weights.
+    """
+    f = np.asarray(faces, dtype=np.int64)
+    e = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+    uniq, inv = np.unique(e, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    n = len(vertices)
+    mid = n + inv.reshape(3, -1).T  # (F, 3): midpoints of edges 01, 12, 20
+    v = np.concatenate([vertices, 0.5 * (vertices[uniq[:, 0]] + vertices[uniq[:, 1]])])
+    w = np.concatenate([weights, 0.5 * (weights[uniq[:, 0]] + weights[uniq[:, 1]])])
+    a, b, c = f[:, 0], f[:, 1], f[:, 2]
+    m01, m12, m20 = mid[:, 0], mid[:, 1], mid[:, 2]
+    new = np.concatenate([np.stack([a, m01, m20], 1), np.stack([m01, b, m12], 1), np.stack([m20, m12, c], 1),
+                          np.stack([m01, m12, m20], 1)])
+    return v, new, w
+
+
+def dense_garment(avatar, n_vertices: int):
+    """The built-in garments subdivided to ``n_vertices`` rest vertices: (vertices, faces, Skin)."""
+    nb = avatar.skeleton.n_bones
+    vs, fs, ws, off = [], [], [], 0
+    for g in GARMENTS:
+        part = avatar.part(g)
+        vs.append(part.mesh.vertices.astype(np.float64))
+        fs.append(part.mesh.faces.astype(np.int64) + off)
+        ws.append(part.skin.dense(nb).astype(np.float64))
+        off += part.mesh.n_vertices
+    v, f, w = np.concatenate(vs), np.concatenate(fs), np.concatenate(ws)
+    while len(v) < n_vertices:
+        v, f, w = subdivide(v, f, w)
+    v, w = v[:n_vertices], w[:n_vertices]
+    f = f[(f < n_vertices).all(axis=1)]
+    return v.astype(np.float32), f.astype(np.int32), top_k_weights(w, 4)
+
+
+# ------------------------------------------------------------------------------------ frame
+def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7) -> list:
+    """Table rows (see the module docstring) for each pose."""
+    av = load_builtin_avatar()
+    sk, body = av.skeleton, av.body
+    rig = fit_capsules(body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest, sk.names,
+                       faces=body.mesh.faces)
+    gv, gf, gskin = dense_garment(av, n_vertices)
+    binding = bind_to_skin(gv, body.mesh.vertices, body.mesh.faces)
+    params = PushParams()
+    plan = CapsulePushPlan(gv, params)  # once per garment
+    bfaces = body.mesh.faces
+    rows = []
+    bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
+    for pose_name in poses:
+        pose = named_pose(sk, pose_name)
+        skin_m = pose.skinning_matrices(sk)
+        world_m = pose.world_matrices(sk)
+        bv = lbs(bv0, bi, bw, skin_m).astype(np.float64)
+        x = lbs(gv, gskin.indices, gskin.weights, skin_m).astype(np.float64)
+        caps = rig.posed(world_m)
+        bn = vertex_normals_numba(bv, bfaces)
+        after_caps = plan.run(x, *caps, diagnostics=False)[0].copy()
+        after = push_out_bound_numba(binding, after_caps, bv, bn, params, start=x)[0].copy()
+
+        def frame():
+            b = lbs(bv0, bi, bw, skin_m)
+            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
+            c = rig.posed(world_m)
+            p = plan.run(g, *c, diagnostics=False)[0]
+            q = push_out_bound_numba(binding, p, b, vertex_normals_numba(b, bfaces), params, start=g)[0]
+            return q, vertex_normals_numba(q, gf)
+
+        stages = [
+            ("1 skin body (Numba)", lambda: lbs(bv0, bi, bw, skin_m)),
+            ("1 skin garment (Numba)", lambda: lbs(gv, gskin.indices, gskin.weights, skin_m)),
+            ("2 pose capsule rig (NumPy)", lambda: rig.posed(world_m)),
+            ("3 capsule push, plan.run (Numba)", lambda: plan.run(x, *caps, diagnostics=False)),
+            ("4 body normals (Numba)", lambda: vertex_normals_numba(bv, bfaces)),
+            ("4 skin-bound clearance + cap (Numba)", lambda: push_out_bound_numba(binding, after_caps, bv, bn, params,
+                                                                                  start=x)),
+            ("5 garment normals (Numba)", lambda: vertex_normals_numba(after, gf)),
+        ]
+        timed = [(name, *measure(fn, repeat=repeat)) for name, fn in stages]
+        total = measure(frame, repeat=repeat)
+        skin_only = measure(lambda: (lbs(bv0, bi, bw, skin_m), lbs(gv, gskin.indices, gskin.weights, skin_m)),
+                            repeat=repeat)
+        today = measure(lambda: push_out_runtime(binding, x, caps, bv, bfaces, params), repeat=repeat)
+        numpy_normals = measure(lambda: vertex_normals(after, gf), repeat=repeat)
+        ref, _ = push_out_runtime(binding, x, caps, bv, bfaces, params)
+        q, nq = frame()
+        diff = float(np.abs(q - ref).max())
+        ndiff = float(np.abs(nq - vertex_normals(ref, gf)).max())
+        moved = float(np.mean(np.linalg.norm(ref - x, axis=1) > 0))
+        for name, w, c in timed:
+            rows.append([pose_name, name, f"{w * 1e3:.3f}", f"{c * 1e3:.3f}", ""])
+        rows.append([pose_name, "FRAME: stages 1-5 in one call", f"{total[0] * 1e3:.3f}", f"{total[1] * 1e3:.3f}",
+                     f"vs push_out_runtime: positions {diff:.1e} m, normals {ndiff:.1e}; {100 * moved:.1f} % moved"])
+        rows.append([pose_name, "baseline: plain Numba skinning (body + garment)", f"{skin_only[0] * 1e3:.3f}",
+                     f"{skin_only[1] * 1e3:.3f}", ""])
+        rows.append([pose_name, "baseline: today's push_out_runtime (stages 3-4)", f"{today[0] * 1e3:.3f}",
+                     f"{today[1] * 1e3:.3f}", "grid-culled Numba capsules, NumPy normals, bound and cap"])
+        rows.append([pose_name, "baseline: NumPy garment normals", f"{numpy_normals[0] * 1e3:.3f}",
+                     f"{numpy_normals[1] * 1e3:.3f}", "kisekae.avatar.mesh.vertex_normals"])
+    return rows, len(gv), len(gf), len(rig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vertices", type=int, default=50_000, help="garment vertices (default 50000)")
+    ap.add_argument("--poses", default="stand,crouch", help="comma-separated named poses")
+    ap.add_argument("--repeat", type=int, default=7, help="best-of count")
+    args = ap.parse_args(argv)
+    rows, nv, nf, ncap = run(args.vertices, [p for p in args.poses.split(",") if p], args.repeat)
+    for line in simd_report():
+        print(line)
+    print("compiled kernels use " + kernel_registers())
+    print(f"one frame, built-in body (13,380 vertices) + {nv:,} garment vertices ({nf:,} triangles, tights + skirt "
+          f"subdivided), {ncap} fitted capsules, one core (NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}), "
+          f"best of {args.repeat}; issue 16 gate: <= 2 ms per frame on one AVX2 core")
+    print(table(rows, ["pose", "stage", "wall ms", "cpu ms", "note"]))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
