@@ -9,7 +9,7 @@ by their bone) until ``f_B - f_A`` reaches ``min(gap, rest value - band)``, with
 over ``band`` so the contact boundary has no kink and the rest pose is unchanged. The displacement
 is then smoothed by Jacobi passes over the one-ring and projected once more.
 
-Run: ``python scripts/explore_contact.py [--candidate bisector|plane] [--cell 0.01] [--gap 0.006] [--band 0.01]``.
+Run: ``python scripts/explore_contact.py [--candidate bisector|plane|projection|combined] [--cell 0.01] [--gap 0.006] [--band 0.01]``.
 It prints, per pose, plain skinning against the candidate: body_buried, body_self_crossings,
 body_volume_change, the largest move from plain skinning and the triangles flipped relative to
 plain skinning. docs/contact.md reports the numbers and why this candidate is not the answer.
@@ -127,6 +127,67 @@ def bisector_projection(x, rest, own, flat, off, lo, dim, h, minv, rot, gap, ban
     return out
 
 
+def rest_body_grid(rest, faces, cell, margin=0.05):
+    """Signed distance of the whole rest body on a regular grid: (values (nx, ny, nz), lower corner)."""
+    lo = rest.min(0) - margin
+    n = np.ceil((rest.max(0) + margin - lo) / cell).astype(int) + 1
+    pts = np.stack(np.meshgrid(*[lo[k] + cell * np.arange(n[k]) for k in range(3)], indexing="ij"), -1).reshape(-1, 3)
+    bvh = build_bvh(rest, faces)
+    state = refit(bvh, rest, faces)
+    d, _ = surface_distance(pts, bvh, state)
+    return np.where(winding_number(pts, bvh, state) > 0.5, -d, d).reshape(n), lo
+
+
+@numba.njit(cache=True)
+def _grid_sample(g, lo, h, y):
+    nx, ny, nz = g.shape
+    fx = min(max((y[0] - lo[0]) / h, 0.0), nx - 1.001)
+    fy = min(max((y[1] - lo[1]) / h, 0.0), ny - 1.001)
+    fz = min(max((y[2] - lo[2]) / h, 0.0), nz - 1.001)
+    ix, iy, iz = int(fx), int(fy), int(fz)
+    tx, ty, tz = fx - ix, fy - iy, fz - iz
+    c00 = g[ix, iy, iz] * (1 - tz) + g[ix, iy, iz + 1] * tz
+    c01 = g[ix, iy + 1, iz] * (1 - tz) + g[ix, iy + 1, iz + 1] * tz
+    c10 = g[ix + 1, iy, iz] * (1 - tz) + g[ix + 1, iy, iz + 1] * tz
+    c11 = g[ix + 1, iy + 1, iz] * (1 - tz) + g[ix + 1, iy + 1, iz + 1] * tz
+    c0, c1 = c00 * (1 - ty) + c01 * ty, c10 * (1 - ty) + c11 * ty
+    dz0 = (g[ix, iy, iz + 1] - g[ix, iy, iz]) * (1 - ty) + (g[ix, iy + 1, iz + 1] - g[ix, iy + 1, iz]) * ty
+    dz1 = (g[ix + 1, iy, iz + 1] - g[ix + 1, iy, iz]) * (1 - ty) + (g[ix + 1, iy + 1, iz + 1] - g[ix + 1, iy + 1, iz]) * ty
+    return (c0 * (1 - tx) + c1 * tx, (c1 - c0) / h, ((c01 - c00) * (1 - tx) + (c11 - c10) * tx) / h,
+            (dz0 * (1 - tx) + dz1 * tx) / h)
+
+
+@numba.njit(cache=True)
+def blended_projection(x, rest, idx, wts, minv, rot, grid, lo, h, iters, cap):
+    """Candidate 4: move each blended vertex to its rest level of ``sum_k w_k f_rest(M_k^-1 x)``."""
+    out = x.copy()
+    for i in range(len(x)):
+        if wts[i].max() > 0.999:
+            continue
+        p = x[i].copy()
+        for _ in range(iters):
+            f = 0.0
+            f0 = 0.0
+            g = np.zeros(3)
+            for k in range(idx.shape[1]):
+                if wts[i, k] == 0:
+                    continue
+                b = idx[i, k]
+                y = minv[b, :3, :3] @ p + minv[b, :3, 3]
+                fk, gx, gy, gz = _grid_sample(grid, lo, h, y)
+                f += wts[i, k] * fk
+                f0 += wts[i, k] * _grid_sample(grid, lo, h, rest[i])[0]
+                g += wts[i, k] * (rot[b] @ np.array([gx, gy, gz]))
+            g2 = g @ g
+            if g2 < 1e-8:
+                break
+            p += (f0 - f) / g2 * g
+        d = p - x[i]
+        ln = np.sqrt(d @ d)
+        out[i] = x[i] + d * min(1.0, cap / ln) if ln > 0 else p
+    return out
+
+
 def joint_planes(skeleton, dense_weights, rest, ring_factor=1.5):
     """Per joint with a blend ring: child, parent, rest centre and direction, ring radius, side weight, slots."""
     nb = len(skeleton.names)
@@ -179,8 +240,10 @@ def main():
     ap.add_argument("--gap", type=float, default=0.006, help="contact gap left for cloth, metres")
     ap.add_argument("--band", type=float, default=0.01, help="smooth-maximum band, metres")
     ap.add_argument("--smooth", type=int, default=10, help="Jacobi passes over the displacement")
-    ap.add_argument("--candidate", choices=("bisector", "plane"), default="bisector",
-                    help="bisector: per-part distance grids (candidate 1); plane: joint bisector planes (candidate 3)")
+    ap.add_argument("--candidate", choices=("bisector", "plane", "projection", "combined"), default="bisector",
+                    help="bisector: per-part distance grids (candidate 1); plane: joint bisector planes (3); "
+                         "projection: blended rest-level projection (4); combined: 4 and 3 alternated with "
+                         "smoothing of the displacement (5)")
     args = ap.parse_args()
     av = load_builtin_avatar()
     body = av.body
@@ -196,6 +259,11 @@ def main():
     adj = sp.coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), (n, n)).tocsr()
     deg = np.maximum(np.asarray(adj.sum(1)).ravel(), 1)
     measure = BodySelfContact(rest, faces, body.mesh.weld)
+    if args.candidate in ("projection", "combined"):
+        grid, grid_lo = rest_body_grid(rest, faces, 0.01)
+        order = np.argsort(-body.skin.weights, 1)
+        idx = np.take_along_axis(body.skin.indices, order, 1)
+        wts = np.take_along_axis(body.skin.weights, order, 1).astype(np.float64)
     planes = joint_planes(av.skeleton, body.skin.dense(len(av.skeleton.names)).astype(np.float64), rest)
     print(f"{'pose':10s} {'buried':>12s} {'crossings':>12s} {'volume %':>16s} {'max move mm':>11s} {'flipped':>7s}")
     for name in POSES:
@@ -203,8 +271,24 @@ def main():
         x = body.posed(m).astype(np.float64)
         mb = m[bones]
         minv, rot = np.linalg.inv(mb), np.ascontiguousarray(mb[:, :3, :3])
-        if args.candidate == "plane":
-            y = plane_contact(x, m, planes, 0.004, args.band)[body.mesh.weld]
+        if args.candidate in ("plane", "projection", "combined"):
+            if args.candidate == "plane":
+                y = plane_contact(x, m, planes, 0.004, args.band)
+            else:
+                minv, rot = np.linalg.inv(m), np.ascontiguousarray(m[:, :3, :3])
+                y = x
+                for _ in range(5 if args.candidate == "combined" else 1):
+                    z = blended_projection(y, rest, idx, wts, minv, rot, grid, grid_lo, 0.01, 3, 0.05)
+                    if args.candidate == "projection":
+                        y = z
+                        break
+                    disp = plane_contact(z, m, planes, 0.004, args.band) - x
+                    for _ in range(args.smooth):
+                        disp = 0.5 * disp + 0.5 * (adj @ disp) / deg[:, None]
+                    y = x + disp
+                if args.candidate == "combined":
+                    y = plane_contact(y, m, planes, 0.004, args.band)
+            y = y[body.mesh.weld]
             r0, r1 = measure.measure(x), measure.measure(y)
             flipped = int((np.einsum("ij,ij->i", face_normals(y, faces), face_normals(x, faces)) < 0).sum())
             print(f"{name:10s} {r0['body_buried']:5d} -> {r1['body_buried']:4d} "
