@@ -27,7 +27,7 @@ STYLE = (
     "overflow-wrap:anywhere}"
     "h1{font-size:1.6em}h2{font-size:1.3em;margin-top:1.6em}"
     ".scroll{overflow-x:auto;max-width:100%;-webkit-overflow-scrolling:touch}"
-    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 6px}"
+    "table{border-collapse:collapse;margin:.5em 0;overflow-wrap:normal}td,th{border:1px solid #bbb;padding:2px 6px}"
     "th{background:#eee;text-align:left}.num{text-align:right;white-space:nowrap}"
     "tfoot td,tfoot th{font-weight:bold;border-top:2px solid #888}"
     "pre{background:#f4f4f4;padding:8px;overflow-x:auto;overflow-wrap:normal}"
