@@ -86,7 +86,7 @@ def run(args) -> int:
             continue
         for r in before:
             r["stage"] = "before"
-        records.extend(before)
+        per_stage = []
         for stage, positions, metrics in stages:
             after = check_pose(avatar, pose, garments, posed_garments=positions)
             if args.pixels:
@@ -103,7 +103,9 @@ def run(args) -> int:
                     a["layered"] = True
                 if stage == "runtime" and args.bvh:
                     _add_pop(a, avatar, pose, positions[a["garment"]], previous)
-            records.extend(after)
+            per_stage.append(after)
+        for rows in zip(before, *per_stage):  # per garment: before, then each stage
+            records.extend(rows)
     print(format_table(records))
     if args.pixels:
         from ..render.report import format_pixel_table
