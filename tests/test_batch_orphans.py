@@ -91,7 +91,7 @@ def _cleanup(pids, group: int) -> None:
 
 @pytest.fixture
 def catalog(tmp_path):
-    return write_catalog(tmp_path, extra='stages = ["before", "after"]\n',
+    return write_catalog(tmp_path, extra='stages = ["before"]\n',
                          garments=['name = "tights"', 'name = "skirt"'], motions=[POSES])
 
 

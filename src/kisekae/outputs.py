@@ -65,7 +65,7 @@ def check_outputs(files=(), *, force: bool = False, folders=(), whole_folders=()
     for f in files:
         key = os.path.normcase(os.path.abspath(f))
         if key in seen:
-            raise KisekaeError(f"two outputs of this command have the same path (also {seen[key]})", f)
+            raise KisekaeError("two outputs of this command have the same path (a name given twice?)", f)
         seen[key] = f
         if f.is_dir():
             raise KisekaeError("is a folder; an output file goes here", f)
