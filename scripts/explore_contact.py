@@ -234,6 +234,13 @@ def plane_contact(x, m, planes, gap, band, ring_factor=1.5):
     return y
 
 
+def jacobi(disp, adj, deg, passes):
+    """``passes`` Jacobi smoothing passes of a displacement field over the one-ring."""
+    for _ in range(passes):
+        disp = 0.5 * disp + 0.5 * (adj @ disp) / deg[:, None]
+    return disp
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cell", type=float, default=0.01, help="grid cell, metres")
@@ -271,38 +278,24 @@ def main():
         x = body.posed(m).astype(np.float64)
         mb = m[bones]
         minv, rot = np.linalg.inv(mb), np.ascontiguousarray(mb[:, :3, :3])
-        if args.candidate in ("plane", "projection", "combined"):
-            if args.candidate == "plane":
-                y = plane_contact(x, m, planes, 0.004, args.band)
-            else:
-                minv, rot = np.linalg.inv(m), np.ascontiguousarray(m[:, :3, :3])
-                y = x
-                for _ in range(5 if args.candidate == "combined" else 1):
-                    z = blended_projection(y, rest, idx, wts, minv, rot, grid, grid_lo, 0.01, 3, 0.05)
-                    if args.candidate == "projection":
-                        y = z
-                        break
-                    disp = plane_contact(z, m, planes, 0.004, args.band) - x
-                    for _ in range(args.smooth):
-                        disp = 0.5 * disp + 0.5 * (adj @ disp) / deg[:, None]
-                    y = x + disp
-                if args.candidate == "combined":
-                    y = plane_contact(y, m, planes, 0.004, args.band)
-            y = y[body.mesh.weld]
-            r0, r1 = measure.measure(x), measure.measure(y)
-            flipped = int((np.einsum("ij,ij->i", face_normals(y, faces), face_normals(x, faces)) < 0).sum())
-            print(f"{name:10s} {r0['body_buried']:5d} -> {r1['body_buried']:4d} "
-                  f"{r0['body_self_crossings']:5d} -> {r1['body_self_crossings']:4d} "
-                  f"{100 * r0['body_volume_change']:+6.2f} -> {100 * r1['body_volume_change']:+6.2f} "
-                  f"{1e3 * np.linalg.norm(y - x, axis=1).max():11.1f} {flipped:7d}")
-            continue
-        y = x
-        for _ in range(3):
-            disp = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3) - x
-            for _ in range(args.smooth):
-                disp = 0.5 * disp + 0.5 * (adj @ disp) / deg[:, None]
-            y = x + disp
-        y = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3)
+        if args.candidate == "plane":
+            y = plane_contact(x, m, planes, 0.004, args.band)
+        elif args.candidate in ("projection", "combined"):
+            minv, rot = np.linalg.inv(m), np.ascontiguousarray(m[:, :3, :3])
+            y = x
+            for _ in range(5 if args.candidate == "combined" else 1):
+                y = blended_projection(y, rest, idx, wts, minv, rot, grid, grid_lo, 0.01, 3, 0.05)
+                if args.candidate == "projection":
+                    break
+                y = x + jacobi(plane_contact(y, m, planes, 0.004, args.band) - x, adj, deg, args.smooth)
+            if args.candidate == "combined":
+                y = plane_contact(y, m, planes, 0.004, args.band)
+        else:
+            y = x
+            for _ in range(3):
+                disp = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3)
+                y = x + jacobi(disp - x, adj, deg, args.smooth)
+            y = bisector_projection(y, rest, own, flat, off, lo, dim, args.cell, minv, rot, args.gap, args.band, 3)
         y = y[body.mesh.weld]
         r0, r1 = measure.measure(x), measure.measure(y)
         flipped = int((np.einsum("ij,ij->i", face_normals(y, faces), face_normals(x, faces)) < 0).sum())
@@ -310,7 +303,6 @@ def main():
               f"{r0['body_self_crossings']:5d} -> {r1['body_self_crossings']:4d} "
               f"{100 * r0['body_volume_change']:+6.2f} -> {100 * r1['body_volume_change']:+6.2f} "
               f"{1e3 * np.linalg.norm(y - x, axis=1).max():11.1f} {flipped:7d}")
-
 
 if __name__ == "__main__":
     main()
