@@ -36,7 +36,7 @@ def parse_json(text: str, source) -> object:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         # JSONDecodeError's own message is a fixed phrase and a position; it never quotes the text.
-        raise KisekaeError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", source) from None
+        raise KisekaeError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", source) from None
     except RecursionError:
         raise KisekaeError("JSON arrays or objects nested too deeply to read", source) from None
     except ValueError as exc:  # raised by the hooks above: duplicate keys, NaN/Infinity

@@ -331,9 +331,9 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None, allow_
         if "poses" in e:
             poses = e["poses"]
             if isinstance(poses, str):
-                poses = [poses]
+                _fail(f"{where}.poses must be a list of pose names, e.g. poses = [{json.dumps(poses[:40])}]", src)
             if not isinstance(poses, list) or not poses or not all(isinstance(x, str) and x for x in poses):
-                _fail(f"{where}.poses must be a pose name or a non-empty list of names", src)
+                _fail(f"{where}.poses must be a non-empty list of pose names", src)
             if "name" in e and len(poses) != 1:
                 _fail(f"{where}.name needs a single pose (each pose is named after itself)", src)
             entries = [(e.get("name", x), {"kind": "pose", "pose": x}) for x in poses]
@@ -344,8 +344,10 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None, allow_
         else:
             p = _str(e, "bvh", where, src)
             frames = e.get("frames")
-            if frames is not None and not isinstance(frames, str):
-                _fail(f"{where}.frames must be a string like \"0:30\"", src)
+            if frames is not None:
+                from ..io.bvh import frame_selection
+
+                frame_selection(frames, f"{src}: {where}.frames")
             path_ = _resolve(base, p, f"{where}.bvh", src, allow_outside)
             entries = [(e.get("name") or Path(p).stem, {"kind": "bvh", "path": path_, "frames": frames})]
         for name, spec in entries:

@@ -208,6 +208,10 @@ def _pose(cid: str, body: str, rig: str, avatar, motion: str, frame: int):
             return load_pose_file(avatar.skeleton, spec["path"])
         from ..io.bvh import read_bvh, retarget
 
+        if frame < 0:  # the plan's placeholder for a clip it could not read: report why
+            from .catalog import motion_frames
+
+            raise KisekaeError(motion_frames(spec)[1] or "the clip could not be read")
         clip = _cached(_CLIPS, spec["path"], MAX_CLIPS, lambda: read_bvh(spec["path"]))
         if not 0 <= frame < clip.n_frames:
             raise KisekaeError(f"frame {frame} is outside the clip's {clip.n_frames} frames", spec["path"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import KisekaeError
 from .common import add_body_arg, body_shape
 
@@ -82,11 +84,16 @@ def run(args) -> int:
         if len(sizes) > 40:
             print(f"  ... {len(sizes) - 40} more groups")
     elif suffix == ".mhclo":
-        from ..io.mhclo import parse_mhclo
+        from ..avatar.builtin import load_builtin_avatar
+        from ..io.mhclo import load_mhclo, parse_mhclo
 
         info = parse_mhclo(path)
-        print(f"{path}: MakeHuman garment {info['name']!r}, {len(info['refs'])} vertices, obj {info['obj_file']}, "
-              f"{len(info['delete_verts'])} hidden base vertices, base refs {info['refs'].min()}..{info['refs'].max()}")
+        # Fit it to the built-in avatar too: that checks the OBJ it names, the vertex counts and the
+        # base-mesh references, not only the syntax.
+        garment = load_mhclo(path, load_builtin_avatar(args.rig))
+        print(f"{path}: MakeHuman garment {info['name']!r}, {len(info['refs'])} vertices, obj {info['obj_path'].name} "
+              f"({len(garment.mesh.faces)} triangles), {len(info['delete_verts'])} hidden base vertices, "
+              f"base refs {info['refs'].min()}..{info['refs'].max()}; fits the built-in avatar")
     elif suffix == ".bvh":
         from ..io.bvh import JOINT_ALIASES, read_bvh
 
@@ -95,15 +102,25 @@ def run(args) -> int:
               f"({clip.n_frames * clip.frame_time:.2f} s)")
         print("  joints: " + ", ".join(JOINT_ALIASES.get(j.name, j.name) for j in clip.joints))
     elif suffix == ".json":
-        import json
+        from ..jsonfile import read_json
 
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise KisekaeError(f"not valid JSON: {exc}", path) from None
-        kind = "capsule rig" if isinstance(data, dict) and "capsules" in data else "pose file"
-        keys = list(data)[:20] if isinstance(data, dict) else []
-        print(f"{path}: JSON {kind}, keys: {', '.join(map(str, keys))}")
+        data = read_json(path)
+        if isinstance(data, dict) and "capsules" in data:
+            from ..fit.capsules import CapsuleRig
+
+            rig = CapsuleRig.from_json_dict(data, source=str(path))
+            print(f"{path}: JSON capsule rig, {len(rig)} capsules")
+        else:
+            from ..avatar.builtin import load_builtin_avatar
+            from ..avatar.poses import load_pose_file
+
+            # Build the pose on the built-in rig: that checks bone names and values, not only the syntax.
+            skeleton = load_builtin_avatar(args.rig).skeleton
+            pose = load_pose_file(skeleton, path)
+            moved = [skeleton.names[j] for j in range(skeleton.n_bones) if not np.allclose(pose.rotations[j], np.eye(3))]
+            print(f"{path}: JSON pose file, valid on the built-in {args.rig} rig; rotates {len(moved)} bone(s)"
+                  + (f": {', '.join(moved[:20])}{' ...' if len(moved) > 20 else ''}" if moved else "")
+                  + (f"; root offset {np.round(pose.translation, 4).tolist()} m" if np.any(pose.translation) else ""))
     elif suffix in (".glb", ".gltf", ".vrm"):
         try:
             from ..io import gltf

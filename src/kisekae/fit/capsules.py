@@ -255,12 +255,9 @@ class CapsuleRig:
     @classmethod
     def load(cls, path) -> "CapsuleRig":
         """Read a rig written by :meth:`save` (or edited by hand)."""
-        try:
-            with open(path, encoding="utf-8") as fh:
-                d = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise KisekaeError(f"invalid JSON: {exc}", os.fspath(path)) from None
-        return cls.from_json_dict(d, source=os.fspath(path))
+        from ..jsonfile import read_json
+
+        return cls.from_json_dict(read_json(path), source=os.fspath(path))
 
     # ------------------------------------------------------------------- VRM
     def to_vrm_colliders(self, node_of_bone=None, node_from_bone=None) -> list:

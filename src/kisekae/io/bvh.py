@@ -195,13 +195,17 @@ def parse_bvh(text: str, source: str = "<bvh>") -> BVHClip:
             try:
                 n_frames = int(line.split(":", 1)[1])
             except ValueError:
-                fail("bad 'Frames:' line", lineno)
+                fail("bad 'Frames:' line (expected a whole number)", lineno)
+            if n_frames < 0:
+                fail(f"'Frames: {n_frames}' is negative", lineno)
             continue
         if line.lower().startswith("frame time:"):
             try:
                 frame_time = float(line.split(":", 1)[1])
             except ValueError:
-                fail("bad 'Frame Time:' line", lineno)
+                fail("bad 'Frame Time:' line (expected seconds per frame)", lineno)
+            if not (np.isfinite(frame_time) and frame_time > 0):
+                fail(f"'Frame Time: {frame_time:g}' must be a positive number of seconds per frame", lineno)
             continue
         try:
             row = [float(w) for w in line.split()]
@@ -244,22 +248,37 @@ def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.eye(3) + vx + vx @ vx / (1.0 + c)
 
 
+def frame_selection(spec: str, source: str = "--frames"):
+    """Check the syntax of a frame selection: ``A:B`` (a Python slice, either end optional) or ``A``.
+
+    Returns a ``slice`` or an ``int``; raises :class:`KisekaeError` naming ``source`` when ``spec``
+    is not one of those forms with whole numbers. The clip's length is not needed (see
+    :func:`parse_frames`), so a catalogue can be checked before any clip is read.
+    """
+    if not isinstance(spec, str):
+        raise KisekaeError("a frame selection must be a string like \"0:30\"", source)
+    parts = spec.split(":")
+    if len(parts) > 2 or not all(p.strip() == "" or p.strip().lstrip("+-").isdigit() for p in parts) \
+            or (len(parts) == 1 and not parts[0].strip()):
+        raise KisekaeError(f"bad frame selection {spec[:40]!r}: expected A:B (whole numbers, B exclusive, either "
+                           "end optional) or a single frame A", source)
+    if len(parts) == 1:
+        return int(parts[0])
+    a, b = (int(p) if p.strip() else None for p in parts)
+    return slice(a, b)
+
+
 def parse_frames(spec: str | None, n_frames: int, source: str = "--frames") -> list:
     """Frame indices from ``A:B`` (Python slice, B exclusive), ``A``, or None (all)."""
     if spec is None or spec == "":
         return list(range(n_frames))
-    try:
-        if ":" in spec:
-            a, b = spec.split(":", 1)
-            sl = slice(int(a) if a else None, int(b) if b else None)
-            frames = list(range(n_frames))[sl]
-        else:
-            k = int(spec)
-            if not -n_frames <= k < n_frames:
-                raise IndexError
-            frames = [k % n_frames]
-    except (ValueError, IndexError):
-        raise KisekaeError(f"bad frame selection {spec!r} for a clip of {n_frames} frames", source) from None
+    sel = frame_selection(spec, source)
+    if isinstance(sel, slice):
+        frames = list(range(n_frames)[sel])
+    else:
+        if not -n_frames <= sel < n_frames:
+            raise KisekaeError(f"frame {sel} is outside the clip's {n_frames} frames (0..{n_frames - 1})", source)
+        frames = [sel % n_frames]
     if not frames:
         raise KisekaeError(f"frame selection {spec!r} is empty (clip has {n_frames} frames)", source)
     return frames

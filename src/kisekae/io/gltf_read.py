@@ -312,7 +312,11 @@ def load_document(path, limits: Limits = DEFAULT_LIMITS) -> GltfDocument:
     if size > limits.max_file_bytes:
         raise KisekaeError(f"file is {size} bytes, more than the cap {limits.max_file_bytes}", src)
     data = path.read_bytes()
+    if not data:
+        raise KisekaeError("the file is empty (0 bytes)", src)
     is_glb = data[:4] == GLB_MAGIC
+    if not is_glb and path.suffix.lower() in (".glb", ".vrm"):
+        raise KisekaeError(f"not a binary glTF: a {path.suffix.lower()} file starts with the bytes 'glTF'", src)
     if is_glb:
         doc, bin_chunk = _parse_glb(data, src, limits)
     else:
@@ -332,7 +336,10 @@ def load_document(path, limits: Limits = DEFAULT_LIMITS) -> GltfDocument:
                 raise KisekaeError(f"{where} has no uri and there is no GLB binary chunk for it", src)
             blob = bin_chunk
         elif isinstance(uri, str) and uri.startswith("data:"):
-            blob = decode_data_uri(uri, src, where, min(limits.max_data_uri_bytes, n + 3))
+            blob = decode_data_uri(uri, src, where, limits.max_data_uri_bytes)
+            if len(blob) > n + 3:  # up to 3 bytes of padding are allowed, as in a GLB binary chunk
+                raise KisekaeError(f"{where}.byteLength is {n} but its data URI holds {len(blob)} bytes "
+                                   "(byteLength mismatch)", src)
         else:
             target = resolve_uri(uri, path.parent, src, where)
             if not target.is_file():
