@@ -47,6 +47,16 @@ def test_bvh_frame_time_and_count(tmp_path, capsys, line, expect):
     assert expect in one_error(capsys, "check", "--bvh", f, "--garment", "skirt")
 
 
+def test_bvh_without_frames(tmp_path, capsys):
+    lines = BVH.read_text().splitlines()
+    i = next(k for k, t in enumerate(lines) if t.startswith("Frames:"))
+    f = tmp_path / "empty.bvh"
+    f.write_text("\n".join(lines[:i] + ["Frames: 0", lines[i + 1]]) + "\n")
+    code, out, _ = run_cli(capsys, "info", f)
+    assert code == 0 and "0 frames" in out
+    assert "the clip has no frames" in one_error(capsys, "check", "--bvh", f, "--garment", "skirt")
+
+
 def test_deeply_nested_json(tmp_path, capsys):
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.avatar.poses import load_pose_file
@@ -128,6 +138,14 @@ def test_unknown_bone_suggests_names_and_the_rig(tmp_path, capsys):
     spine = tmp_path / "spine.json"
     spine.write_text(json.dumps({"Spine1x": {"euler_xyz": [0.1, 0, 0]}}))
     assert "closest on the built-in cmu_mb rig: Spine1" in one_error(capsys, "info", spine)
+    # another avatar's skeleton: only its own names (--rig applies to the built-in avatar)
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.avatar.poses import unknown_bone
+    from kisekae.avatar.skeleton import Skeleton
+
+    sk = load_builtin_avatar().skeleton
+    other = Skeleton([f"{n}_x" for n in sk.names], sk.parents, sk.rest, sk.tails)
+    assert unknown_bone(other, "thigh_l") == "unknown bone 'thigh_l' on this rig; closest here: thigh_l_x, thigh_r_x"
 
 
 # -- loose validation: .mhclo ----------------------------------------------------------------------------
@@ -154,6 +172,32 @@ def test_mhclo_verts_zero_and_info_fits_the_garment(tmp_path, capsys):
     p = _garment(tmp_path, lambda ls: ls)
     code, out, _ = run_cli(capsys, "info", p)
     assert code == 0 and "fits the built-in avatar" in out and "(4236 triangles)" in out
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("verts 0\n99999999999999999999\n", "line 2: a vertex line: expected whole numbers from 0 to 999999999"),
+    ("verts 0\n1 2 3 0.3 0.3 nan 0 0 0\n", "line 2: a vertex line's weights and offsets: expected finite numbers"),
+    ("verts 0\n1 2 3.5 0.3 0.3 0.4 0 0 0\n", "line 2: a vertex line's first three numbers (base vertices): expected"),
+    ("delete_verts\n9 - 2\nverts 0\n1\n", "line 2: delete_verts range 9 - 2 runs backwards"),
+])
+def test_mhclo_numbers(tmp_path, capsys, text, expect):
+    f = tmp_path / "g.mhclo"
+    f.write_text(text)
+    assert expect in one_error(capsys, "info", f)
+
+
+@pytest.mark.parametrize("doc, expect", [
+    ({"capsules": 5}, "not a capsule rig (no 'capsules' list)"),
+    ({"capsules": [{"bone": 0, "p1": [0, 0, 0], "r": 0.1}]}, "capsule 0: missing field 'p0'"),
+    ({"capsules": [{"bone": 0, "p0": ["x1", 0, 0], "p1": [0, 0, 0], "r": 0.1}]},
+     "capsule 0: a field is not a number or a list of numbers"),
+    ({"bones": "spine", "capsules": []}, "'bones' must be a list of bone names"),
+])
+def test_capsule_rig_files(tmp_path, capsys, doc, expect):
+    f = tmp_path / "rig.json"
+    f.write_text(json.dumps(doc))
+    err = one_error(capsys, "info", f)
+    assert expect in err and "x1" not in err
 
 
 # -- loose validation: catalogue ------------------------------------------------------------------------

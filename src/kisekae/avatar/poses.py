@@ -101,9 +101,10 @@ def resolve_bone(skeleton: Skeleton, name: str, source: str) -> int:
 
 
 def unknown_bone(skeleton: Skeleton, name: str) -> str:
-    """The message for a bone name ``skeleton`` lacks: its closest names there, and the built-in
-    rigs that have the name itself (with this skeleton's name for the same bone, when known) or
-    close ones, so a pose written for ``cmu_mb`` says so on ``game_engine``."""
+    """The message for a bone name ``skeleton`` lacks: its closest names there and, when
+    ``skeleton`` is a built-in rig, the other built-in rig that has the name itself (with this
+    skeleton's name for the same bone, when known) or close ones, so a pose written for ``cmu_mb``
+    says so on ``game_engine``."""
     import difflib
 
     from .builtin import RIGS, rig_bone_names
@@ -116,8 +117,10 @@ def unknown_bone(skeleton: Skeleton, name: str) -> str:
     if close:
         parts.append(f"closest here: {', '.join(close)}")
     ours = {alias: ge for ge, aliases in BONE_ALIASES.items() for alias in aliases}
-    for rig in RIGS:
-        names = rig_bone_names(rig)
+    rigs = {rig: rig_bone_names(rig) for rig in RIGS}
+    if list(skeleton.names) not in rigs.values():
+        return "; ".join(parts)  # not the built-in avatar: --rig would not help
+    for rig, names in rigs.items():
         if names == list(skeleton.names):
             continue
         if name in names:

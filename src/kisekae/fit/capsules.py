@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import KisekaeError
+from ..errors import KisekaeError, quote_name
 
 #: Format tag written to capsule-rig JSON files.
 JSON_FORMAT = "kisekae.capsules/1"
@@ -214,11 +214,13 @@ class CapsuleRig:
     @classmethod
     def from_json_dict(cls, d: dict, source: str = "capsules") -> "CapsuleRig":
         """Inverse of :meth:`to_json_dict`; bones may be given by name or index."""
-        if not isinstance(d, dict) or "capsules" not in d:
+        if not isinstance(d, dict) or not isinstance(d.get("capsules"), list):
             raise KisekaeError("not a capsule rig (no 'capsules' list)", source)
         fmt = d.get("format", JSON_FORMAT)
         if fmt != JSON_FORMAT:
-            raise KisekaeError(f"unknown format {fmt!r}, expected {JSON_FORMAT!r}", source)
+            raise KisekaeError(f"unknown format {quote_name(fmt)}, expected {JSON_FORMAT!r}", source)
+        if not isinstance(d.get("bones", []), list):
+            raise KisekaeError("'bones' must be a list of bone names", source)
         names = list(d.get("bones", []))
         lookup = {n: i for i, n in enumerate(names)}
         bone, p0, p1, r0, r1 = [], [], [], [], []
@@ -227,7 +229,7 @@ class CapsuleRig:
                 b = c["bone"]
                 if isinstance(b, str):
                     if b not in lookup:
-                        raise KisekaeError(f"capsule {i}: bone {b!r} is not in 'bones'", source)
+                        raise KisekaeError(f"capsule {i}: bone {quote_name(b)} is not in 'bones'", source)
                     b = lookup[b]
                 bone.append(int(b))
                 p0.append([float(x) for x in c["p0"]])
@@ -235,8 +237,11 @@ class CapsuleRig:
                 r = c.get("r", None)
                 r0.append(float(c.get("r0", r)))
                 r1.append(float(c.get("r1", r)))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise KisekaeError(f"capsule {i}: bad or missing field ({exc})", source) from None
+            except KeyError as exc:
+                raise KisekaeError(f"capsule {i}: missing field {quote_name(exc.args[0])}", source) from None
+            except (TypeError, ValueError, OverflowError):
+                # never the value itself: the message of float()/int() would quote the file
+                raise KisekaeError(f"capsule {i}: a field is not a number or a list of numbers", source) from None
         return cls(
             np.array(bone, dtype=np.int32).reshape(-1),
             np.array(p0, dtype=np.float64).reshape(-1, 3),

@@ -270,6 +270,8 @@ def frame_selection(spec: str, source: str = "--frames"):
 
 def parse_frames(spec: str | None, n_frames: int, source: str = "--frames") -> list:
     """Frame indices from ``A:B`` (Python slice, B exclusive), ``A``, or None (all)."""
+    if n_frames == 0:
+        raise KisekaeError("the clip has no frames ('Frames: 0')", source)
     if spec is None or spec == "":
         return list(range(n_frames))
     sel = frame_selection(spec, source)

@@ -122,8 +122,8 @@ def parse_mhclo(path):
 
 def _index(word: str, what: str) -> int:
     """A non-negative whole number of an ``.mhclo`` line; the error names ``what``, not the text."""
-    if not word.isdigit():
-        raise ValueError(f"{what} must be whole numbers >= 0")
+    if not word.isdigit() or len(word) > 9:
+        raise ValueError(f"{what}: expected whole numbers from 0 to 999999999")
     return int(word)
 
 
@@ -132,9 +132,9 @@ def _number(word: str, what: str) -> float:
     try:
         v = float(word)
     except ValueError:
-        raise ValueError(f"{what} must be numbers") from None
+        raise ValueError(f"{what}: expected numbers") from None
     if not np.isfinite(v):
-        raise ValueError(f"{what} must be finite numbers")
+        raise ValueError(f"{what}: expected finite numbers")
     return v
 
 
