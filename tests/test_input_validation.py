@@ -219,6 +219,13 @@ def test_catalogue_poses_must_be_a_list(tmp_path, capsys):
     assert not (tmp_path / "s.sqlite").exists()
 
 
+def test_catalogue_motion_name_must_be_a_string(tmp_path):
+    from kisekae.batch import load_catalog
+
+    with pytest.raises(KisekaeError, match=r"motions\[0\]\.name must be a non-empty string"):
+        load_catalog(_catalog(tmp_path, 'poses = ["stand"]\nname = 4'))
+
+
 @pytest.mark.parametrize("frames", ["a:b", "1:2:3", "", ":x", "1.5"])
 def test_catalogue_frames_syntax(tmp_path, frames):
     from kisekae.batch import load_catalog

@@ -170,6 +170,8 @@ def _str(entry: dict, key: str, where: str, source: str, default=None) -> str | 
 
 
 def _name(value: str, where: str, source: str) -> str:
+    if not isinstance(value, str):
+        _fail(f"{where}.name must be a non-empty string", source)
     if "/" in value or value != value.strip() or not value:
         _fail(f"{where}: bad name {value!r} (no slashes, no surrounding spaces)", source)
     return value
