@@ -12,6 +12,7 @@ Root translation is scaled by the ratio of hip heights. BVH's axes are taken as 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -249,7 +250,8 @@ def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def frame_selection(spec: str, source: str = "--frames"):
-    """Check the syntax of a frame selection: ``A:B`` (a Python slice, either end optional) or ``A``.
+    """Check the syntax of a frame selection: ``A:B`` (a Python slice, either end optional), ``A``,
+    or ``""`` (every frame, like ``":"``).
 
     Returns a ``slice`` or an ``int``; raises :class:`KisekaeError` naming ``source`` when ``spec``
     is not one of those forms with whole numbers. The clip's length is not needed (see
@@ -257,9 +259,10 @@ def frame_selection(spec: str, source: str = "--frames"):
     """
     if not isinstance(spec, str):
         raise KisekaeError("a frame selection must be a string like \"0:30\"", source)
+    if not spec.strip():
+        return slice(None)
     parts = spec.split(":")
-    if len(parts) > 2 or not all(p.strip() == "" or p.strip().lstrip("+-").isdigit() for p in parts) \
-            or (len(parts) == 1 and not parts[0].strip()):
+    if len(parts) > 2 or not all(re.fullmatch(r"\s*([+-]?[0-9]{1,9})?\s*", p) for p in parts):
         raise KisekaeError(f"bad frame selection {spec[:40]!r}: expected A:B (whole numbers, B exclusive, either "
                            "end optional) or a single frame A", source)
     if len(parts) == 1:
