@@ -226,7 +226,7 @@ def test_catalogue_motion_name_must_be_a_string(tmp_path):
         load_catalog(_catalog(tmp_path, 'poses = ["stand"]\nname = 4'))
 
 
-@pytest.mark.parametrize("frames", ["a:b", "1:2:3", ":x", "1.5", "--1", "0x1", "²", "1:99999999999999"])
+@pytest.mark.parametrize("frames", ["a:b", "1:2:3:4", ":x", "1.5", "--1", "0x1", "²", "1:99999999999999"])
 def test_catalogue_frames_syntax(tmp_path, frames):
     from kisekae.batch import load_catalog
 

@@ -163,6 +163,12 @@ def test_frames_selection():
         parse_frames("4:2", 5)
     with pytest.raises(KisekaeError, match="bad frame"):
         parse_frames("x", 5)
+    # A:B:STEP, e.g. every 4th frame (30 fps out of 120)
+    assert parse_frames("0:9:4", 12) == [0, 4, 8]
+    assert parse_frames("::5", 12) == [0, 5, 10]
+    for bad in ("0:9:0", "0:9:-1"):
+        with pytest.raises(KisekaeError, match="STEP must be"):
+            parse_frames(bad, 12)
 
 
 def test_bvh_retargets_by_humanoid_role_onto_other_names(avatar):

@@ -40,7 +40,7 @@ def add_avatar_args(p, *, garments_default=("tights", "skirt")):
     p.add_argument("--pose", action="append", metavar="NAME", help="named pose (repeatable; default: stand leg_raise crouch)")
     p.add_argument("--pose-file", action="append", metavar="FILE", help="JSON pose file (repeatable)")
     p.add_argument("--bvh", metavar="FILE", help="BVH clip, retargeted by joint name onto the cmu_mb rig")
-    p.add_argument("--frames", metavar="A:B", help="BVH frames to use (Python slice, B exclusive; default all)")
+    p.add_argument("--frames", metavar="A:B[:STEP]", help="BVH frames to use (Python slice, B exclusive, STEP > 0, e.g. 0:120:4 for 30 fps of a 120 fps clip; default all)")
     p.set_defaults(garments_default=list(garments_default))
 
 

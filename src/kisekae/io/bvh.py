@@ -250,7 +250,8 @@ def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def frame_selection(spec: str, source: str = "--frames"):
-    """Check the syntax of a frame selection: ``A:B`` (a Python slice, either end optional), ``A``,
+    """Check the syntax of a frame selection: ``A:B`` or ``A:B:STEP`` (a Python slice, B exclusive, any
+    part optional, STEP a whole number > 0, e.g. ``0:120:4`` for 30 fps out of a 120 fps clip), ``A``,
     or ``""`` (every frame, like ``":"``).
 
     Returns a ``slice`` or an ``int``; raises :class:`KisekaeError` naming ``source`` when ``spec``
@@ -262,17 +263,20 @@ def frame_selection(spec: str, source: str = "--frames"):
     if not spec.strip():
         return slice(None)
     parts = spec.split(":")
-    if len(parts) > 2 or not all(re.fullmatch(r"\s*([+-]?[0-9]{1,9})?\s*", p) for p in parts):
-        raise KisekaeError(f"bad frame selection {spec[:40]!r}: expected A:B (whole numbers, B exclusive, either "
-                           "end optional) or a single frame A", source)
+    if len(parts) > 3 or not all(re.fullmatch(r"\s*([+-]?[0-9]{1,9})?\s*", p) for p in parts):
+        raise KisekaeError(f"bad frame selection {spec[:40]!r}: expected A:B or A:B:STEP (whole numbers, B "
+                           "exclusive, any part optional) or a single frame A", source)
     if len(parts) == 1:
         return int(parts[0])
-    a, b = (int(p) if p.strip() else None for p in parts)
-    return slice(a, b)
+    a, b, *step = (int(p) if p.strip() else None for p in parts)
+    step = step[0] if step else None
+    if step is not None and step <= 0:
+        raise KisekaeError(f"bad frame selection {spec[:40]!r}: STEP must be a whole number above 0", source)
+    return slice(a, b, step)
 
 
 def parse_frames(spec: str | None, n_frames: int, source: str = "--frames") -> list:
-    """Frame indices from ``A:B`` (Python slice, B exclusive), ``A``, or None (all)."""
+    """Frame indices from ``A:B`` or ``A:B:STEP`` (Python slice, B exclusive), ``A``, or None (all)."""
     if n_frames == 0:
         raise KisekaeError("the clip has no frames ('Frames: 0')", source)
     if spec is None or spec == "":
