@@ -180,3 +180,62 @@ def test_bvh_retargets_by_humanoid_role_onto_other_names(avatar):
     want = q[names.index("LeftUpLeg")] @ clip.joints[names.index("LeftLeg")].offset
     got = motion.poses[0].world_matrices(avatar.skeleton)[avatar.skeleton.index["thigh_l"], :3, 1]
     np.testing.assert_allclose(got, want / np.linalg.norm(want), atol=1e-6)
+
+
+# -- .mhclo offset scale: MakeHuman's TMatrix (scale lines, else shear lines, else its own units) --------
+VERTS = "verts 0\n100 200 300 0.2 0.3 0.5 1.5 -2.0 0.5\n4400 4401 4402 1 0 0 -0.4 0.8 1.2\n"
+
+
+def _affine_part(box_from, box_to):
+    """Linear part of the least-squares affine map taking the 8 corners of one box onto the other's
+    (what MakeHuman's ``affine_matrix_from_points`` returns for exact data), by plain least squares."""
+    corners = [(i, j, k) for i in (0, 1) for j in (0, 1) for k in (0, 1)]
+    src = np.array([[box_from[0][i], box_from[1][j], box_from[2][k], 1.0] for i, j, k in corners])
+    dst = np.array([[box_to[0][i], box_to[1][j], box_to[2][k]] for i, j, k in corners])
+    m, *_ = np.linalg.lstsq(src, dst, rcond=None)
+    return m[:3].T
+
+
+def test_mhclo_without_scale_lines_offsets_are_base_mesh_units(tmp_path, avatar):
+    # MakeHuman applies unscaled offsets in its own units (decimetres); kisekae works in metres.
+    p = tmp_path / "g.mhclo"
+    p.write_text(VERTS)
+    v = avatar.base_vertices.astype(np.float64)
+    pos = fit_mhclo(parse_mhclo(p), v)
+    np.testing.assert_allclose(pos[0], 0.2 * v[100] + 0.3 * v[200] + 0.5 * v[300] + [0.15, -0.2, 0.05], atol=1e-9)
+    np.testing.assert_allclose(pos[1], v[4400] + [-0.04, 0.08, 0.12], atol=1e-9)
+
+
+def test_mhclo_shear_lines_scale_offsets_like_makehuman(tmp_path, avatar):
+    v = avatar.base_vertices.astype(np.float64)
+    pairs = {0: (5399, 11998), 1: (881, 791), 2: (962, 5320)}
+    box = {0: (-0.7, 0.7), 1: (7.0, 9.5), 2: (-0.9, 0.95)}  # decimetres, as a MakeClothes file writes them
+    lines = "".join(f"shear_{'xyz'[n]} {a} {b} {box[n][0]} {box[n][1]}\n" for n, (a, b) in pairs.items())
+    p = tmp_path / "g.mhclo"
+    # l_shear lines are ignored while plain shear lines are present.
+    p.write_text(lines + "l_shear_x 1 2 0 1\nl_shear_y 1 2 0 1\nl_shear_z 1 2 0 1\n" + VERTS)
+    info = parse_mhclo(p)
+    m = _affine_part([box[n] for n in range(3)], [(v[a, n], v[b, n]) for n, (a, b) in pairs.items()])
+    np.testing.assert_allclose(m - np.diag(np.diag(m)), 0, atol=1e-12)  # an axis-aligned box: no shear
+    pos = fit_mhclo(info, v)
+    np.testing.assert_allclose(pos[1], v[4400] + m @ [-0.4, 0.8, 1.2], atol=1e-9)
+    # Scale lines take precedence over shear lines.
+    p.write_text("x_scale 1 2 1.0\ny_scale 1 2 1.0\nz_scale 1 2 1.0\n" + lines + VERTS)
+    s = np.abs(v[1] - v[2])
+    np.testing.assert_allclose(fit_mhclo(parse_mhclo(p), v)[1], v[4400] + s * [-0.4, 0.8, 1.2], atol=1e-9)
+    # Without plain shear lines, the left set is used.
+    p.write_text(lines.replace("shear_", "l_shear_") + VERTS)
+    np.testing.assert_allclose(fit_mhclo(parse_mhclo(p), v)[1], pos[1], atol=1e-9)
+
+
+@pytest.mark.parametrize("lines, message", [
+    ("x_scale 1 2 1.0\n", "y_scale and z_scale missing: the scale lines need all three axes"),
+    ("shear_x 1 2 0 1\nshear_z 1 2 0 1\n", "shear_y missing: the shear lines need all three axes"),
+    ("shear_x 1 2 0.5 0.5\n", "line 1: shear_x reference coordinates must differ"),
+    ("r_shear_y 1 2 0\n", "line 1: r_shear_y needs 'a b x1 x2'"),
+])
+def test_mhclo_incomplete_scale_is_an_error(tmp_path, lines, message):
+    p = tmp_path / "g.mhclo"
+    p.write_text(lines + VERTS)
+    with pytest.raises(KisekaeError, match=message):
+        parse_mhclo(p)

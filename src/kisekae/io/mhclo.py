@@ -1,12 +1,22 @@
 """MakeHuman clothes (``.mhclo`` + ``.obj``) fitted to an avatar built from the MakeHuman base mesh.
 
-Each garment vertex is ``wi·V[i] + wj·V[j] + wk·V[k] + offset ⊙ scale`` over base-mesh vertices
-V (or a copy ``V[i]`` for one-index lines), where the per-axis scale is
-``|V[a] − V[b]|_axis / d`` from the ``x_scale``/``y_scale``/``z_scale`` lines. Because kisekae's
-base positions are MakeHuman's times 0.1 plus a ground offset, evaluating the same formula on
-them gives the fitted garment directly in metres. Skin weights transfer with the same three
-weights, then keep the top k and renormalise. ``delete_verts`` (base vertices hidden under the
-garment) is kept as ``covered_hint`` in body-vertex ids.
+Each garment vertex is ``wi·V[i] + wj·V[j] + wk·V[k] + offset ⊙ s`` over base-mesh vertices
+V (or a copy ``V[i]`` for one-index lines), as MakeHuman's ``proxy.py`` (``getCoords`` and its
+``TMatrix``) and MPFB2's ``ClothesService.fit_clothes_to_human`` compute it. The per-axis offset
+scale ``s`` comes from, in MakeHuman's order of precedence:
+
+- ``x_scale``/``y_scale``/``z_scale a b d``: ``s = |V[a] − V[b]|_axis / d`` (the shipped clothes
+  measure the head: vertices 5399/11998, 791/881, 962/5320);
+- else ``shear_x``/``shear_y``/``shear_z a b x1 x2`` (or the ``l_shear_*`` set, else ``r_shear_*``):
+  the linear part of the affine map taking the box ``[x1, x2]`` per axis onto ``[V[a], V[b]]``, which
+  for such an axis-aligned box is ``s = (V[b] − V[a])_axis / (x2 − x1)`` (signed);
+- else no scale: offsets are in the base mesh's own units (decimetres), so ``s = MH_SCALE``.
+
+A file must give all three axes of a scale or shear set (MakeHuman cannot fit one that does not).
+Because kisekae's base positions are MakeHuman's times 0.1 plus a ground offset, evaluating the
+same formula on them gives the fitted garment directly in metres. Skin weights transfer with the
+same three weights, then keep the top k and renormalise. ``delete_verts`` (base vertices hidden
+under the garment) is kept as ``covered_hint`` in body-vertex ids.
 
 The files an ``.mhclo`` names (``obj_file``, ``material``) must lie inside its own folder
 (:func:`kisekae.validate.inside_folder`), and errors name the line and the problem, never the
@@ -23,7 +33,11 @@ from ..avatar.avatar import Avatar, SkinnedMesh
 from ..avatar.skinning import top_k_weights
 from ..errors import KisekaeError
 from ..validate import inside_folder
+from .makehuman import MH_SCALE
 from .obj import obj_to_mesh, read_obj
+
+#: Sets of per-axis lines that scale the offsets, in MakeHuman's order of precedence.
+SHEAR_SETS = ("shear", "l_shear", "r_shear")
 
 
 def parse_mhclo(path):
@@ -33,14 +47,16 @@ def parse_mhclo(path):
     -------
     dict with ``name``, ``obj_file`` and ``material`` (as written, or None), ``obj_path`` (the
     absolute OBJ path: ``obj_file``, default ``<stem>.obj``, inside the file's folder),
-    ``scales`` ({axis: (a, b, d)}), ``refs`` (M, 3) int, ``weights`` (M, 3), ``offsets`` (M, 3),
+    ``scales`` ({axis: (a, b, d)}), ``shears`` ({set: {axis: (a, b, x1, x2)}} for the sets of
+    :data:`SHEAR_SETS` the file gives), ``refs`` (M, 3) int, ``weights`` (M, 3), ``offsets`` (M, 3),
     ``delete_verts`` (K,) int.
 
     Raises
     ------
     KisekaeError
         Unreadable file, a malformed line (its number, not its text), no vertex lines, weights
-        that are not finite, or an ``obj_file``/``material`` outside the file's folder.
+        that are not finite, a scale or shear set that lacks an axis, or an
+        ``obj_file``/``material`` outside the file's folder.
     """
     path = Path(path)
     try:
@@ -49,7 +65,7 @@ def parse_mhclo(path):
         raise KisekaeError("file not found", path) from None
     except UnicodeDecodeError as exc:
         raise KisekaeError(f"not a text file ({exc.reason})", path) from None
-    info = {"name": path.stem, "obj_file": None, "material": None, "scales": {}, "delete_verts": []}
+    info = {"name": path.stem, "obj_file": None, "material": None, "scales": {}, "shears": {}, "delete_verts": []}
     refs, weights, offsets = [], [], []
     section = "header"
     for lineno, raw in enumerate(lines, 1):
@@ -101,6 +117,16 @@ def parse_mhclo(path):
                 if d <= 0:
                     raise ValueError(f"{words[0]} reference distance must be > 0")
                 info["scales"]["xyz".index(words[0][0])] = (a, b, d)
+            elif words[0].rpartition("_")[0] in SHEAR_SETS and words[0][-1] in "xyz":
+                if len(words) != 5:
+                    raise ValueError(f"{words[0]} needs 'a b x1 x2'")
+                a = _index(words[1], words[0])
+                b = _index(words[2], words[0])
+                x1 = _number(words[3], words[0])
+                x2 = _number(words[4], words[0])
+                if x1 == x2:
+                    raise ValueError(f"{words[0]} reference coordinates must differ")
+                info["shears"].setdefault(words[0][:-2], {})["xyz".index(words[0][-1])] = (a, b, x1, x2)
             elif words[0] in ("obj_file", "material"):
                 if len(words) < 2:
                     raise ValueError(f"'{words[0]}' needs a file name")
@@ -112,6 +138,12 @@ def parse_mhclo(path):
             raise KisekaeError(f"line {lineno}: {exc}", path) from None
     if not refs:
         raise KisekaeError("no 'verts' section with vertex lines", path)
+    sets = [("scale", info["scales"], "{}_scale")] if info["scales"] else []
+    sets += [(k, axes, k + "_{}") for k, axes in info["shears"].items()]
+    for kind, axes, line in sets:
+        missing = [line.format("xyz"[n]) for n in range(3) if n not in axes]
+        if missing:
+            raise KisekaeError(f"{' and '.join(missing)} missing: the {kind} lines need all three axes", path)
     info["refs"] = np.asarray(refs, dtype=np.int64)
     info["weights"] = np.asarray(weights, dtype=np.float64)
     info["offsets"] = np.asarray(offsets, dtype=np.float64)
@@ -138,20 +170,40 @@ def _number(word: str, what: str) -> float:
     return v
 
 
+def offset_scale(info: dict, base_vertices) -> np.ndarray:
+    """The per-axis factor ``(3,)`` that multiplies the offsets of parsed ``.mhclo`` data.
+
+    Parameters
+    ----------
+    info : dict from :func:`parse_mhclo`
+    base_vertices : (V, 3) float, base positions in metres (MakeHuman's times :data:`MH_SCALE`)
+
+    Returns
+    -------
+    (3,) float64: metres per offset unit (see the module docstring for the rules).
+    """
+    v = np.asarray(base_vertices, dtype=np.float64)
+    if info["scales"]:
+        return np.array([abs(v[a, n] - v[b, n]) / d for n, (a, b, d) in sorted(info["scales"].items())])
+    shears = info.get("shears", {})
+    for kind in SHEAR_SETS:
+        if kind in shears:
+            return np.array([(v[b, n] - v[a, n]) / (x2 - x1) for n, (a, b, x1, x2) in sorted(shears[kind].items())])
+    return np.full(3, MH_SCALE)
+
+
 def fit_mhclo(info: dict, base_vertices: np.ndarray, source: str = "mhclo") -> np.ndarray:
-    """Garment positions ``(M, 3)`` from parsed ``.mhclo`` data and base positions (same units)."""
+    """Garment positions ``(M, 3)`` in metres from parsed ``.mhclo`` data and base positions in metres."""
     v = np.asarray(base_vertices, dtype=np.float64)
     n = len(v)
     refs = info["refs"]
     used = [refs] + [np.asarray(s[:2]) for s in info["scales"].values()]
+    used += [np.asarray(s[:2]) for axes in info.get("shears", {}).values() for s in axes.values()]
     hi = max(int(np.max(u)) for u in used)
     lo = min(int(np.min(u)) for u in used)
     if lo < 0 or hi >= n:
         raise KisekaeError(f"refers to base vertex {hi if hi >= n else lo}, but the base mesh has {n} vertices", source)
-    scale = np.ones(3)
-    for axis, (a, b, d) in info["scales"].items():
-        scale[axis] = abs(v[a, axis] - v[b, axis]) / d
-    return np.einsum("mk,mkd->md", info["weights"], v[refs]) + info["offsets"] * scale
+    return np.einsum("mk,mkd->md", info["weights"], v[refs]) + info["offsets"] * offset_scale(info, v)
 
 
 def load_mhclo(path, avatar: Avatar, *, name: str | None = None, k: int = 8) -> SkinnedMesh:
