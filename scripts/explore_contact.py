@@ -26,11 +26,11 @@ import scipy.sparse as sp
 from numba.core.errors import NumbaPerformanceWarning
 
 from kisekae.avatar import load_builtin_avatar
-from kisekae.avatar.mesh import face_normals
+from kisekae.avatar.mesh import face_normals, vertex_normals
 from kisekae.avatar.poses import named_pose
 from kisekae.qa.bvh import build_bvh, refit
 from kisekae.qa.distance import surface_distance
-from kisekae.qa.selfcontact import BodySelfContact
+from kisekae.qa.selfcontact import BodySelfContact, signed_volume
 from kisekae.qa.winding import winding_number
 
 warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
@@ -234,6 +234,27 @@ def plane_contact(x, m, planes, gap, band, ring_factor=1.5):
     return y
 
 
+def cap_moves(x, y, cap):
+    """``y`` with every vertex at most ``cap`` metres from ``x``."""
+    d = y - x
+    ln = np.linalg.norm(d, axis=1, keepdims=True)
+    return x + d * np.minimum(1.0, cap / np.maximum(ln, 1e-12))
+
+
+def bulge(x, y, faces, weld, adj, deg, rest_volume, orientation, contact):
+    """Give back the rest volume: move the vertices the solve moved out along their normals, then ``contact``."""
+    for _ in range(3):
+        deficit = rest_volume - signed_volume(y[weld], faces) * orientation
+        normals = vertex_normals(y, faces, weld).astype(np.float64)
+        w = jacobi(np.clip(np.linalg.norm(y - x, axis=1) / 0.01, 0, 1)[:, None], adj, deg, 20)[:, 0]
+        tri = y[faces]
+        area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+        vertex_area = np.zeros(len(y))
+        np.add.at(vertex_area, faces.ravel(), np.repeat(area / 3, 3))
+        y = contact(y + (deficit / max((w * vertex_area).sum(), 1e-9) * w)[:, None] * normals)
+    return y
+
+
 def jacobi(disp, adj, deg, passes):
     """``passes`` Jacobi smoothing passes of a displacement field over the one-ring."""
     for _ in range(passes):
@@ -247,6 +268,10 @@ def main():
     ap.add_argument("--gap", type=float, default=0.006, help="contact gap left for cloth, metres")
     ap.add_argument("--band", type=float, default=0.01, help="smooth-maximum band, metres")
     ap.add_argument("--smooth", type=int, default=10, help="Jacobi passes over the displacement")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the combined candidate")
+    ap.add_argument("--cap", type=float, default=0.0, help="combined: cap every round's move from plain skinning, "
+                                                           "metres (0: only the projection's own 5 cm cap)")
+    ap.add_argument("--bulge", action="store_true", help="combined: give back the rest volume at the end")
     ap.add_argument("--candidate", choices=("bisector", "plane", "projection", "combined"), default="bisector",
                     help="bisector: per-part distance grids (candidate 1); plane: joint bisector planes (3); "
                          "projection: blended rest-level projection (4); combined: 4 and 3 alternated with "
@@ -283,13 +308,20 @@ def main():
         elif args.candidate in ("projection", "combined"):
             minv, rot = np.linalg.inv(m), np.ascontiguousarray(m[:, :3, :3])
             y = x
-            for _ in range(5 if args.candidate == "combined" else 1):
+            for _ in range(args.rounds if args.candidate == "combined" else 1):
                 y = blended_projection(y, rest, idx, wts, minv, rot, grid, grid_lo, 0.01, 3, 0.05)
                 if args.candidate == "projection":
                     break
                 y = x + jacobi(plane_contact(y, m, planes, 0.004, args.band) - x, adj, deg, args.smooth)
+                y = cap_moves(x, y, args.cap) if args.cap else y
             if args.candidate == "combined":
-                y = plane_contact(y, m, planes, 0.004, args.band)
+                def contact(z):
+                    z = plane_contact(z, m, planes, 0.004, args.band)
+                    return cap_moves(x, z, args.cap) if args.cap else z
+                y = contact(y)
+                if args.bulge:
+                    y = bulge(x, y, faces, body.mesh.weld, adj, deg, measure.rest_volume, measure.topology.orientation,
+                              contact)
         else:
             y = x
             for _ in range(3):
