@@ -14,7 +14,8 @@ from _timing import measure, table  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
 from kisekae.avatar.poses import VERIFICATION_POSES, named_pose  # noqa: E402
-from kisekae.qa import BodyQuery, BodyTopology, penetration_stats, winding_number_numpy  # noqa: E402
+from kisekae.geom.winding import winding_number_numpy  # noqa: E402
+from kisekae.qa import BodyQuery, BodyTopology, penetration_stats  # noqa: E402
 
 
 def main():

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.poses import named_pose
     from kisekae.wound import WoundState, bake, hits_world, lbs_numba, morph_numba, wound_p_numba
-    from kisekae.wound._geom import vertex_normals
+    from kisekae.geom.normals import vertex_normals
     from kisekae.wound.damage import damaged_builtin
 
     av = load_builtin_avatar()
@@ -144,8 +144,8 @@ def main(argv=None) -> int:
     print(f"one-off per hit: accumulate into the per-vertex mask {aw:.3f} ms wall / {ac:.3f} ms CPU")
 
     from kisekae.wound import raycast, raycast_bvh, refit_boxes
-    from kisekae.wound._geom import ray_triangles_numba
-    from kisekae.wound.raybvh import ray_bvh_numba
+    from kisekae.geom.raytri import ray_triangles_numba
+    from kisekae.geom.raycast import ray_bvh_numba
     pn = vertex_normals(posed, m.faces)
     rays = [(posed[vi] + 0.3 * pn[vi], -pn[vi]) for vi in targets[:32]]
     f64 = m.faces.astype(np.int64)

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from kisekae.avatar.mesh import Mesh, triangulate_quads, weld_by_position
+from kisekae.avatar.mesh import Mesh, triangulate_quads
+from kisekae.geom.weld import weld_map
 from kisekae.avatar.pose import Pose, euler_xyz_matrix
 from kisekae.avatar.poses import NAMED_POSES, named_pose, pose_from_dict
 from kisekae.avatar.skinning import lbs, lbs_numpy, top_k_weights
@@ -123,7 +124,7 @@ def test_mesh_weld_and_edges():
     assert len(m.edges) == 7  # 4 + 4 sides, one shared
     assert m.neighbors[4].nnz == m.neighbors[1].nnz == 3
     np.testing.assert_allclose(m.normals[:, 2], 1.0)
-    assert np.array_equal(weld_by_position(v), m.weld)
+    assert np.array_equal(weld_map(v), m.weld)
 
 
 def test_mesh_rejects_bad_input():

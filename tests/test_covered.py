@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.fit.covered import (agreement, avatar_covered, covered_in_pose, covered_triangles, covered_vertices,
-                                 ray_hits, ray_hits_reference)
+from kisekae.fit.covered import agreement, avatar_covered, covered_in_pose, covered_triangles, covered_vertices
+from kisekae.geom.raycast import ray_hits, ray_hits_reference
 
 
 def grid(n, h, y=0.0, x0=0.0, z0=0.0):

@@ -44,8 +44,8 @@ def test_exact_mode_stand_pose(avatar):
     # Vertices beyond margin may move only as ends of edges through the body or corners of faces
     # that exposed skin pierces (found here independently, on the skinned garment).
     from kisekae.fit.exact import exposed_body_edges
-    from kisekae.qa.bvh import build_bvh, refit
-    from kisekae.qa.crossings import edge_crossings
+    from kisekae.geom.bvh import build_bvh, refit
+    from kisekae.geom.crossings import edge_crossings
 
     allowed = set(part.mesh.edges[q.crossing_edges(x, part.mesh.edges)].ravel())
     tree = build_bvh(x, part.mesh.faces)

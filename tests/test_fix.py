@@ -100,8 +100,8 @@ def test_verification_matrix_inside_and_caps(avatar, pose_name):
         # Both garments clear completely in stand and leg_raise: no garment edge through the body
         # and no exposed skin edge through a garment face.
         from kisekae.fit.exact import exposed_body_edges
-        from kisekae.qa.bvh import build_bvh, refit
-        from kisekae.qa.crossings import edge_crossings
+        from kisekae.geom.bvh import build_bvh, refit
+        from kisekae.geom.crossings import edge_crossings
 
         m = pose.skinning_matrices(avatar.skeleton)
         q = BodyQuery(body_topology(avatar), avatar.body.posed(m))
@@ -189,7 +189,7 @@ def test_runtime_path_caps_total_push(avatar):
     """Capsules then skin-bound clearance: the runtime reference never moves a vertex more than maxPush."""
     from kisekae.fit import fit_capsules
     from kisekae.fit.bound import bind_to_skin, bound_clearance, push_out_runtime
-    from kisekae.avatar.mesh import vertex_normals
+    from kisekae.geom.normals import vertex_normals
 
     b, sk = avatar.body, avatar.skeleton
     rig = fit_capsules(b.mesh.vertices, b.skin.indices, b.skin.weights, sk.rest, sk.names)

@@ -3,10 +3,11 @@ import pytest
 
 from conftest import icosphere
 from kisekae.avatar.poses import named_pose
-from kisekae.qa import BodyQuery, BodyTopology, winding_number_numpy
-from kisekae.qa.bvh import build_bvh, refit
-from kisekae.qa.crossings import edge_crossings
-from kisekae.qa.distance import surface_distance
+from kisekae.geom.winding import winding_number_numpy
+from kisekae.qa import BodyQuery, BodyTopology
+from kisekae.geom.bvh import build_bvh, refit
+from kisekae.geom.crossings import edge_crossings
+from kisekae.geom.closest import surface_distance
 
 
 def test_winding_sphere_inside_outside():
@@ -74,7 +75,7 @@ def test_edge_crossings_simple_cases():
 
 
 def test_edge_crossings_against_brute_force():
-    from kisekae.qa.crossings import segment_hits_triangle
+    from kisekae.geom.crossings import segment_hits_triangle
 
     v, f = icosphere(2)
     bvh = build_bvh(v, f)

@@ -6,7 +6,8 @@ import pytest
 from kisekae.errors import KisekaeError
 from kisekae.render import (EGL_PACKAGES, RESOLUTIONS, VIEWS, Camera, DrawItem, Renderer, create_context, draw,
                             fit_camera, materials, named_camera, resolution)
-from kisekae.render.geometry import unique_edges, vertex_normals
+from kisekae.geom.edges import unique_edges
+from kisekae.geom.normals import vertex_normals
 from kisekae.render.materials import colormap_table
 
 from test_render_shapes import raycast, sphere

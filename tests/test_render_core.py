@@ -113,7 +113,7 @@ def test_tension_ratio_is_mapped_by_the_core(ball, r0):
 
 
 def _morph_reference(p, f, target, pvals):
-    from kisekae.render.geometry import vertex_normals
+    from kisekae.geom.normals import vertex_normals
     from kisekae.wound.runtime import morph_numpy
 
     pos, nrm = morph_numpy(p, vertex_normals(p, f), target, vertex_normals(target, f), pvals)
@@ -208,7 +208,7 @@ def test_wrinkle_blend_uses_the_core_weights(ball, r0):
 @pytest.mark.parametrize("name", ["article8", "delta8", "delta16", "half", "float"])
 def test_encoded_wound_is_decoded_by_the_core_like_the_cpu(ball, r0, name):
     """The vertex stage decodes the baked data (core) into the same target as kisekae.wound.encode.decode."""
-    from kisekae.render.geometry import vertex_normals
+    from kisekae.geom.normals import vertex_normals
     from kisekae.wound.encode import decode, encode
 
     p, f, cam = ball

@@ -19,8 +19,8 @@ from kisekae.tension import (
     smin,
     tension_map,
     tension_map_numpy,
-    weld_map,
 )
+from kisekae.geom.weld import weld_map
 
 # ---------------------------------------------------------------------------------------------
 # Independent reference, written straight from the formulas in float64 Python.

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.qa.bvh import refit
+from kisekae.geom.bvh import refit
 from kisekae.wound import (UVDamageMask, WoundState, build_ray_bvh, raycast, raycast_bvh, rasterize_uv_positions,
                            refit_boxes)
-from kisekae.wound.raybvh import refit_boxes_numpy
+from kisekae.geom.bvh import refit_boxes_numpy
 from kisekae.wound.uvmask import (accumulate_hit_uv_numba, accumulate_hit_uv_numpy, bilinear_taps,
                                   rasterize_uv_numba, rasterize_uv_numpy, sample_uv_mask_numba,
                                   sample_uv_mask_numpy)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from kisekae.wound import BEST_ENCODING, WoundState, bake, morph_numba
-from kisekae.wound._geom import closest_point_triangles_numpy, vertex_normals
+from kisekae.geom.closest import closest_point_triangles_numpy
+from kisekae.geom.normals import vertex_normals
 from kisekae.wound.damage import PART_ARM, PART_CHEST, damaged_builtin
 
 import kisekae.avatar as avatar_mod  # noqa: E402

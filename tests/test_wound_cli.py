@@ -109,7 +109,7 @@ def test_bake_cli_preview_frames_go_from_start_to_target(tmp_path, capsys):
 def test_preview_frame_at_zero_is_the_unmorphed_mesh_and_one_the_target():
     from kisekae.render import DrawItem, Renderer, materials, named_camera
     from kisekae.wound.preview import morph_frames
-    from kisekae.wound._geom import vertex_normals
+    from kisekae.geom.normals import vertex_normals
     xs = np.linspace(-0.2, 0.2, 11)
     x, y = np.meshgrid(xs, xs, indexing="ij")
     v = np.stack([x.ravel(), y.ravel() + 1.0, np.zeros(x.size)], 1).astype(np.float32)

@@ -7,8 +7,8 @@ from kisekae.errors import KisekaeError
 from kisekae.wound import (ENCODINGS, WoundState, bake, correspond_closest, correspond_uv, decode, encode,
                            hit_damage, make_hit, morph_numba, morph_numpy, raycast, read_exr, read_png, vertex_limit,
                            wound_p_numba, wound_p_numpy, wound_p_vertex, write_exr, write_png)
-from kisekae.wound._geom import (closest_point_candidates_numba, closest_point_triangles_numpy, ray_triangles_numba,
-                                 ray_triangles_numpy)
+from kisekae.geom.closest import closest_point_candidates_numba, closest_point_triangles_numpy
+from kisekae.geom.raytri import ray_triangles_numba, ray_triangles_numpy
 from kisekae.wound.encode import texture_side
 from kisekae.wound.files import read_glb_attributes, write_bake
 

@@ -151,7 +151,7 @@ def run_bake(args) -> int:
 
 
 def _normals(vertices, faces):
-    from ..wound._geom import vertex_normals
+    from ..geom.normals import vertex_normals
     return vertex_normals(vertices, faces).astype(np.float32)
 
 

@@ -17,12 +17,12 @@ from .fitting import fit_capsules, fit_report
 from .layers import LayerSurface, draw_order, push_out_layers
 from .pressure import avatar_pressure, pressure, tight_look
 from .pushout import (CapsulePushPlan, PushParams, push_amount, push_out_capsules, push_out_reference, resolve_mask,
-                      smooth_displacement, vertex_normals)
+                      smooth_displacement)
 from .sdf import capsule_distance, capsule_field, capsule_field_culled, capsule_field_numba, smooth_union
 
 __all__ = ["SkinBinding", "bind_to_skin", "bound_clearance", "push_out_bound", "push_out_runtime", "CapsuleRig",
            "transform_capsules", "validate_capsules", "avatar_covered", "covered_triangles", "covered_vertices",
            "march_out", "push_out_exact", "signed_body_distance", "fit_capsules", "fit_report", "LayerSurface",
            "draw_order", "push_out_layers", "avatar_pressure", "pressure", "tight_look", "CapsulePushPlan", "PushParams", "push_amount",
-           "push_out_capsules", "push_out_reference", "resolve_mask", "smooth_displacement", "vertex_normals",
+           "push_out_capsules", "push_out_reference", "resolve_mask", "smooth_displacement",
            "capsule_distance", "capsule_field", "capsule_field_culled", "capsule_field_numba", "smooth_union"]

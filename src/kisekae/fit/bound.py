@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..avatar.mesh import vertex_normals
 from ..errors import KisekaeError
-from ..qa.bvh import build_bvh, refit
-from ..qa.distance import surface_distance
+from ..geom.bvh import build_bvh, refit
+from ..geom.closest import closest_point_triangles_numpy, surface_distance
+from ..geom.normals import vertex_normals
 from ..validate import as_faces, as_points
-from .exact import closest_points_on_triangles
 from .pushout import UP, PushParams, _block_push, bias_direction, cap_displacement, push_amount, resolve_mask
 
 
@@ -81,7 +80,7 @@ def bind_to_skin(garment_rest, body_rest, body_faces) -> SkinBinding:
     state = refit(bvh, v, f)
     _, tri = surface_distance(g, bvh, state)
     corners = f[tri]
-    q = closest_points_on_triangles(g, v[corners])
+    q = closest_point_triangles_numpy(g, *v[corners].transpose(1, 0, 2))[0]
     bary = barycentric(q, v[corners])
     n = _blend_normals(vertex_normals(v, f), corners, bary)
     offset = np.einsum("ij,ij->i", g - q, n)

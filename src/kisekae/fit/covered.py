@@ -12,163 +12,19 @@ hiding skin that is visible from below. A vertex is covered overall when it is c
 pose given; a triangle is covered when its three vertices are. The covered set is meant for
 culling: the body triangles under a garment need not be drawn.
 
-Rays are traced against a bounding volume hierarchy over the garment triangles
-(:func:`kisekae.qa.bvh.build_bvh`, refitted per pose) by a Numba kernel; :func:`ray_hits_reference`
-is the brute-force NumPy reference of the same query, and the tests compare the two.
+Rays are traced against a bounding volume hierarchy over the garment triangles by
+:func:`kisekae.geom.raycast.ray_hits` (its brute-force NumPy reference is
+:func:`kisekae.geom.raycast.ray_hits_reference`).
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..errors import KisekaeError
-from ..qa.bvh import build_bvh, refit
-from ..qa.raytri import ray_triangle_tuv
+from ..geom.bvh import build_bvh
+from ..geom.raycast import ray_hits
 from ..validate import as_faces, as_points, positive
-
-#: Barycentric tolerance: a ray through a shared edge hits (at least) one of its triangles even
-#: with rounding, so a closed garment has no pin-holes. Edge hits count as hits.
-_EDGE_EPS = 1e-9
-
-
-# --------------------------------------------------------------------------- NumPy reference
-def ray_hits_reference(origins, directions, max_distance, triangles):
-    """Whether each ray hits any triangle within ``max_distance`` (brute force, NumPy).
-
-    Parameters
-    ----------
-    origins : array_like (R, 3)
-        Ray origins, metres.
-    directions : array_like (R, 3)
-        Unit ray directions.
-    max_distance : float
-        Hits farther along the ray than this (metres) do not count; hits behind the origin never do.
-    triangles : array_like (T, 3, 3)
-        Triangle corners, metres. Both sides count; a hit within a barycentric tolerance of
-        1e-9 of an edge counts.
-
-    Returns
-    -------
-    ndarray bool (R,)
-    """
-    o = np.asarray(origins, dtype=np.float64)[:, None, :]
-    d = np.asarray(directions, dtype=np.float64)[:, None, :]
-    tri = np.asarray(triangles, dtype=np.float64)[None]
-    e1 = tri[..., 1, :] - tri[..., 0, :]
-    e2 = tri[..., 2, :] - tri[..., 0, :]
-    h = np.cross(d, e2)
-    a = np.sum(e1 * h, axis=-1)
-    ok = np.abs(a) > 1e-18
-    f = np.where(ok, 1.0 / np.where(ok, a, 1.0), 0.0)
-    s = o - tri[..., 0, :]
-    u = f * np.sum(s * h, axis=-1)
-    q = np.cross(s, e1)
-    v = f * np.sum(d * q, axis=-1)
-    t = f * np.sum(e2 * q, axis=-1)
-    hit = ok & (u >= -_EDGE_EPS) & (v >= -_EDGE_EPS) & (u + v <= 1 + _EDGE_EPS) & (t >= 0) & (t <= max_distance)
-    return hit.any(axis=1)
-
-
-# --------------------------------------------------------------------------- Numba kernel
-@numba.njit(cache=True, inline="always")
-def _ray_triangle(ox, oy, oz, dx, dy, dz, tmax, tri, k):
-    """Two-sided: True when the ray hits triangle ``k`` at ``0 <= t <= tmax`` (edges widened by _EDGE_EPS)."""
-    t, u, v = ray_triangle_tuv(ox, oy, oz, dx, dy, dz, tri[k, 0, 0], tri[k, 0, 1], tri[k, 0, 2],
-                               tri[k, 1, 0], tri[k, 1, 1], tri[k, 1, 2], tri[k, 2, 0], tri[k, 2, 1], tri[k, 2, 2],
-                               0.0)
-    if u < -_EDGE_EPS or u > 1.0 + _EDGE_EPS or v < -_EDGE_EPS or u + v > 1.0 + _EDGE_EPS:
-        return False
-    return 0.0 <= t <= tmax
-
-
-@numba.njit(cache=True, inline="always")
-def _ray_box(ox, oy, oz, ix, iy, iz, tmax, lo, hi, node):
-    """Slab test: does the ray segment ``[0, tmax]`` meet the node's box? (``i*`` = 1 / direction)."""
-    t0 = 0.0
-    t1 = tmax
-    for axis in range(3):
-        o = ox if axis == 0 else (oy if axis == 1 else oz)
-        inv = ix if axis == 0 else (iy if axis == 1 else iz)
-        a = (lo[node, axis] - o) * inv
-        b = (hi[node, axis] - o) * inv
-        if a > b:
-            a, b = b, a
-        if a > t0:
-            t0 = a
-        if b < t1:
-            t1 = b
-        if t0 > t1:
-            return False
-    return True
-
-
-@numba.njit(cache=True)
-def _trace_any(origins, dirs, tmax, left, right, start, count, lo, hi, tri, out):
-    stack = np.empty(256, np.int32)
-    big = 1e30
-    for r in range(origins.shape[0]):
-        ox, oy, oz = origins[r, 0], origins[r, 1], origins[r, 2]
-        dx, dy, dz = dirs[r, 0], dirs[r, 1], dirs[r, 2]
-        ix = 1.0 / dx if dx != 0.0 else big
-        iy = 1.0 / dy if dy != 0.0 else big
-        iz = 1.0 / dz if dz != 0.0 else big
-        hit = False
-        stack[0] = 0
-        top = 1
-        while top > 0 and not hit:
-            top -= 1
-            node = stack[top]
-            if not _ray_box(ox, oy, oz, ix, iy, iz, tmax, lo, hi, node):
-                continue
-            if left[node] < 0:
-                for k in range(start[node], start[node] + count[node]):
-                    if _ray_triangle(ox, oy, oz, dx, dy, dz, tmax, tri, k):
-                        hit = True
-                        break
-            else:
-                stack[top] = left[node]
-                stack[top + 1] = right[node]
-                top += 2
-        out[r] = hit
-
-
-def ray_hits(origins, directions, max_distance, vertices, faces, bvh=None):
-    """Same result as :func:`ray_hits_reference`, traced through a BVH over ``faces`` (Numba).
-
-    Parameters
-    ----------
-    origins, directions : array_like (R, 3)
-        Rays (directions need not be unit; ``max_distance`` is in units of their length).
-    max_distance : float
-        Metres along a unit direction.
-    vertices : array_like (N, 3)
-        Mesh vertices, metres.
-    faces : array_like int (F, 3)
-        Triangles.
-    bvh : kisekae.qa.bvh.BVH, optional
-        A tree built once for ``faces`` (any pose), refitted here; built when not given.
-
-    Returns
-    -------
-    ndarray bool (R,)
-    """
-    o = as_points(origins, "origins")
-    d = as_points(directions, "directions")
-    if d.shape != o.shape:
-        raise KisekaeError(f"expected {len(o)} directions, got {len(d)}", "directions")
-    v = as_points(vertices, "vertices")
-    f = as_faces(faces, len(v), "faces")
-    tmax = positive(max_distance, "max_distance")
-    out = np.zeros(len(o), dtype=bool)
-    if len(f) == 0 or len(o) == 0:
-        return out
-    if bvh is None:
-        bvh = build_bvh(v, f)
-    st = refit(bvh, v, f)
-    _trace_any(o, d, tmax, bvh.left, bvh.right, bvh.start, bvh.count, st.lo, st.hi, st.tri, out)
-    return out
-
 
 # --------------------------------------------------------------------------- covered skin
 def cone_directions(normals, cone_angle: float = 30.0, cone_rays: int = 6):
@@ -224,7 +80,7 @@ def covered_in_pose(body_vertices, body_normals, garment_vertices, garment_faces
         Side rays per vertex (default 6; 0 = the normal only).
     start_offset : float
         Rays start this far below the skin, metres (default 0.001).
-    bvh : kisekae.qa.bvh.BVH, optional
+    bvh : kisekae.geom.bvh.BVH, optional
         Tree over ``garment_faces``, reused across poses.
 
     Returns
@@ -269,7 +125,7 @@ def covered_vertices(body_poses, body_faces, garment_poses, garment_faces, **kwa
     -------
     ndarray bool (Nb,)
     """
-    from ..avatar.mesh import vertex_normals
+    from ..geom.normals import vertex_normals
 
     body_poses = list(body_poses)
     garment_poses = list(garment_poses)

@@ -43,8 +43,12 @@ import time
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..avatar.mesh import face_normals, vertex_normals as mesh_vertex_normals
 from ..errors import KisekaeError
+from ..geom.bvh import build_bvh, refit
+from ..geom.closest import closest_point_triangles_numpy, surface_distance
+from ..geom.crossings import edge_crossings
+from ..geom.edges import unique_edges
+from ..geom.normals import face_normals, vertex_normals
 from ..validate import as_points
 from .pushout import (PushParams, bias_direction, cap_displacement, push_amount, resolve_mask,
                       smooth_displacement)
@@ -53,56 +57,6 @@ from .pushout import (PushParams, bias_direction, cap_displacement, push_amount,
 MOVE_EPS = 1e-5
 #: The "moved unnecessarily" threshold of the issue (metres).
 UNNECESSARY = 1e-4
-
-
-def closest_points_on_triangles(points, tri):
-    """Closest point on each triangle to each point (NumPy, Ericson's region test).
-
-    Parameters
-    ----------
-    points : array_like (P, 3)
-    tri : array_like (P, 3, 3)
-        One triangle per point.
-
-    Returns
-    -------
-    ndarray float64 (P, 3)
-    """
-    p = np.asarray(points, dtype=np.float64)
-    a, b, c = (np.asarray(tri, dtype=np.float64)[:, i] for i in range(3))
-    ab, ac, ap = b - a, c - a, p - a
-    d1 = np.einsum("ij,ij->i", ab, ap)
-    d2 = np.einsum("ij,ij->i", ac, ap)
-    bp = p - b
-    d3 = np.einsum("ij,ij->i", ab, bp)
-    d4 = np.einsum("ij,ij->i", ac, bp)
-    cp = p - c
-    d5 = np.einsum("ij,ij->i", ab, cp)
-    d6 = np.einsum("ij,ij->i", ac, cp)
-    va = d3 * d6 - d5 * d4
-    vb = d5 * d2 - d1 * d6
-    vc = d1 * d4 - d3 * d2
-    denom = va + vb + vc
-    denom = np.where(np.abs(denom) < 1e-30, 1e-30, denom)
-    v = vb / denom
-    w = vc / denom
-    out = a + ab * v[:, None] + ac * w[:, None]  # interior
-    # edges
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_ab = np.clip(d1 / (d1 - d3), 0, 1)
-        t_ac = np.clip(d2 / (d2 - d6), 0, 1)
-        t_bc = np.clip((d4 - d3) / ((d4 - d3) + (d5 - d6)), 0, 1)
-    e_ab = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
-    e_ac = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
-    e_bc = (va <= 0) & ((d4 - d3) >= 0) & ((d5 - d6) >= 0)
-    out = np.where(e_bc[:, None], b + (c - b) * np.nan_to_num(t_bc)[:, None], out)
-    out = np.where(e_ac[:, None], a + ac * np.nan_to_num(t_ac)[:, None], out)
-    out = np.where(e_ab[:, None], a + ab * np.nan_to_num(t_ab)[:, None], out)
-    # vertices
-    out = np.where(((d6 >= 0) & (d5 <= d6))[:, None], c, out)
-    out = np.where(((d3 >= 0) & (d4 <= d3))[:, None], b, out)
-    out = np.where(((d1 <= 0) & (d2 <= 0))[:, None], a, out)
-    return out
 
 
 def signed_body_distance(query, points):
@@ -122,14 +76,12 @@ def signed_body_distance(query, points):
         Unit outward direction (from the closest surface point towards outside).
     inside : ndarray bool (P,)
     """
-    from ..qa.distance import surface_distance
-
     p = as_points(points, "garment vertices")
     inside = query.inside(p)
     dist, tri_id = surface_distance(p, query.topology.bvh, query.state)
     faces = query.topology.faces
     tri = query.vertices[faces[np.maximum(tri_id, 0)]]
-    cp = closest_points_on_triangles(p, tri)
+    cp = closest_point_triangles_numpy(p, tri[:, 0], tri[:, 1], tri[:, 2])[0]
     fn = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]) * query.topology.orientation
     fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-30)
     v = p - cp
@@ -148,7 +100,7 @@ class _Exposure:
     def __init__(self, query, offset):
         self.query = query
         self.v = np.asarray(query.vertices, dtype=np.float64)
-        self.n = mesh_vertex_normals(self.v, query.topology.faces).astype(np.float64) * query.topology.orientation
+        self.n = vertex_normals(self.v, query.topology.faces).astype(np.float64) * query.topology.orientation
         self.offset = offset
         self.state = np.full(len(self.v), -1, dtype=np.int8)  # -1 unknown, 0 buried, 1 exposed
         self.tree = cKDTree(self.v)
@@ -310,8 +262,6 @@ def _body_edges(query) -> np.ndarray:
     """Unique edges of the body triangles, cached on the body topology."""
     e = getattr(query.topology, "_edges", None)
     if e is None:
-        from ..avatar.mesh import unique_edges
-
         e = unique_edges(query.topology.faces).astype(np.int64)
         query.topology._edges = e
     return e
@@ -325,10 +275,8 @@ def exposed_body_edges(query, offset: float = 1e-3) -> np.ndarray:
     """
     e = getattr(query, "_exposed_edges", None)
     if e is None:
-        from ..avatar.mesh import vertex_normals as _vn
-
         v = np.asarray(query.vertices, dtype=np.float64)
-        n = _vn(v, query.topology.faces).astype(np.float64) * query.topology.orientation
+        n = vertex_normals(v, query.topology.faces).astype(np.float64) * query.topology.orientation
         exposed = ~query.inside(v + offset * n)
         be = _body_edges(query)
         e = be[exposed[be[:, 0]] & exposed[be[:, 1]]]
@@ -344,9 +292,6 @@ def _lift_pierced_faces(query, p, p0, faces, contact, gap, max_push) -> int:
     garment triangle, the triangle's corners rise along its outward normal until the bump's tip
     is a gap below the face. Returns how many piercing body edges were found.
     """
-    from ..avatar.mesh import face_normals
-    from ..qa.bvh import build_bvh, refit
-    from ..qa.crossings import edge_crossings
 
     bvh = build_bvh(p, faces)
     state = refit(bvh, p, faces)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..avatar.mesh import face_normals
+from ..geom.closest import closest_point_triangles_numpy, surface_distance
+from ..geom.crossings import edge_crossings
+from ..geom.bvh import build_bvh, refit
+from ..geom.normals import face_normals
 from ..errors import KisekaeError
-from ..qa.bvh import build_bvh, refit
-from ..qa.crossings import edge_crossings
-from ..qa.distance import surface_distance
 from ..validate import as_faces, as_points
-from .exact import closest_points_on_triangles
 from .pushout import PushParams, cap_displacement, push_amount
 
 #: Outer vertices farther than this from an inner layer's surface ignore it (metres).
@@ -64,7 +63,7 @@ class LayerSurface:
         p = np.asarray(points, dtype=np.float64)
         dist, tri = surface_distance(p, self.bvh, self.state)
         t = np.maximum(tri, 0)
-        q = closest_points_on_triangles(p, self.vertices[self.faces[t]])
+        q = closest_point_triangles_numpy(p, *self.vertices[self.faces[t]].transpose(1, 0, 2))[0]
         n = self.normals[t]
         s = np.einsum("ij,ij->i", p - q, n)
         s = np.where(np.abs(s) < 1e-12, 0.0, np.sign(s)) * dist

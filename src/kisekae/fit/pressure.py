@@ -386,7 +386,7 @@ def avatar_pressure(avatar, pose, after: dict, tightness: dict | None = None, **
     ndarray float64 (Nb,)
         Pressure per body vertex, 0..1.
     """
-    from ..avatar.mesh import vertex_normals as _vn
+    from ..geom.normals import vertex_normals as _vn
 
     m = pose.skinning_matrices(avatar.skeleton)
     body = avatar.body.posed(m)

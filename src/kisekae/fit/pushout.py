@@ -959,14 +959,6 @@ def push_out_blocked(points, a, b, ra, rb, params: PushParams | None = None, tig
 
 
 # --------------------------------------------------------------------------- mesh helpers
-def mesh_edges(faces) -> np.ndarray:
-    """Unique undirected edges ``(E, 2)`` int64 of a triangle (or quad) list."""
-    f = np.asarray(faces, dtype=np.int64)
-    e = np.concatenate([f[:, [i, (i + 1) % f.shape[1]]] for i in range(f.shape[1])])
-    e.sort(axis=1)
-    return np.unique(e, axis=0)
-
-
 def smooth_displacement(displacement, moved, edges, iterations: int = 2, weight: float = 0.5, floor=None, directions=None):
     """Average the displacement of moved vertices over their moved neighbours.
 
@@ -1019,15 +1011,3 @@ def smooth_displacement(displacement, moved, edges, iterations: int = 2, weight:
             lack = np.where(moved, np.maximum(0.0, np.asarray(floor) - along), 0.0)
             disp += lack[:, None] * dirs
     return disp
-
-
-def vertex_normals(vertices, faces) -> np.ndarray:
-    """Area-weighted unit vertex normals ``(N, 3)`` float32 of a triangle mesh."""
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
-    fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
-    n = np.zeros_like(v)
-    for j in range(3):
-        np.add.at(n, f[:, j], fn)
-    ln = np.linalg.norm(n, axis=1, keepdims=True)
-    return (n / np.where(ln > 0, ln, 1.0)).astype(np.float32)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..validate import as_points
-from .exact import closest_points_on_triangles
+from ..geom.closest import closest_point_triangles_numpy, surface_distance
 
 
 def shrinkwrap(query, points, offset: float = 0.002, mode: str = "outside"):
@@ -34,14 +34,13 @@ def shrinkwrap(query, points, offset: float = 0.002, mode: str = "outside"):
     -------
     (N, 3) float64 positions
     """
-    from ..qa.distance import surface_distance
 
     if mode not in ("outside", "outside_surface"):
         raise ValueError(f"unknown mode {mode!r}")
     p = as_points(points, "garment vertices")
     _, tri = surface_distance(p, query.topology.bvh, query.state)
     faces = query.topology.faces[tri]
-    q = closest_points_on_triangles(p, query.vertices[faces])
+    q = closest_point_triangles_numpy(p, *query.vertices[faces].transpose(1, 0, 2))[0]
     n = query.face_normals[tri]
     along = np.einsum("ij,ij->i", p - q, n)
     move = np.ones(len(p), dtype=bool) if mode == "outside_surface" else along < offset

@@ -1265,7 +1265,7 @@ def _export_mesh(blob: _Blob, part: ExportPart, n_bones: int, n_materials: int) 
     if part.normals is not None:
         nrm = as_per_vertex(part.normals, n, f"{src}.normals")
     else:
-        from ..avatar.mesh import vertex_normals
+        from ..geom.normals import vertex_normals
 
         nrm = vertex_normals(v, f)
     attrs["NORMAL"] = blob.accessor(_unit_normals(nrm), 5126, "VEC3", target=34962)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..validate import as_faces, as_points
-from .bvh import BVH, build_bvh, refit
-from .crossings import edge_crossings
-from .distance import surface_distance
-from .winding import winding_number
+from ..geom.bvh import BVH, build_bvh, refit
+from ..geom.closest import surface_distance
+from ..geom.crossings import edge_crossings
+from ..geom.normals import face_normals
+from ..geom.winding import winding_number
 
 #: Winding number above which a point counts as inside.
 INSIDE_THRESHOLD = 0.5
@@ -53,8 +54,6 @@ class BodyQuery:
     def face_normals(self) -> np.ndarray:
         """(F, 3) outward unit normals of the posed body triangles."""
         if getattr(self, "_face_normals", None) is None:
-            from ..avatar.mesh import face_normals
-
             self._face_normals = face_normals(self.vertices, self.topology.faces) * self.topology.orientation
         return self._face_normals
 

@@ -19,16 +19,19 @@ import moderngl
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.edges import unique_edges
+from ..geom.normals import vertex_normals
 from ..validate import as_faces, as_per_vertex, as_points
 from . import shading as _sh
 from .camera import Camera, resolution as _resolution
 from .context import shared_context
-from .geometry import unique_edges, vertex_normals
 from .materials import Material, colormap_table
 
 #: Per-vertex attribute names a :class:`DrawItem` may carry (all optional, default 0).
 EFFECT_ATTRIBUTES = ("tightness", "pressure", "compress", "stretch", "ratio", "heat", "wound")
 ROLES = ("body", "garment", "other")
+#: Normal of a vertex on no (or only degenerate) triangles: lit like a floor, never black.
+UP = (0.0, 1.0, 0.0)
 _DRAW_ORDER = {"garment": 0, "other": 1, "body": 2}
 
 
@@ -124,7 +127,7 @@ class WoundMorph:
             raise KisekaeError(f"expected {n} target positions, got {len(self.target_positions)}",
                                f"{label}.wound.target_positions")
         if self.target_normals is None:
-            self.target_normals = vertex_normals(self.target_positions, faces)
+            self.target_normals = vertex_normals(self.target_positions, faces, fallback=UP)
         else:
             self.target_normals = as_per_vertex(self.target_normals, n, f"{label}.wound.target_normals",
                                                 dtype=np.float32)
@@ -226,7 +229,7 @@ class DrawItem:
         """Interleaved vertex buffer, (N, :data:`~kisekae.render.shading.STRIDE`) float32."""
         n = len(self.positions)
         out = np.zeros((n, _sh.STRIDE), np.float32)
-        normals = self.normals if self.normals is not None else vertex_normals(self.positions, self.faces)
+        normals = self.normals if self.normals is not None else vertex_normals(self.positions, self.faces, fallback=UP)
         out[:, 0:3] = self.positions
         out[:, 3:6] = normals
         for col, key in ((6, "tightness"), (7, "pressure"), (8, "compress"), (9, "stretch"), (10, "ratio"),
@@ -431,7 +434,7 @@ class Renderer:
         entry["ibo"].release()
 
     def _wire_vao(self, entry, item: DrawItem):
-        edges = item.edges if item.edges is not None else unique_edges(item.faces, len(item.positions))
+        edges = item.edges if item.edges is not None else unique_edges(item.faces, n_vertices=len(item.positions))
         ekey = (edges.shape, hash(np.ascontiguousarray(edges).tobytes()))
         if ekey not in entry["edges"]:
             ebo = self.ctx.buffer(np.ascontiguousarray(edges, dtype=np.int32).tobytes())

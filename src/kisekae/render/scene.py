@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.normals import vertex_normals
 from . import materials as _m
-from .geometry import vertex_normals
-from .renderer import DrawItem
+from .renderer import UP, DrawItem
 
 #: Bones whose posed heads anchor the close-up cameras (game_engine names; cmu_mb through the
 #: avatar package's aliases).
@@ -68,7 +68,7 @@ def mesh_item(mesh, positions=None, *, material=None, attributes=None, role="oth
     """
     pos = mesh.vertices if positions is None else positions
     weld = getattr(mesh, "weld", None)
-    normals = vertex_normals(pos, mesh.faces, weld)
+    normals = vertex_normals(pos, mesh.faces, weld, fallback=UP)
     edges = mesh.edges if wire and getattr(mesh, "quads", None) is not None else None
     return DrawItem(pos, mesh.faces, material or _m.Material(), normals=normals, attributes=attributes,
                     edges=edges, role=role, name=getattr(mesh, "name", "mesh"))

@@ -468,7 +468,7 @@ def _bindings():
 def bound_vectors(poses=POSES, seed: int = 0):
     """Skin-bound test vectors per pose: the posed garments (and jittered copies, up to 2 cm, so that many
     vertices are inside or in the contact band), their bindings, the posed body and its normals."""
-    from ..avatar.mesh import vertex_normals
+    from ..geom.normals import vertex_normals
     from ..avatar.poses import named_pose
     from ..fit.bound import SkinBinding
 

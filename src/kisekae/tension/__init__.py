@@ -16,7 +16,6 @@ from .edge import (
 )
 from .smoothing import TemporalSmoother, blur, smooth_sequence
 from .strain import FaceStrain, StrainResult, face_strain, strain_tension
-from .topology import face_edges, unique_edges, weld_map
 from .wrinkle import WrinkleMap, pack_rgba, region_mask, wrinkle_weights
 
 __all__ = [
@@ -28,5 +27,4 @@ __all__ = [
     "WrinkleMap", "pack_rgba", "region_mask", "wrinkle_weights",
     "TensionSequence", "avatar_frames", "avatar_plan", "bake_vertex_colors", "plot_t_curves", "save_npz",
     "t_curves", "tension_sequence", "write_t_curves_json",
-    "face_edges", "unique_edges", "weld_map",
 ]

@@ -32,9 +32,10 @@ import numba
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.edges import check_edges, face_edges, unique_pairs
+from ..geom.weld import as_weld, weld_map
 from ..validate import as_points
 from .blender import MapParams, map_params, map_ratio_params, safe_divide
-from .topology import check_edges, face_edges, unique_edges, weld_map
 
 
 class TensionResult(NamedTuple):
@@ -174,12 +175,7 @@ def _topology(n, faces, edges, weld, weld_tolerance, rest):
     elif weld is False or weld is None:
         wmap = np.arange(n, dtype=np.int32)
     else:
-        wmap = np.asarray(weld)
-        if wmap.shape != (n,) or not np.issubdtype(wmap.dtype, np.integer):
-            raise KisekaeError(f"expected ({n},) integer array, True or False, got shape {wmap.shape}", "weld")
-        if n and (wmap.min() < 0 or wmap.max() >= n):
-            raise KisekaeError("index out of range", "weld")
-        wmap = wmap.astype(np.int32)
+        wmap = as_weld(weld, n).astype(np.int32)
         # make it idempotent: representative of the representative
         for _ in range(4):
             nxt = wmap[wmap]
@@ -194,7 +190,7 @@ def _topology(n, faces, edges, weld, weld_tolerance, rest):
         pairs = face_edges(faces, n)
     else:
         raise KisekaeError("give faces or edges", "faces")
-    return wmap, unique_edges(pairs, wmap)
+    return wmap, unique_pairs(pairs, wmap)
 
 
 class TensionPlan:
@@ -216,7 +212,7 @@ class TensionPlan:
         True welds vertices with equal rest positions (across UV/normal seams); False keeps the
         topology as given; an array is used as the weld map (e.g. ``Mesh.weld``).
     weld_tolerance : float, default 0.0
-        See :func:`kisekae.tension.topology.weld_map`.
+        See :func:`kisekae.geom.weld.weld_map`.
     falloff, stretch_area, compress_area, weight_limit : float
         Node group inputs, see :func:`kisekae.tension.blender.map_params`. Change them later with
         :meth:`set_params`.

@@ -23,9 +23,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.weld import weld_map
 from ..validate import as_faces, as_points
 from .blender import map_params, map_ratio_params
-from .topology import weld_map
 
 
 class FaceStrain(NamedTuple):

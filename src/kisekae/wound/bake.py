@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points
-from ._geom import vertex_normals
+from ..geom.normals import vertex_normals
 from .correspond import Correspondence, correspond_closest, correspond_uv
 from .encode import ENCODINGS, Encoded, encode, encoding_errors, format_error_table, texel_uv, vertex_limit
 

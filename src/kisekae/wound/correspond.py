@@ -27,7 +27,8 @@ from scipy.spatial import cKDTree
 
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points, positive
-from ._geom import closest_point_candidates_numba, vertex_normals
+from ..geom.closest import closest_point_candidates_numba
+from ..geom.normals import vertex_normals
 
 
 @dataclass

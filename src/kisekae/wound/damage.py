@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import KisekaeError
-from ._geom import vertex_normals
+from ..geom.normals import vertex_normals
 
 PART_BODY, PART_ARM, PART_CHEST = 0, 1, 2
 

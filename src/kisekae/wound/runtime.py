@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points, positive
-from ._geom import ray_triangles_numba
+from ..geom.raytri import ray_triangles_numba
 
 # --------------------------------------------------------------------------------------------
 # per-vertex math (reference for the shader port)
@@ -351,14 +351,14 @@ def place_hit(origin, direction, posed_vertices, bind_vertices, faces, skin_indi
     posed_vertices : (N, 3) float, the skinned mesh this frame, metres.
     bind_vertices : (N, 3) float, the same mesh in the bind pose.
     faces, skin_indices, skin_weights, rest_matrices, parts : see :func:`make_hit`.
-    tree : optional :class:`kisekae.qa.bvh.BVH` (:func:`kisekae.wound.build_ray_bvh`); when given the
+    tree : optional :class:`kisekae.geom.bvh.BVH` (:func:`kisekae.wound.build_ray_bvh`); when given the
         ray is cast through it (:func:`kisekae.wound.raycast_bvh`), otherwise against every triangle.
     boxes : optional node boxes of ``tree`` for ``posed_vertices`` (:func:`kisekae.wound.refit_boxes`).
     """
     if tree is None:
         face, _t, bary = raycast(origin, direction, posed_vertices, faces)
     else:
-        from .raybvh import raycast_bvh
+        from ..geom.raycast import raycast_bvh
         face, _t, bary = raycast_bvh(origin, direction, posed_vertices, faces, tree, boxes)
     if face < 0:
         return None
@@ -428,13 +428,13 @@ class WoundState:
     def tree(self):
         """Ray-casting BVH over the faces (:func:`kisekae.wound.build_ray_bvh`), built on first use."""
         if self._tree is None:
-            from .raybvh import build_ray_bvh
+            from ..geom.raycast import build_ray_bvh
             self._tree = build_ray_bvh(self.bind_vertices, self.faces)
         return self._tree
 
     def posed_boxes(self, posed_vertices):
         """Node boxes of :attr:`tree` for one pose; pass them to :meth:`shoot` to cast many rays per pose."""
-        from .raybvh import refit_boxes
+        from ..geom.bvh import refit_boxes
         return refit_boxes(self.tree, posed_vertices, self.faces)
 
     def enable_uv_mask(self, vertex_uv, *, uv_coords=None, uv_faces=None, size=512, padding=2):
@@ -499,7 +499,7 @@ class WoundState:
         x = np.asarray(point, dtype=np.float64).reshape(-1)
         if x.shape != (3,) or not np.all(np.isfinite(x)):
             raise KisekaeError(f"hit point must be 3 finite numbers, got {point!r}", "hit")
-        from ._geom import closest_point_triangles_numpy
+        from ..geom.closest import closest_point_triangles_numpy
         v, f = self.bind_vertices, self.faces
         m = len(f)
         q, bary, d = closest_point_triangles_numpy(np.repeat(x[None], m, 0), v[f[:, 0]], v[f[:, 1]], v[f[:, 2]])

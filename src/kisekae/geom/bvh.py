@@ -3,9 +3,13 @@
 The tree is built on one set of positions (usually the rest pose) by median splits; each pose
 then only *refits* it (:func:`refit`), which recomputes every node's box, total area vector,
 area-weighted centre and bounding radius in one bottom-up pass. The refitted tree serves the
-queries in :mod:`kisekae.qa.winding` (hierarchical winding number), closest points and
-segment-triangle intersections. A refitted tree stays exact; only query speed depends on how
-well the build-time split still matches the pose.
+queries in :mod:`kisekae.geom.winding` (hierarchical winding number), closest points and
+segment-triangle intersections; ray casts need only the boxes (:func:`refit_boxes`). A refitted
+tree stays exact; only query speed depends on how well the build-time split still matches the
+pose.
+
+:func:`refit_numpy` and :func:`refit_boxes_numpy` are the NumPy references of the two Numba
+refits: every leaf straight from its triangles, every inner node from its two children.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+
+from ..errors import KisekaeError
+from ..validate import as_faces, as_points
 
 LEAF_SIZE = 8
 
@@ -155,8 +162,43 @@ def _refit(left, right, start, count, tri, lo, hi, nrm, cen, rad, area):
             area[node] = a_sum
 
 
+def refit_numpy(bvh: BVH, vertices, faces) -> BVHState:
+    """NumPy reference of :func:`refit` (same fields; a zero-area node is centred in its box)."""
+    tri = np.asarray(vertices, dtype=np.float64)[np.asarray(faces)[bvh.order]]
+    m = len(bvh.left)
+    lo, hi, nrm, cen = (np.zeros((m, 3)) for _ in range(4))
+    rad, area = np.zeros(m), np.zeros(m)
+    for node in range(m - 1, -1, -1):
+        l, r = bvh.left[node], bvh.right[node]
+        if l < 0:
+            t = tri[bvh.start[node]:bvh.start[node] + bvh.count[node]]
+            n = 0.5 * np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
+            a = np.linalg.norm(n, axis=1)
+            lo[node], hi[node] = t.reshape(-1, 3).min(axis=0), t.reshape(-1, 3).max(axis=0)
+            nrm[node], area[node] = n.sum(axis=0), a.sum()
+            cen[node] = (a @ t.mean(axis=1)) / area[node] if area[node] > 0 else 0.5 * (lo[node] + hi[node])
+            rad[node] = np.linalg.norm(t.reshape(-1, 3) - cen[node], axis=1).max()
+        else:
+            lo[node], hi[node] = np.minimum(lo[l], lo[r]), np.maximum(hi[l], hi[r])
+            nrm[node], area[node] = nrm[l] + nrm[r], area[l] + area[r]
+            cen[node] = ((area[l] * cen[l] + area[r] * cen[r]) / area[node] if area[node] > 0
+                         else 0.5 * (lo[node] + hi[node]))
+            rad[node] = max(np.linalg.norm(cen[node] - cen[l]) + rad[l], np.linalg.norm(cen[node] - cen[r]) + rad[r])
+    return BVHState(lo, hi, nrm, cen, rad, tri)
+
+
 def refit(bvh: BVH, vertices: np.ndarray, faces: np.ndarray) -> BVHState:
-    """Node boxes, area vectors, centres and radii for new ``vertices`` (same ``faces``)."""
+    """Node boxes, area vectors, centres and radii for new ``vertices`` (same ``faces``), Numba.
+
+    Parameters
+    ----------
+    bvh : BVH from :func:`build_bvh` on the same ``faces``.
+    vertices : (N, 3) float, metres; faces : (F, 3) int.
+
+    Returns
+    -------
+    BVHState (float64 arrays, see there).
+    """
     v = np.asarray(vertices, dtype=np.float64)
     tri = np.ascontiguousarray(v[np.asarray(faces)[bvh.order]])
     m = len(bvh.left)
@@ -164,3 +206,73 @@ def refit(bvh: BVH, vertices: np.ndarray, faces: np.ndarray) -> BVHState:
     rad, area = np.empty(m), np.empty(m)
     _refit(bvh.left, bvh.right, bvh.start, bvh.count, tri, lo, hi, nrm, cen, rad, area)
     return BVHState(lo, hi, nrm, cen, rad, tri)
+
+
+@numba.njit(cache=True)
+def refit_boxes_numba(left, right, start, count, order, vertices, faces, lo, hi):
+    """Node boxes of a pre-order tree for ``vertices`` (N, 3) float64; writes ``lo``, ``hi`` (M, 3)."""
+    for node in range(left.shape[0] - 1, -1, -1):
+        if left[node] < 0:
+            lx = ly = lz = np.inf
+            hx = hy = hz = -np.inf
+            for s in range(start[node], start[node] + count[node]):
+                f = order[s]
+                for c in range(3):
+                    vi = faces[f, c]
+                    x = vertices[vi, 0]
+                    y = vertices[vi, 1]
+                    z = vertices[vi, 2]
+                    lx = min(lx, x)
+                    ly = min(ly, y)
+                    lz = min(lz, z)
+                    hx = max(hx, x)
+                    hy = max(hy, y)
+                    hz = max(hz, z)
+            lo[node, 0] = lx
+            lo[node, 1] = ly
+            lo[node, 2] = lz
+            hi[node, 0] = hx
+            hi[node, 1] = hy
+            hi[node, 2] = hz
+        else:
+            a = left[node]
+            b = right[node]
+            for k in range(3):
+                lo[node, k] = min(lo[a, k], lo[b, k])
+                hi[node, k] = max(hi[a, k], hi[b, k])
+    return lo, hi
+
+
+def refit_boxes_numpy(tree: BVH, vertices, faces):
+    """NumPy reference of :func:`refit_boxes`: each node's box straight from its triangles' corners."""
+    v = np.asarray(vertices, dtype=np.float64)
+    tri = v[np.asarray(faces)[tree.order]]  # (F, 3, 3) in leaf order
+    m = len(tree.left)
+    lo = np.empty((m, 3))
+    hi = np.empty((m, 3))
+    for node in range(m):
+        s, c = int(tree.start[node]), int(tree.count[node])
+        pts = tri[s:s + c].reshape(-1, 3)
+        lo[node] = pts.min(axis=0)
+        hi[node] = pts.max(axis=0)
+    return lo, hi
+
+
+def refit_boxes(tree: BVH, vertices, faces):
+    """Node boxes for a pose: ``(lo, hi)``, each (M, 3) float64 metres.
+
+    Parameters
+    ----------
+    tree : BVH from :func:`build_ray_bvh` (same ``faces``).
+    vertices : (N, 3) float, posed positions, metres.
+    faces : (F, 3) int.
+    """
+    v = as_points(vertices, "vertices")
+    f = as_faces(faces, len(v), "faces").astype(np.int64)
+    if len(tree.order) != len(f):
+        raise KisekaeError(f"the tree was built for {len(tree.order)} triangles, got {len(f)}", "faces")
+    m = len(tree.left)
+    lo = np.empty((m, 3))
+    hi = np.empty((m, 3))
+    return refit_boxes_numba(tree.left, tree.right, tree.start, tree.count, tree.order.astype(np.int64), v, f,
+                             lo, hi)

@@ -1,4 +1,10 @@
-"""Garment edges that cross body triangles (segment-triangle intersection, BVH-pruned)."""
+"""Edges that cross triangles of a mesh (segment-triangle intersection, BVH-pruned).
+
+A segment p0→p1 crosses triangle abc when the ray ``p0 + s·(p1 − p0)`` hits it (two-sided
+Möller–Trumbore, :func:`kisekae.geom.raytri.ray_triangle_tuv`) with ``0 <= s <= 1``; endpoints
+and triangle edges count. Parallel segments (``|det| <= 1e-12`` of the scale-free bound) do not.
+:func:`edge_crossings_numpy` is the brute-force NumPy reference of :func:`edge_crossings`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,10 @@ import numba
 import numpy as np
 
 from .bvh import BVH, BVHState
-from .raytri import ray_triangle_tuv
+from .raytri import ray_triangle_tuv, ray_triangle_tuv_numpy
+
+#: Scale-free parallel threshold of the segment test.
+PARALLEL_EPS = 1e-12
 
 
 @numba.njit(cache=True)
@@ -14,7 +23,7 @@ def segment_hits_triangle(p0, p1, tri, t):
     """Möller–Trumbore test of segment p0→p1 against ``tri[t]`` (endpoints included)."""
     s, u, v = ray_triangle_tuv(p0[0], p0[1], p0[2], p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2],
                                tri[t, 0, 0], tri[t, 0, 1], tri[t, 0, 2], tri[t, 1, 0], tri[t, 1, 1], tri[t, 1, 2],
-                               tri[t, 2, 0], tri[t, 2, 1], tri[t, 2, 2], 1e-12)
+                               tri[t, 2, 0], tri[t, 2, 1], tri[t, 2, 2], PARALLEL_EPS)
     return 0.0 <= u <= 1.0 and v >= 0.0 and u + v <= 1.0 and 0.0 <= s <= 1.0
 
 
@@ -82,4 +91,27 @@ def edge_crossings(points, edges, bvh: BVH, state: BVHState, *, return_triangles
     _crossings(p, e, bvh.left, bvh.right, bvh.start, bvh.count, state.lo, state.hi, state.tri, tri_vid, out, out_t)
     if return_triangles:
         return out, np.where(out_t >= 0, bvh.order[np.maximum(out_t, 0)], -1).astype(np.int32)
+    return out
+
+
+def edge_crossings_numpy(points, edges, vertices, faces, chunk: int = 256) -> np.ndarray:
+    """(E,) bool, brute force over all triangles: NumPy reference of :func:`edge_crossings`.
+
+    Parameters
+    ----------
+    points : (N, 3) float, metres; edges : (E, 2) int into ``points``.
+    vertices : (V, 3) float, metres; faces : (F, 3) int.
+    chunk : int
+        Edges per batch (memory is ``chunk · F`` floats per array).
+    """
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    tri = np.asarray(vertices, dtype=np.float64)[np.asarray(faces)]
+    out = np.zeros(len(e), dtype=bool)
+    for s in range(0, len(e), chunk):
+        p0 = p[e[s:s + chunk, 0]][:, None]
+        p1 = p[e[s:s + chunk, 1]][:, None]
+        t, u, v = ray_triangle_tuv_numpy(p0, p1 - p0, tri[None, :, 0], tri[None, :, 1], tri[None, :, 2], PARALLEL_EPS)
+        hit = (u >= 0) & (u <= 1) & (v >= 0) & (u + v <= 1) & (t >= 0) & (t <= 1)
+        out[s:s + chunk] = hit.any(axis=1)
     return out
