@@ -28,7 +28,8 @@ from _timing import measure, table  # noqa: E402
 def workloads():
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.poses import named_pose
-    from kisekae.fit import fit_capsules, transform_capsules
+    from kisekae.avatar.capsules import transform_capsules
+    from kisekae.fit import fit_capsules
 
     av = load_builtin_avatar()
     b = av.body

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.fit.capsules import CapsuleRig, transform_capsules, validate_capsules
+from kisekae.avatar.capsules import CapsuleRig, transform_capsules, validate_capsules
 from kisekae.fit.sdf import capsule_distance, capsule_field, capsule_field_culled, capsule_field_numba
 
 

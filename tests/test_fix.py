@@ -171,7 +171,7 @@ def test_cli_check_fix_json(tmp_path, capsys):
 
 def test_cli_fit_writes_rig_and_garments(tmp_path, capsys):
     from kisekae.cli import main
-    from kisekae.fit.capsules import CapsuleRig
+    from kisekae.avatar.capsules import CapsuleRig
     from kisekae.io.obj import read_obj
 
     assert main(["fit", "--pose", "leg_raise", "--garment", "skirt", "-o", str(tmp_path)]) == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kisekae.fit.capsules import CapsuleRig
+from kisekae.avatar.capsules import CapsuleRig
 from kisekae.io.bvh import load_bvh
 from kisekae.io.gltf import avatar_parts, load_gltf, save_avatar, save_gltf
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.render.preview import SLIDERS, PreviewModel, display_available
+from kisekae.app.preview import SLIDERS, PreviewModel, display_available
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ from test_gltf_kit import Kit, cylinder, quat, trs
 
 from kisekae.errors import KisekaeError
 from kisekae.io.gltf import load_gltf, save_avatar
-from kisekae.io.vrm import VRM1_REQUIRED, guess_humanoid, humanoid_capsules
+from kisekae.avatar.humanoid import VRM1_REQUIRED, guess_humanoid
+from kisekae.fit.humanoid import humanoid_capsules
 
 HIP = trs((0, 0.9, 0), quat([0, 0, 1], 20))
 KNEE_LOCAL = trs((0, -0.45, 0))

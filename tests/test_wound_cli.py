@@ -108,7 +108,7 @@ def test_bake_cli_preview_frames_go_from_start_to_target(tmp_path, capsys):
 
 def test_preview_frame_at_zero_is_the_unmorphed_mesh_and_one_the_target():
     from kisekae.render import DrawItem, Renderer, materials, named_camera
-    from kisekae.wound.preview import morph_frames
+    from kisekae.app.wound_preview import morph_frames
     from kisekae.geom.normals import vertex_normals
     xs = np.linspace(-0.2, 0.2, 11)
     x, y = np.meshgrid(xs, xs, indexing="ij")

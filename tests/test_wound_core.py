@@ -302,7 +302,7 @@ def test_load_bake_decodes_every_encoding_from_files(tmp_path):
 
 
 def test_obj_meshes_load_through_kisekae_io_with_seams_split_and_clear_errors(tmp_path):
-    from kisekae.wound import load_mesh
+    from kisekae.io.arrays import load_mesh
     # two quads sharing an edge (vertices 2, 3), with a UV seam along it: the shared edge has two UV pairs
     text = ("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 2 0 0\nv 2 1 0\n"
             "vt 0 0\nvt 0.5 0\nvt 0.5 1\nvt 0 1\nvt 0.6 0\nvt 1 0\nvt 1 1\nvt 0.6 1\n"

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import KisekaeError, quote_name
 from ..jsonfile import read_json
+from .humanoid import guess_humanoid
 from .pose import Pose, euler_xyz_matrix
 from .skeleton import Skeleton
 
@@ -76,8 +77,6 @@ def humanoid_map(skeleton: Skeleton) -> dict:
     own = getattr(skeleton, "humanoid", None)
     if own:
         return own
-    from ..io.vrm import guess_humanoid
-
     return guess_humanoid(skeleton.names)
 
 

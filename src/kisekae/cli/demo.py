@@ -19,7 +19,7 @@ def register(sub):
 
 def add_render_sections() -> None:
     """Append the renderer's sections (pictures, poke-through pixels, tension, animation) to the demo once."""
-    from .. import demo
+    from ..app import demo
     from ..render.report import SECTIONS as RENDER_SECTIONS
 
     have = {fn for _, fn in demo.SECTIONS}
@@ -27,7 +27,7 @@ def add_render_sections() -> None:
 
 
 def run(args) -> int:
-    from ..demo import run_demo
+    from ..app.demo import run_demo
 
     # The report's files depend on its sections, so the demo claims its whole folder: new or empty.
     check_outputs(whole_folders=[args.out], force=args.force)

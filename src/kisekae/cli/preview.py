@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def register(sub):
-    from ..render.preview import SLIDERS
+    from ..app.preview import SLIDERS
     from .common import add_force_arg
 
     names = ", ".join(s.name for s in SLIDERS)
@@ -31,7 +31,7 @@ def run(args) -> int:
     import sys
 
     from ..errors import KisekaeError
-    from ..render.preview import PreviewModel, display_available, run_window
+    from ..app.preview import PreviewModel, display_available, run_window
     from .common import check_outputs
 
     if args.snapshot:

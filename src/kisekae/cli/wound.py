@@ -76,7 +76,7 @@ def _preview_options(parser) -> None:
 
 
 def _write_preview(out_dir, vertices, normals, faces, target_positions, target_normals, p, args, **kw) -> dict:
-    from ..wound.preview import morph_frames, write_frames
+    from ..app.wound_preview import morph_frames, write_frames
 
     frames = morph_frames(vertices, normals, faces, target_positions, target_normals, p, steps=args.preview_steps,
                           view=args.preview_view, size=args.preview_size, **kw)
@@ -94,7 +94,7 @@ def _mesh(spec: str, role: str, shape=None) -> dict:
         d = damaged_builtin(av)
         v = m.vertices if spec == "builtin" else d.vertices
         return {"vertices": v, "faces": m.faces, "uv0": m.uvs.get("uv0"), "parts": d.parts}
-    from ..wound.files import load_mesh
+    from ..io.arrays import load_mesh
     return load_mesh(spec)
 
 

@@ -1,7 +1,8 @@
 """Clothes stay outside the body.
 
-- capsule rig (``capsules``, ``fitting``), signed distance of the capsule field (``sdf``) and the
-  push law with the capsule push-out (``pushout``): the runtime path, ported to the shader core;
+- capsule fitting (``fitting``, ``humanoid``; the rig type is :mod:`kisekae.avatar.capsules`),
+  signed distance of the capsule field (``sdf``) and the push law with the capsule push-out
+  (``pushout``): the runtime path, ported to the shader core;
 - skin-bound clearance (``bound``): the per-vertex "exact against my own skin" runtime term;
 - the exact solver against the real posed body union (``exact``) and ``fix.fix_pose``, which
   ``kisekae check --fix`` runs; layered outfits and draw order (``layers``);
@@ -10,7 +11,6 @@
 """
 
 from .bound import SkinBinding, bind_to_skin, bound_clearance, push_out_bound, push_out_runtime
-from .capsules import CapsuleRig, transform_capsules, validate_capsules
 from .covered import avatar_covered, covered_triangles, covered_vertices
 from .exact import march_out, push_out_exact, signed_body_distance
 from .fitting import fit_capsules, fit_report
@@ -20,8 +20,8 @@ from .pushout import (CapsulePushPlan, PushParams, push_amount, push_out_capsule
                       smooth_displacement)
 from .sdf import capsule_distance, capsule_field, capsule_field_culled, capsule_field_numba, smooth_union
 
-__all__ = ["SkinBinding", "bind_to_skin", "bound_clearance", "push_out_bound", "push_out_runtime", "CapsuleRig",
-           "transform_capsules", "validate_capsules", "avatar_covered", "covered_triangles", "covered_vertices",
+__all__ = ["SkinBinding", "bind_to_skin", "bound_clearance", "push_out_bound", "push_out_runtime",
+           "avatar_covered", "covered_triangles", "covered_vertices",
            "march_out", "push_out_exact", "signed_body_distance", "fit_capsules", "fit_report", "LayerSurface",
            "draw_order", "push_out_layers", "avatar_pressure", "pressure", "tight_look", "CapsulePushPlan", "PushParams", "push_amount",
            "push_out_capsules", "push_out_reference", "resolve_mask", "smooth_displacement",

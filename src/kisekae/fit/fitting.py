@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_points
-from .capsules import CapsuleRig, validate_capsules
+from ..avatar.capsules import CapsuleRig, validate_capsules
 from .sdf import capsule_field
 
 

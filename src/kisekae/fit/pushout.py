@@ -247,7 +247,7 @@ def push_out_reference(points, a, b, ra, rb, params: PushParams | None = None, t
     points : array_like (N, 3)
         Posed garment vertices, world, metres.
     a, b, ra, rb : arrays
-        Posed (world) capsules, see :func:`kisekae.fit.capsules.transform_capsules`.
+        Posed (world) capsules, see :func:`kisekae.avatar.capsules.transform_capsules`.
     params : PushParams, optional
     tightness, softness : None, float, (N,) or texture
         Masks (see :func:`resolve_mask`).

@@ -1,7 +1,7 @@
 """Signed distance of a posed capsule field, with analytic gradient.
 
 Everything here works on **world-space** capsules ``(a, b, ra, rb)`` (see
-:func:`kisekae.fit.capsules.transform_capsules`). Distances are in metres, negative inside.
+:func:`kisekae.avatar.capsules.transform_capsules`). Distances are in metres, negative inside.
 
 Reference formulas (these are the spec the HLSL core ports)
 -----------------------------------------------------------

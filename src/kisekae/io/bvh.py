@@ -300,7 +300,7 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
     # Bones without a same-named joint: match by humanoid role (hips, leftUpperLeg, ...), so a
     # Mixamo- or CMU-named clip drives a VRM or game-engine rig.
     from ..avatar.poses import humanoid_map
-    from .vrm import HUMANOID_NAMES
+    from ..avatar.humanoid import HUMANOID_NAMES
 
     ours = humanoid_map(skeleton)
     joint_of = {n: b for b, n in enumerate(names)}

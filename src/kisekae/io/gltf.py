@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..avatar.avatar import Avatar, SkinnedMesh
+from ..avatar.capsules import CapsuleRig
+from ..avatar.humanoid import guess_humanoid
 from ..avatar.mesh import Mesh
 from ..avatar.pose import Pose
 from ..avatar.skeleton import Skeleton
@@ -671,8 +673,6 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
 
     # --- capsules: ours (exact, tapered) first, else VRM colliders
     if "capsules" in ours:
-        from ..fit.capsules import CapsuleRig
-
         where = f"{src}: extras.{EXTRAS_KEY}.capsules"
         try:
             rig = CapsuleRig.from_json_dict(ours["capsules"], source=where)
@@ -1395,7 +1395,7 @@ def save_avatar(path, avatar: Avatar, *, poses=None, fps: float = 30.0, animatio
     part_materials = part_arrays.pop("part_materials", None)
     parts = avatar_parts(avatar, materials=part_materials, **part_arrays)
     if humanoid is None:
-        humanoid = vrm_mod.guess_humanoid(sk.names)
+        humanoid = guess_humanoid(sk.names)
     return save_gltf(path, sk.names, sk.parents, sk.rest, parts, animations=anims, capsules=capsules,
                      textures=textures, materials=materials, humanoid=humanoid or None,
                      extras={"name": avatar.name, "rig": avatar.rig})

@@ -2,8 +2,9 @@
 
 VRM stores its data in glTF extensions: ``VRM`` (0.x) and ``VRMC_vrm`` + ``VRMC_springBone``
 (1.0). This module reads them from the extension objects (already parsed JSON), converts the
-colliders to a :class:`~kisekae.fit.capsules.CapsuleRig` in our bone space, writes them back, and
-places a starting capsule per body part from the humanoid mapping (:func:`humanoid_capsules`).
+colliders to a :class:`~kisekae.avatar.capsules.CapsuleRig` in our bone space and writes them back.
+The humanoid vocabulary (bone names, guessing a mapping) is :mod:`kisekae.avatar.humanoid`; capsules
+placed from a humanoid mapping are :func:`kisekae.fit.humanoid.humanoid_capsules`.
 
 Conventions: VRM 0.x collider offsets have their z negated relative to the node's glTF frame
 (as three-vrm reads them); VRM 1.0 offsets are plain node-local coordinates.
@@ -15,53 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..avatar.capsules import CapsuleRig
 from ..errors import KisekaeError
-
-#: VRM 1.0 humanoid bones that a model must map.
-VRM1_REQUIRED = ("hips", "spine", "head", "leftUpperLeg", "leftLowerLeg", "leftFoot", "rightUpperLeg",
-                 "rightLowerLeg", "rightFoot", "leftUpperArm", "leftLowerArm", "leftHand", "rightUpperArm",
-                 "rightLowerArm", "rightHand")
-
-#: VRM humanoid bone -> our bone names in the built-in rigs (game_engine, cmu_mb) and common others.
-HUMANOID_NAMES = {
-    "hips": ("pelvis", "Hips", "hips", "mixamorig:Hips"),
-    "spine": ("spine_01", "LowerBack", "Spine", "spine", "mixamorig:Spine"),
-    "chest": ("spine_02", "Spine1", "chest", "mixamorig:Spine1"),
-    "upperChest": ("spine_03", "upper_chest", "mixamorig:Spine2"),
-    "neck": ("neck_01", "Neck", "neck", "mixamorig:Neck"),
-    "head": ("head", "Head", "mixamorig:Head"),
-    "leftShoulder": ("clavicle_l", "LeftShoulder", "mixamorig:LeftShoulder"),
-    "leftUpperArm": ("upperarm_l", "LeftArm", "mixamorig:LeftArm"),
-    "leftLowerArm": ("lowerarm_l", "LeftForeArm", "mixamorig:LeftForeArm"),
-    "leftHand": ("hand_l", "LeftHand", "mixamorig:LeftHand"),
-    "rightShoulder": ("clavicle_r", "RightShoulder", "mixamorig:RightShoulder"),
-    "rightUpperArm": ("upperarm_r", "RightArm", "mixamorig:RightArm"),
-    "rightLowerArm": ("lowerarm_r", "RightForeArm", "mixamorig:RightForeArm"),
-    "rightHand": ("hand_r", "RightHand", "mixamorig:RightHand"),
-    "leftUpperLeg": ("thigh_l", "LeftUpLeg", "mixamorig:LeftUpLeg"),
-    "leftLowerLeg": ("calf_l", "LeftLeg", "mixamorig:LeftLeg"),
-    "leftFoot": ("foot_l", "LeftFoot", "mixamorig:LeftFoot"),
-    "leftToes": ("ball_l", "LeftToeBase", "mixamorig:LeftToeBase"),
-    "rightUpperLeg": ("thigh_r", "RightUpLeg", "mixamorig:RightUpLeg"),
-    "rightLowerLeg": ("calf_r", "RightLeg", "mixamorig:RightLeg"),
-    "rightFoot": ("foot_r", "RightFoot", "mixamorig:RightFoot"),
-    "rightToes": ("ball_r", "RightToeBase", "mixamorig:RightToeBase"),
-}
-
-#: Body segments for automatic capsules: (from humanoid bone, to humanoid bone(s) tried in order).
-#: The capsule lives in the space of the first bone and runs from its head to the second's head.
-BODY_SEGMENTS = (
-    ("hips", ("spine",)),
-    ("spine", ("chest", "upperChest", "neck")),
-    ("chest", ("upperChest", "neck")),
-    ("upperChest", ("neck",)),
-    ("neck", ("head",)),
-    ("leftUpperArm", ("leftLowerArm",)), ("leftLowerArm", ("leftHand",)),
-    ("rightUpperArm", ("rightLowerArm",)), ("rightLowerArm", ("rightHand",)),
-    ("leftUpperLeg", ("leftLowerLeg",)), ("leftLowerLeg", ("leftFoot",)),
-    ("rightUpperLeg", ("rightLowerLeg",)), ("rightLowerLeg", ("rightFoot",)),
-    ("leftFoot", ("leftToes",)), ("rightFoot", ("rightToes",)),
-)
 
 
 @dataclass
@@ -186,7 +142,6 @@ def colliders_to_rig(vrm: VrmData, bone_of_node: dict, node_world: np.ndarray, s
     bone's rest frame; radii scale with the node's world scale. Spheres become capsules with a
     1e-5 m segment along +Y; zero radii are skipped.
     """
-    from ..fit.capsules import CapsuleRig
 
     rest_inv = np.linalg.inv(skeleton.rest.astype(np.float64))
     bone, p0, p1, r = [], [], [], []
@@ -252,94 +207,6 @@ def vrm1_extension(humanoid: dict, n_bones: int, name: str) -> dict:
             "humanoid": {"humanBones": bones}}
 
 
-def guess_humanoid(bone_names) -> dict:
-    """VRM humanoid mapping (VRM bone -> bone index) from known rig bone names.
-
-    Returns ``{}`` unless every bone :data:`VRM1_REQUIRED` is found.
-    """
-    index = {n: i for i, n in enumerate(bone_names)}
-    out = {}
-    for vrm_name, candidates in HUMANOID_NAMES.items():
-        for c in candidates:
-            if c in index:
-                out[vrm_name] = index[c]
-                break
-    return out if all(r in out for r in VRM1_REQUIRED) else {}
-
-
 def humanoid_bones(vrm: VrmData, bone_of_node: dict) -> dict:
     """VRM humanoid bone -> our bone index, for the mapped nodes that are skeleton bones."""
     return {k: bone_of_node[n] for k, n in vrm.humanoid.items() if n in bone_of_node}
-
-
-def humanoid_capsules(vertices, skin_indices, skin_weights, rest, humanoid: dict, bone_names=None,
-                      percentile: float = 50.0, min_weight: float = 0.5):
-    """Place one capsule per body part from a humanoid mapping.
-
-    For each segment of :data:`BODY_SEGMENTS` whose bones are mapped, the capsule runs from the
-    first bone's head to the next bone's head, in the first bone's rest space. Its radii are the
-    ``percentile`` of the distances from the segment axis to the vertices dominated by that bone
-    (weight >= ``min_weight``), separately for the halves near each end (tapered capsules).
-
-    Parameters
-    ----------
-    vertices : (N, 3) bind-pose positions, metres
-    skin_indices, skin_weights : (N, K)
-    rest : (B, 4, 4) bone rest matrices
-    humanoid : dict VRM bone name -> bone index
-    bone_names : list of str, optional (stored in the rig)
-    percentile : float in (0, 100], default 50
-        50 keeps the capsule mostly inside the skin (clothes are pushed out of it).
-    min_weight : float, default 0.5
-
-    Returns
-    -------
-    CapsuleRig (possibly empty when no segment is mapped or no vertex belongs to it)
-    """
-    from ..fit.capsules import CapsuleRig
-    from ..validate import as_points
-
-    v = as_points(vertices, "vertices")
-    idx = np.asarray(skin_indices)
-    w = np.asarray(skin_weights, dtype=np.float64)
-    rest = np.asarray(rest, dtype=np.float64)
-    if idx.shape != w.shape or len(idx) != len(v):
-        raise KisekaeError(f"skin {idx.shape}/{w.shape} does not match {len(v)} vertices", "skin")
-    if not 0 < percentile <= 100:
-        raise KisekaeError(f"percentile must be in (0, 100], got {percentile}", "percentile")
-    heads = rest[:, :3, 3]
-    dominant = np.take_along_axis(idx, np.argmax(w, axis=1)[:, None], 1)[:, 0]
-    dom_w = w.max(axis=1)
-    bone, p0, p1, r0, r1 = [], [], [], [], []
-    for a_name, b_names in BODY_SEGMENTS:
-        if a_name not in humanoid:
-            continue
-        b_name = next((b for b in b_names if b in humanoid), None)
-        if b_name is None:
-            continue
-        ia, ib = int(humanoid[a_name]), int(humanoid[b_name])
-        a, b = heads[ia], heads[ib]
-        seg = b - a
-        length = float(np.linalg.norm(seg))
-        if length < 1e-3:
-            continue
-        sel = (dominant == ia) & (dom_w >= min_weight)
-        if sel.sum() < 4:
-            continue
-        pts = v[sel]
-        s = np.clip((pts - a) @ seg / length ** 2, 0.0, 1.0)
-        d = np.linalg.norm(pts - (a + s[:, None] * seg), axis=1)
-        near0, near1 = d[s < 0.5], d[s >= 0.5]
-        ra = float(np.percentile(near0 if len(near0) else d, percentile))
-        rb = float(np.percentile(near1 if len(near1) else d, percentile))
-        ra, rb = max(ra, 1e-3), max(rb, 1e-3)
-        if abs(ra - rb) >= 0.9 * length:  # keep the capsule well formed
-            ra = rb = 0.5 * (ra + rb)
-        inv = np.linalg.inv(rest[ia])
-        bone.append(ia)
-        p0.append(inv[:3, :3] @ a + inv[:3, 3])
-        p1.append(inv[:3, :3] @ b + inv[:3, 3])
-        r0.append(ra)
-        r1.append(rb)
-    return CapsuleRig(np.asarray(bone, np.int32), np.asarray(p0).reshape(-1, 3), np.asarray(p1).reshape(-1, 3),
-                      np.asarray(r0), np.asarray(r1), list(bone_names or []))

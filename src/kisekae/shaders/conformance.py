@@ -141,7 +141,7 @@ def avatar_vectors(poses=POSES, per_part: int = 1500, seed: int = 0):
     """
     from ..avatar import load_builtin_avatar
     from ..avatar.poses import named_pose
-    from ..fit.capsules import transform_capsules
+    from ..avatar.capsules import transform_capsules
 
     av = load_builtin_avatar()
     rig = fit_simple_rig(av)

@@ -16,7 +16,7 @@ into a per-vertex damage mask (:class:`WoundState`) or a UV-space texture (:clas
 from .bake import METHODS, BakeResult, bake
 from .correspond import Correspondence, Region, correspond_closest, correspond_uv
 from .encode import BEST_ENCODING, ENCODINGS, Encoded, decode, encode, encoding_errors, format_error_table, vertex_limit
-from .files import load_mesh, read_exr, read_png, write_bake, write_exr, write_glb, write_png
+from .files import read_exr, read_png, write_bake, write_exr, write_glb, write_png
 from ..geom.bvh import refit_boxes
 from ..geom.raycast import build_ray_bvh, ray_bvh_numba, raycast_bvh
 from .runtime import (Hit, WoundState, accumulate_hit_numba, hit_damage, hits_world, lbs_numba, make_hit, morph_numba,
@@ -26,7 +26,7 @@ from .uvmask import (UVDamageMask, accumulate_hit_uv_numba, rasterize_uv_positio
 __all__ = [
     "METHODS", "BakeResult", "bake", "Correspondence", "Region", "correspond_closest", "correspond_uv",
     "BEST_ENCODING", "ENCODINGS", "Encoded", "decode", "encode", "encoding_errors", "format_error_table",
-    "vertex_limit", "load_mesh", "read_exr", "read_png", "write_bake", "write_exr", "write_glb", "write_png",
+    "vertex_limit", "read_exr", "read_png", "write_bake", "write_exr", "write_glb", "write_png",
     "Hit", "WoundState", "accumulate_hit_numba", "hit_damage", "hits_world", "lbs_numba", "make_hit",
     "morph_numba", "morph_numpy", "morph_vertex", "place_hit", "raycast", "wound_p_numba", "wound_p_numpy",
     "wound_p_vertex", "build_ray_bvh", "ray_bvh_numba", "raycast_bvh", "refit_boxes", "UVDamageMask",

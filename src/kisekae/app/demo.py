@@ -18,13 +18,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .render.htmlpage import html_page, scroll_box
+from ..render.htmlpage import html_page, scroll_box
 
 
 def section_check(ctx) -> str:
     """The penetration table over the verification poses and the BVH excerpt frames."""
-    from .avatar.poses import VERIFICATION_POSES, named_pose
-    from .qa.check import check_pose, format_table
+    from ..avatar.poses import VERIFICATION_POSES, named_pose
+    from ..qa.check import check_pose, format_table
 
     avatar = ctx["avatar"]
     garments = ["tights", "skirt"]
@@ -85,8 +85,8 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None) -> Path:
     Path
         The page.
     """
-    from . import __version__
-    from .avatar.builtin import ATTRIBUTION, load_builtin_avatar
+    from .. import __version__
+    from ..avatar.builtin import ATTRIBUTION, load_builtin_avatar
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points
-from .runtime import lbs_numba, morph_numba
+from ..wound.runtime import lbs_numba, morph_numba
 
 
 def morph_frames(vertices, normals, faces, target_positions, target_normals, p=None, *, steps: int = 5,

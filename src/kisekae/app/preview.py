@@ -76,9 +76,9 @@ class PreviewModel:
     def __init__(self, avatar=None, *, pose: str = "crouch", view: str = "three_quarter", size=(640, 480),
                  preset: str = "realistic", renderer=None):
         from ..avatar.poses import named_pose
-        from .camera import VIEWS, resolution
-        from .materials import preset as _preset
-        from .renderer import default_renderer
+        from ..render.camera import VIEWS, resolution
+        from ..render.materials import preset as _preset
+        from ..render.renderer import default_renderer
 
         if avatar is None:
             from ..avatar.builtin import load_builtin_avatar
@@ -170,9 +170,9 @@ class PreviewModel:
 
     def items(self):
         """Current draw items: body (pressure, wound hits) and the fixed garments (tension ratio)."""
-        from . import materials as M
-        from .renderer import WoundMorph
-        from .scene import avatar_items
+        from ..render import materials as M
+        from ..render.renderer import WoundMorph
+        from ..render.scene import avatar_items
 
         if "fit" in self.dirty or self._fixed is None:
             self._refit()
@@ -191,8 +191,8 @@ class PreviewModel:
 
     def frame(self) -> np.ndarray:
         """Render the current state, (H,W,3) uint8; recomputes only what the changed sliders need."""
-        from .camera import named_camera
-        from .scene import avatar_landmarks
+        from ..render.camera import named_camera
+        from ..render.scene import avatar_landmarks
 
         body, gs = self.items()
         t = time.perf_counter()
