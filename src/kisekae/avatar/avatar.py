@@ -73,7 +73,7 @@ class Avatar:
             return self.garments[name]
         except KeyError:
             raise KisekaeError(
-                f"unknown garment {name!r}; this avatar has {', '.join(self.garments) or 'none'}", "--garment"
+                f"unknown garment {name!r}; this avatar has {', '.join(self.garments) or 'none'}", "garment"
             ) from None
 
     def add_garment(self, garment: SkinnedMesh) -> None:

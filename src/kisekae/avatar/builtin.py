@@ -94,7 +94,7 @@ def load_builtin_avatar(rig: str = "game_engine", shape=None) -> Avatar:
     Each call returns a fresh copy; the file is read once per process.
     """
     if rig not in RIGS:
-        raise KisekaeError(f"unknown rig {rig!r}; built-in rigs are {', '.join(RIGS)}", "--rig")
+        raise KisekaeError(f"unknown rig {rig!r}; built-in rigs are {', '.join(RIGS)}", "rig")
     import copy
 
     if shape is not None:

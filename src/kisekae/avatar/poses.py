@@ -136,7 +136,7 @@ def unknown_bone(skeleton: Skeleton, name: str) -> str:
 def named_pose(skeleton: Skeleton, name: str) -> Pose:
     """One of :data:`NAMED_POSES` on ``skeleton``."""
     if name not in NAMED_POSES:
-        raise KisekaeError(f"unknown pose {name!r}; named poses are {', '.join(NAMED_POSES)}", "--pose")
+        raise KisekaeError(f"unknown pose {name!r}; named poses are {', '.join(NAMED_POSES)}", "pose")
     pose = Pose.rest(skeleton, name)
     for bone, axis, degrees in NAMED_POSES[name]:
         pose.rotate_world(skeleton, resolve_bone(skeleton, bone, f"pose {name}"), axis, degrees)

@@ -69,9 +69,9 @@ def picture_cases(store: Store, top: int = 20, worst_by: str = "before") -> list
         (None where the other stage has no error-free row).
     """
     if worst_by not in WORST_BY:
-        raise KisekaeError(f"must be one of {', '.join(WORST_BY)}, got {worst_by!r}", "--worst-by")
+        raise KisekaeError(f"must be one of {', '.join(WORST_BY)}, got {worst_by!r}", "worst_by")
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
-        raise KisekaeError(f"must be a positive integer, got {top!r}", "--top")
+        raise KisekaeError(f"must be a positive integer, got {top!r}", "top")
     other = "after" if worst_by == "before" else "before"
     order = ("a.inside_count DESC, a.max_depth_m DESC" if worst_by == "before" else
              "a.edge_crossings DESC, a.inside_count DESC, a.max_depth_m DESC")
@@ -179,7 +179,7 @@ def case_positions(specs: dict, case: dict):
     fix = worker.fix_function()
     if fix is None:
         raise KisekaeError("this installation's kisekae.fit has no fix_pose; after pictures cannot be drawn",
-                           "--pictures")
+                           "pictures")
     fixed, _metrics = fix(avatar, pose, gname, specs["settings"][case["garment"]])
     return avatar, gname, pose, np.asarray(fixed, dtype=np.float32)
 
@@ -277,7 +277,7 @@ def picture_size(value) -> tuple:
 
     w, h = resolution(value)
     if w > MAX_SIZE[0] or h > MAX_SIZE[1]:
-        raise KisekaeError(f"pictures are at most {MAX_SIZE[0]}x{MAX_SIZE[1]} (720p), got {w}x{h}", "--picture-size")
+        raise KisekaeError(f"pictures are at most {MAX_SIZE[0]}x{MAX_SIZE[1]} (720p), got {w}x{h}", "picture_size")
     return w, h
 
 
@@ -335,7 +335,7 @@ def write_pictures(store: Store, out_dir, *, top: int = 20, worst_by: str = "bef
     size = picture_size(size)
     index = out / "index.html"
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-        raise KisekaeError(f"must be a positive integer, got {workers!r}", "--workers")
+        raise KisekaeError(f"must be a positive integer, got {workers!r}", "workers")
     cases = picture_cases(store, top, worst_by)
     specs = case_specs(store, cases)
     pngs = [out / f"{_stem(i, case)}_{stage}.png" for i, case in enumerate(cases, 1) for stage in ("before", "after")]

@@ -187,7 +187,7 @@ class _Dask:
         try:
             from distributed import Client
         except ImportError:  # pragma: no cover - a dependency
-            raise KisekaeError("Dask execution needs the 'distributed' package", "--scheduler") from None
+            raise KisekaeError("Dask execution needs the 'distributed' package", "scheduler") from None
         self.own = client is None
         if client is None:
             try:
@@ -276,13 +276,13 @@ def run_catalog(catalog: Catalog, store_path, *, resume: bool = False, fresh: bo
         After storing what finished; the store stays consistent and ``resume`` continues.
     """
     if resume and fresh:
-        raise KisekaeError("--resume and --fresh exclude each other", "--fresh")
+        raise KisekaeError("resume and fresh exclude each other", "fresh")
     if scheduler or client is not None:
         executor = "dask"
     if executor not in ("local", "dask", "inline"):
-        raise KisekaeError(f"unknown executor {executor!r}", "--executor")
+        raise KisekaeError(f"unknown executor {executor!r}", "executor")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise KisekaeError(f"workers must be a positive integer, got {workers!r}", "--workers")
+        raise KisekaeError(f"workers must be a positive integer, got {workers!r}", "workers")
     task_fn = task_fn or run_task
     stages = list(catalog.stages)
     keys = plan(catalog)

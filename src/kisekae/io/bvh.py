@@ -249,7 +249,7 @@ def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.eye(3) + vx + vx @ vx / (1.0 + c)
 
 
-def frame_selection(spec: str, source: str = "--frames"):
+def frame_selection(spec: str, source: str = "frames"):
     """Check the syntax of a frame selection: ``A:B`` or ``A:B:STEP`` (a Python slice, B exclusive, any
     part optional, STEP a whole number > 0, e.g. ``0:120:4`` for 30 fps out of a 120 fps clip), ``A``,
     or ``""`` (every frame, like ``":"``).
@@ -275,7 +275,7 @@ def frame_selection(spec: str, source: str = "--frames"):
     return slice(a, b, step)
 
 
-def parse_frames(spec: str | None, n_frames: int, source: str = "--frames") -> list:
+def parse_frames(spec: str | None, n_frames: int, source: str = "frames") -> list:
     """Frame indices from ``A:B`` or ``A:B:STEP`` (Python slice, B exclusive), ``A``, or None (all)."""
     if n_frames == 0:
         raise KisekaeError("the clip has no frames ('Frames: 0')", source)
@@ -366,4 +366,4 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
 def load_bvh(path, skeleton: Skeleton, frames: str | None = None) -> Motion:
     """Read a BVH file and retarget the selected frames (``"A:B"``) onto ``skeleton``."""
     clip = read_bvh(path)
-    return retarget(clip, skeleton, parse_frames(frames, clip.n_frames, f"{path} --frames"))
+    return retarget(clip, skeleton, parse_frames(frames, clip.n_frames, f"{path} frames"))
