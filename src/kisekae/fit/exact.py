@@ -386,6 +386,234 @@ def _resolve_crossings_locally(query, p, p0, edges, contact, max_push, rounds: i
     return left
 
 
+class _ExactSolve:
+    """State of one :func:`push_out_exact` call, with one method per step of the module docstring.
+
+    ``p0`` (N, 3) are the posed garment vertices, ``p`` the current positions (changed in place by
+    every step), ``contact`` (N,) the vertices that needed to move, ``gap`` (N,) the clearance
+    each contact vertex keeps from the skin (metres), ``dirs`` / ``floor`` the push direction and
+    length of step 2 (smoothing keeps at least that much).
+    """
+
+    def __init__(self, query, points, edges, params: PushParams, tightness, softness, uvs, max_rounds, up,
+                 directions):
+        params.validate()
+        self.query = query
+        self.p0 = p0 = as_points(points, "garment vertices")
+        self.n = n = len(p0)
+        e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        if e.size and (e.min() < 0 or e.max() >= n):
+            raise KisekaeError(f"edge index out of range for {n} vertices", "edges")
+        self.e = e
+        self.params = params
+        self.tight = resolve_mask(tightness, n, "tightness", uvs, default=params.tightness)
+        self.soft = resolve_mask(softness, n, "softness", uvs, default=params.softness)
+        self.up = np.asarray(up, dtype=np.float64)
+        self.margin, self.max_push = params.margin, params.max_push
+        self.max_rounds = max_rounds
+        self.gap = params.stiffness * (1.0 - 0.5 * self.tight) * self.margin
+        self.probe_gap = max(float(self.gap.max(initial=0.0)), 0.25 * self.margin, 1e-4)
+        self.exposure = None
+        self.pref = None
+        if directions is not None:
+            pref = as_points(directions, "directions")
+            if len(pref) != n:
+                raise KisekaeError(f"expected {n} directions, got {len(pref)}", "directions")
+            self.pref = pref / np.maximum(np.linalg.norm(pref, axis=1, keepdims=True), 1e-12)
+        self.rounds = 0
+
+    def push_contacts(self) -> None:
+        """Steps 1-2: signed distance, contact vertices, the push law along the outward direction."""
+        q, p0, e, n = self.query, self.p0, self.e, self.n
+        self.d0, n0, _inside0 = signed_body_distance(q, p0)
+        crossing0 = q.crossing_edges(p0, e) if e.size else np.zeros(0, bool)
+        contact = self.d0 < self.margin
+        if crossing0.any():
+            contact[e[crossing0].ravel()] = True
+        self.contact = contact
+        self.p = p0.copy()
+        self.idx = idx = np.flatnonzero(contact)
+        self.dirs = np.zeros((n, 3))
+        self.floor = np.zeros(n)
+        if idx.size:
+            prm = self.params
+            amount = push_amount(self.d0[idx], self.margin, prm.stiffness, self.max_push, self.tight[idx],
+                                 self.soft[idx], prm.skirt_bias)
+            direction = bias_direction(n0[idx], prm.skirt_bias, self.up)
+            self.p[idx] += amount[:, None] * direction
+            self.dirs[idx] = direction
+            self.floor[idx] = amount
+        self.last_good = None
+
+    def reproject(self, p) -> int:
+        """Step 3: move contact vertices of ``p`` that are still inside (in place); how many were."""
+        q, p0, gap, max_push = self.query, self.p0, self.gap, self.max_push
+        cand = np.flatnonzero(self.contact)
+        if cand.size == 0:
+            return 0
+        bad = cand[q.inside(p[cand])]
+        if bad.size == 0:
+            return 0
+        # First try: the closest surface point plus the gap (one body part).
+        d, nn, inside = signed_body_distance(q, p[bad])
+        trial = p[bad] + (np.maximum(-d, 0.0) + gap[bad])[:, None] * nn
+        ok = (np.linalg.norm(trial - p0[bad], axis=1) <= max_push) & ~q.inside(trial)
+        p[bad[ok]] = trial[ok]
+        bad = bad[~ok]
+        if bad.size == 0:
+            return 0
+        # Then: march along the preferred direction to where the union ends.
+        if self.pref is not None:
+            ex, dist = march_out(q, p[bad], self.pref[bad], max_push)
+            trial = ex + gap[bad][:, None] * self.pref[bad]
+            ok = np.isfinite(dist) & (np.linalg.norm(trial - p0[bad], axis=1) <= max_push)
+            ok[ok] = ~q.inside(trial[ok])
+            p[bad[ok]] = trial[ok]
+            bad = bad[~ok]
+            if bad.size == 0:
+                return 0
+        # Then: the nearest exposed point of the union's boundary.
+        self._to_exposed(p, bad)
+        return int(bad.size)
+
+    def _to_exposed(self, p, bad) -> None:
+        """Move each vertex ``bad`` to the nearest exposed body point within its budget, if any."""
+        if self.exposure is None:
+            self.exposure = _Exposure(self.query, self.probe_gap)
+        exposure, gap = self.exposure, self.gap
+        near = exposure.nearest(p[bad], radius=self.max_push + self.probe_gap)
+        for i, cands in zip(bad, near):
+            for v in cands:
+                target = exposure.v[v] + exposure.n[v] * max(gap[i], 1e-4)
+                if np.linalg.norm(target - self.p0[i]) > self.max_push:
+                    continue
+                if gap[i] != self.probe_gap and self.query.inside(target[None])[0]:
+                    continue
+                p[i] = target
+                break
+
+    def project(self, p) -> int:
+        """Up to ``max_rounds`` rounds of :meth:`reproject` until nothing is inside; rounds used."""
+        r = 0
+        while r < self.max_rounds and self.reproject(p):
+            r += 1
+        return r
+
+    def _put_back(self, p, before) -> np.ndarray:
+        """Contact vertices of ``p`` that are inside go back to ``before``; returns their indices."""
+        c = np.flatnonzero(self.contact)
+        back = c[self.query.inside(p[c])]
+        p[back] = before[back]
+        return back
+
+    def relax(self) -> None:
+        """Steps 3-4: project, then smooth the displacement over contact neighbours (three sweeps)."""
+        smooth_iters = max(int(self.params.smooth_iterations), 0)
+        for _sweep in range(3):
+            self.rounds += self.project(self.p)
+            if smooth_iters == 0 or self.idx.size == 0:
+                break
+            # Relax the displacement over contact neighbours so projected vertices form a coherent
+            # sheet; a vertex that relaxing puts back inside keeps its previous position.
+            before = self.p.copy()
+            disp = smooth_displacement(self.p - self.p0, self.contact, self.e, smooth_iters, 0.5, self.floor,
+                                       self.dirs)
+            self.p = cap_displacement(self.p0 + disp, self.p0, self.max_push)
+            if self._put_back(self.p, before).size == 0:
+                break
+
+    def keep_edge_lengths(self) -> None:
+        """Step 4, second half: position-based projection restoring skinned edge lengths.
+
+        Each Jacobi iteration restores the edge lengths over the contact vertices and then puts any
+        vertex that went inside back outside, so trapped patches slide out as a piece instead of
+        each vertex going its own way (fewer long edges cut through the body).
+        """
+        e, p, p0, n = self.e, self.p, self.p0, self.n
+        if not (e.size and PBD_ITERATIONS):
+            return
+        rest_len = np.linalg.norm(p0[e[:, 0]] - p0[e[:, 1]], axis=1)
+        mov = self.contact.astype(np.float64)
+        wa, wb = mov[e[:, 0]], mov[e[:, 1]]
+        wsum = wa + wb
+        for _ in range(PBD_ITERATIONS):
+            d = p[e[:, 1]] - p[e[:, 0]]
+            ln = np.linalg.norm(d, axis=1)
+            active = (wsum > 0) & (ln > 1e-12)
+            corr = np.zeros_like(d)
+            corr[active] = ((ln[active] - rest_len[active]) / ln[active])[:, None] * d[active] / wsum[active, None]
+            acc = np.zeros((n, 3))
+            cnt = np.zeros(n)
+            np.add.at(acc, e[:, 0], wa[:, None] * corr)
+            np.add.at(acc, e[:, 1], -wb[:, None] * corr)
+            np.add.at(cnt, e[:, 0], wa * active)
+            np.add.at(cnt, e[:, 1], wb * active)
+            m = self.contact & (cnt > 0)
+            before = p.copy()
+            p[m] += PBD_RELAX * acc[m] / cnt[m, None]
+            cap_displacement(p, p0, self.max_push)
+            self.project(p)
+            self._put_back(p, before)
+
+    def settle(self) -> None:
+        """Project; a contact vertex still inside returns to its last position outside.
+
+        A lift that pushes a vertex into another body part beyond repair is undone rather than
+        left inside.
+        """
+        if self.last_good is None:
+            self.last_good = self.p.copy()
+        self.project(self.p)
+        c = np.flatnonzero(self.contact)
+        if c.size:
+            inside = self.query.inside(self.p[c])
+            self.last_good[c[~inside]] = self.p[c[~inside]]
+            self.p[c[inside]] = self.last_good[c[inside]]
+
+    def lift_crossings(self, garment_faces, crossing_rounds: int, pierce_rounds: int) -> None:
+        """Step 5: garment edges through the body (:func:`_fix_crossings`), then skin bumps through
+        the middle of garment faces (:func:`_lift_pierced_faces`); lifting faces can make new edge
+        crossings, so the two alternate. Last, a local search over what still crosses."""
+        q, p, p0, e, contact, gap, max_push = self.query, self.p, self.p0, self.e, self.contact, self.gap, self.max_push
+        faces = None if garment_faces is None else np.asarray(garment_faces, dtype=np.int64)
+        for sweep in range(2 if faces is not None and len(faces) else 1):
+            if e.size:
+                for _ in range(crossing_rounds if sweep == 0 else max(crossing_rounds // 3, 1)):
+                    if not _fix_crossings(q, p, p0, e, contact, gap, max_push):
+                        break
+                    self.settle()
+            if faces is None or not len(faces):
+                break
+            pierced = 0
+            for _ in range(pierce_rounds):
+                pierced = _lift_pierced_faces(q, p, p0, faces, contact, gap, max_push)
+                if not pierced:
+                    break
+                self.settle()
+            if not pierced and not (e.size and q.crossing_edges(p, e).any()):
+                break
+        if e.size and LOCAL_SEARCH_ROUNDS:
+            _resolve_crossings_locally(q, p, p0, e, contact, max_push, LOCAL_SEARCH_ROUNDS)
+
+    def result(self, t0: float):
+        """``(new_points float32 (N, 3), info)`` as :func:`push_out_exact` returns them."""
+        p, p0, contact = self.p, self.p0, self.contact
+        push = np.linalg.norm(p - p0, axis=1)
+        unresolved = np.zeros(self.n, dtype=bool)
+        if contact.any():
+            c = np.flatnonzero(contact)
+            unresolved[c] = self.query.inside(p[c])
+        return p.astype(np.float32), {
+            "push": push,
+            "d_before": self.d0,
+            "moved": push > MOVE_EPS,
+            "contact": contact,
+            "unresolved": unresolved,
+            "rounds": self.rounds,
+            "time_ms": (time.perf_counter() - t0) * 1e3,
+        }
+
+
 def push_out_exact(query, points, edges, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
                    max_rounds: int = 4, up=(0.0, 1.0, 0.0), garment_faces=None, crossing_rounds: int = 30,
                    directions=None, pierce_rounds: int = 6):
@@ -427,185 +655,11 @@ def push_out_exact(query, points, edges, params: PushParams | None = None, tight
         (still inside after the solver), ``rounds`` int, ``time_ms`` float.
     """
     t0 = time.perf_counter()
-    params = params or PushParams()
-    params.validate()
-    p0 = as_points(points, "garment vertices")
-    n = len(p0)
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    if e.size and (e.min() < 0 or e.max() >= n):
-        raise KisekaeError(f"edge index out of range for {n} vertices", "edges")
-    tight = resolve_mask(tightness, n, "tightness", uvs, default=params.tightness)
-    soft = resolve_mask(softness, n, "softness", uvs, default=params.softness)
-    up = np.asarray(up, dtype=np.float64)
-    margin, max_push = params.margin, params.max_push
-    gap = params.stiffness * (1.0 - 0.5 * tight) * margin
-    probe_gap = max(float(gap.max(initial=0.0)), 0.25 * margin, 1e-4)
-
-    d0, n0, inside0 = signed_body_distance(query, p0)
-    crossing0 = query.crossing_edges(p0, e) if e.size else np.zeros(0, bool)
-    contact = d0 < margin
-    if crossing0.any():
-        contact[e[crossing0].ravel()] = True
-    p = p0.copy()
-    idx = np.flatnonzero(contact)
-    dirs = np.zeros((n, 3))
-    floor = np.zeros(n)
-    if idx.size:
-        amount = push_amount(d0[idx], margin, params.stiffness, max_push, tight[idx], soft[idx], params.skirt_bias)
-        direction = bias_direction(n0[idx], params.skirt_bias, up)
-        p[idx] += amount[:, None] * direction
-        dirs[idx] = direction
-        floor[idx] = amount
-    exposure = None
-    pref = None
-    if directions is not None:
-        pref = as_points(directions, "directions")
-        if len(pref) != n:
-            raise KisekaeError(f"expected {n} directions, got {len(pref)}", "directions")
-        pref = pref / np.maximum(np.linalg.norm(pref, axis=1, keepdims=True), 1e-12)
-
-    def reproject(p):
-        """Project contact vertices that are still inside onto the nearest exposed body point."""
-        nonlocal exposure
-        cand = np.flatnonzero(contact)
-        if cand.size == 0:
-            return 0
-        bad = cand[query.inside(p[cand])]
-        if bad.size == 0:
-            return 0
-        # First try: the closest surface point plus the gap (one body part).
-        d, nn, inside = signed_body_distance(query, p[bad])
-        trial = p[bad] + (np.maximum(-d, 0.0) + gap[bad])[:, None] * nn
-        ok = (np.linalg.norm(trial - p0[bad], axis=1) <= max_push) & ~query.inside(trial)
-        p[bad[ok]] = trial[ok]
-        bad = bad[~ok]
-        if bad.size == 0:
-            return 0
-        # Then: march along the preferred direction to where the union ends.
-        if pref is not None:
-            ex, dist = march_out(query, p[bad], pref[bad], max_push)
-            trial = ex + gap[bad][:, None] * pref[bad]
-            ok = np.isfinite(dist) & (np.linalg.norm(trial - p0[bad], axis=1) <= max_push)
-            ok[ok] = ~query.inside(trial[ok])
-            p[bad[ok]] = trial[ok]
-            bad = bad[~ok]
-            if bad.size == 0:
-                return 0
-        # Then: the nearest exposed point of the union's boundary.
-        if exposure is None:
-            exposure = _Exposure(query, probe_gap)
-        near = exposure.nearest(p[bad], radius=max_push + probe_gap)
-        for i, cands in zip(bad, near):
-            for v in cands:
-                target = exposure.v[v] + exposure.n[v] * max(gap[i], 1e-4)
-                if np.linalg.norm(target - p0[i]) > max_push:
-                    continue
-                if gap[i] != probe_gap and query.inside(target[None])[0]:
-                    continue
-                p[i] = target
-                break
-        return int(bad.size)
-
-    rounds = 0
-    smooth_iters = max(int(params.smooth_iterations), 0)
-    for sweep in range(3):
-        r = 0
-        while r < max_rounds and reproject(p):
-            r += 1
-        rounds += r
-        if smooth_iters == 0 or idx.size == 0:
-            break
-        # Relax the displacement over contact neighbours so projected vertices form a coherent
-        # sheet; a vertex that relaxing puts back inside keeps its previous position.
-        before = p.copy()
-        disp = smooth_displacement(p - p0, contact, e, smooth_iters, 0.5, floor, dirs)
-        p = cap_displacement(p0 + disp, p0, max_push)
-        c = np.flatnonzero(contact)
-        back = c[query.inside(p[c])]
-        p[back] = before[back]
-        if back.size == 0:
-            break
-    # Keep the cloth's edge lengths: position-based projection over the contact vertices, each
-    # iteration restoring skinned edge lengths (Jacobi) and then putting any vertex that went
-    # inside back outside. Trapped patches slide out as a piece instead of each vertex going its
-    # own way, so fewer long edges cut through the body.
-    if e.size and PBD_ITERATIONS:
-        rest_len = np.linalg.norm(p0[e[:, 0]] - p0[e[:, 1]], axis=1)
-        for _ in range(PBD_ITERATIONS):
-            mov = contact.astype(np.float64)
-            d = p[e[:, 1]] - p[e[:, 0]]
-            ln = np.linalg.norm(d, axis=1)
-            wa, wb = mov[e[:, 0]], mov[e[:, 1]]
-            wsum = wa + wb
-            active = (wsum > 0) & (ln > 1e-12)
-            corr = np.zeros_like(d)
-            corr[active] = ((ln[active] - rest_len[active]) / ln[active])[:, None] * d[active] / wsum[active, None]
-            acc = np.zeros((n, 3))
-            cnt = np.zeros(n)
-            np.add.at(acc, e[:, 0], wa[:, None] * corr)
-            np.add.at(acc, e[:, 1], -wb[:, None] * corr)
-            np.add.at(cnt, e[:, 0], wa * active)
-            np.add.at(cnt, e[:, 1], wb * active)
-            m = contact & (cnt > 0)
-            before = p.copy()
-            p[m] += PBD_RELAX * acc[m] / cnt[m, None]
-            cap_displacement(p, p0, max_push)
-            r = 0
-            while r < max_rounds and reproject(p):
-                r += 1
-            c = np.flatnonzero(contact)
-            back = c[query.inside(p[c])]
-            p[back] = before[back]
-    # Garment edges through the body (see _fix_crossings), then skin bumps through the middle of
-    # garment faces (see _lift_pierced_faces); lifting faces can make new edge crossings, so the
-    # two alternate.
-    faces = None if garment_faces is None else np.asarray(garment_faces, dtype=np.int64)
-
-    # The last position of every contact vertex at which it was outside: a lift that pushes a
-    # vertex into another body part beyond repair is undone rather than left inside.
-    last_good = p.copy()
-
-    def settle():
-        r = 0
-        while r < max_rounds and reproject(p):
-            r += 1
-        c = np.flatnonzero(contact)
-        if c.size:
-            inside = query.inside(p[c])
-            last_good[c[~inside]] = p[c[~inside]]
-            p[c[inside]] = last_good[c[inside]]
-
-    settle()
-
-    for sweep in range(2 if faces is not None and len(faces) else 1):
-        if e.size:
-            for _ in range(crossing_rounds if sweep == 0 else max(crossing_rounds // 3, 1)):
-                if not _fix_crossings(query, p, p0, e, contact, gap, max_push):
-                    break
-                settle()
-        if faces is None or not len(faces):
-            break
-        pierced = 0
-        for _ in range(pierce_rounds):
-            pierced = _lift_pierced_faces(query, p, p0, faces, contact, gap, max_push)
-            if not pierced:
-                break
-            settle()
-        if not pierced and not (e.size and query.crossing_edges(p, e).any()):
-            break
-    if e.size and LOCAL_SEARCH_ROUNDS:
-        _resolve_crossings_locally(query, p, p0, e, contact, max_push, LOCAL_SEARCH_ROUNDS)
-    push = np.linalg.norm(p - p0, axis=1)
-    unresolved = np.zeros(n, dtype=bool)
-    if contact.any():
-        c = np.flatnonzero(contact)
-        unresolved[c] = query.inside(p[c])
-    return p.astype(np.float32), {
-        "push": push,
-        "d_before": d0,
-        "moved": push > MOVE_EPS,
-        "contact": contact,
-        "unresolved": unresolved,
-        "rounds": rounds,
-        "time_ms": (time.perf_counter() - t0) * 1e3,
-    }
+    s = _ExactSolve(query, points, edges, params or PushParams(), tightness, softness, uvs, max_rounds, up,
+                    directions)
+    s.push_contacts()  # steps 1-2
+    s.relax()  # steps 3-4 (projections inside)
+    s.keep_edge_lengths()
+    s.settle()
+    s.lift_crossings(garment_faces, crossing_rounds, pierce_rounds)  # step 5
+    return s.result(t0)
