@@ -230,134 +230,150 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None, allow_
     """
     src = str(path)
     base = Path(path).resolve().parent
+
+    def resolve(p: str, where: str) -> str:
+        return _resolve(base, p, where, src, allow_outside)
+
     _check_keys(data, _TOP_KEYS, "catalogue", src)
     cat = Catalog(path=str(Path(path).resolve()))
     if "store" in data:
-        cat.store = _resolve(base, _str(data, "store", "catalogue", src), "store", src, allow_outside)
-    if "stages" in data:
-        st = data["stages"]
-        if not isinstance(st, list) or not st or any(s not in STAGES for s in st) or len(set(st)) != len(st):
-            _fail(f"stages must be a non-empty list of distinct values from {list(STAGES)}, got {st!r}", src)
-        cat.stages = tuple(s for s in STAGES if s in st)
-    else:
-        if fix_available is None:
-            from .worker import fix_available as _fa
-
-            fix_available = _fa()
-        cat.stages = STAGES if fix_available else ("before",)
+        cat.store = resolve(_str(data, "store", "catalogue", src), "store")
+    cat.stages = _parse_stages(data, src, fix_available)
     cat.fit = dict(check_fit_settings(data.get("fit", {}), "fit", src))
-
-    for kind, lst in (("bodies", "bodies"), ("garments", "garments"), ("motions", "motions")):
+    for kind in ("bodies", "garments", "motions"):
         if kind not in data:
             _fail(f"missing [[{kind}]] entries", src)
         if not isinstance(data[kind], list) or not data[kind]:
             _fail(f"{kind} must be a non-empty array of tables ([[{kind}]])", src)
-
     for i, e in enumerate(data["bodies"]):
-        where = f"bodies[{i}]"
-        _check_keys(e, _BODY_KEYS, where, src)
-        p = _str(e, "path", where, src)
-        builtin = e.get("builtin", p is None)
-        if not isinstance(builtin, bool):
-            _fail(f"{where}.builtin must be true or false", src)
-        if builtin == (p is not None):
-            _fail(f"{where}: give exactly one of builtin = true or path", src)
-        rig = _str(e, "rig", where, src, "auto")
-        if rig not in RIGS:
-            _fail(f"{where}.rig must be one of {', '.join(RIGS)}, got {rig!r}", src)
-        if p is not None and "rig" in e:
-            _fail(f"{where}.rig applies to the built-in body only", src)
-        if p is not None and not p.lower().endswith(GLTF_SUFFIXES):
-            _fail(f"{where}.path: unsupported body file type (expected {', '.join(GLTF_SUFFIXES)})", src)
-        name = _name(_str(e, "name", where, src) or ("makehuman" if builtin else Path(p).stem), where, src)
-        if name in cat.bodies:
-            _fail(f"{where}: duplicate body name {name!r}", src)
-        path_ = None if builtin else _resolve(base, p, f"{where}.path", src, allow_outside)
-        cat.bodies[name] = {"kind": "builtin" if builtin else "gltf", "path": path_,
-                            "rig": rig}
-        if "shape" in e:
-            if not builtin:
-                _fail(f"{where}.shape applies to the built-in body only", src)
-            from ..avatar.shape import BodyShape
-
-            try:
-                shape = BodyShape.from_mapping(e["shape"], f"{where}.shape")
-            except KisekaeError as exc:
-                _fail(f"{exc.source}: {exc.message}", src)
-            cat.bodies[name]["shape"] = shape.as_dict()
-
+        _parse_body(cat, e, f"bodies[{i}]", resolve, src)
     for i, e in enumerate(data["garments"]):
-        where = f"garments[{i}]"
-        _check_keys(e, _GARMENT_KEYS, where, src)
-        p = _str(e, "path", where, src)
-        n = _str(e, "name", where, src)
-        if p is None and n is None:
-            _fail(f"{where}: give a name (a garment of the body) or a path (.mhclo, .glb, .gltf)", src)
-        if p is None:
-            kind = "builtin"
-        elif p.lower().endswith(".mhclo"):
-            kind = "mhclo"
-        elif p.lower().endswith((".glb", ".gltf")):
-            kind = "gltf"
-        else:
-            _fail(f"{where}.path: unsupported garment file type (expected .mhclo, .glb or .gltf)", src)
-        name = _name(n or Path(p).stem, where, src)
-        if name in cat.garments or name == "body":
-            _fail(f"{where}: duplicate or reserved garment name {name!r}", src)
-        mesh = _str(e, "mesh", where, src)
-        if mesh is not None and kind != "gltf":
-            _fail(f"{where}.mesh applies to .glb/.gltf garments only", src)
-        fit = dict(check_fit_settings(e.get("fit", {}), f"{where}.fit", src))
-        path_ = None if p is None else _resolve(base, p, f"{where}.path", src, allow_outside)
-        cat.garments[name] = {"kind": kind, "path": path_, "fit": fit}
-        if mesh is not None:
-            cat.garments[name]["mesh"] = mesh
-        effective = cat.garment_settings(name)
-        if effective:
-            from ..fit import PushParams
-
-            try:
-                PushParams(**{k: v for k, v in effective.items() if k not in EXTRA_FIT_KEYS})
-            except KisekaeError as exc:
-                _fail(f"{where}: fit settings {effective}: {exc}", src)
-
+        _parse_garment(cat, e, f"garments[{i}]", resolve, src)
     for i, e in enumerate(data["motions"]):
-        where = f"motions[{i}]"
-        _check_keys(e, _MOTION_KEYS, where, src)
-        given = [k for k in ("poses", "pose_file", "bvh") if k in e]
-        if len(given) != 1:
-            _fail(f"{where}: give exactly one of poses, pose_file or bvh", src)
-        if "frames" in e and "bvh" not in e:
-            _fail(f"{where}.frames applies to bvh clips only", src)
-        entries = []
-        if "poses" in e:
-            poses = e["poses"]
-            if isinstance(poses, str):
-                _fail(f"{where}.poses must be a list of pose names, e.g. poses = [{json.dumps(poses[:40])}]", src)
-            if not isinstance(poses, list) or not poses or not all(isinstance(x, str) and x for x in poses):
-                _fail(f"{where}.poses must be a non-empty list of pose names", src)
-            if "name" in e and len(poses) != 1:
-                _fail(f"{where}.name needs a single pose (each pose is named after itself)", src)
-            entries = [(e.get("name", x), {"kind": "pose", "pose": x}) for x in poses]
-        elif "pose_file" in e:
-            p = _str(e, "pose_file", where, src)
-            path_ = _resolve(base, p, f"{where}.pose_file", src, allow_outside)
-            entries = [(e.get("name") or Path(p).stem, {"kind": "pose_file", "path": path_})]
-        else:
-            p = _str(e, "bvh", where, src)
-            frames = e.get("frames")
-            if frames is not None:
-                from ..io.bvh import frame_selection
-
-                frame_selection(frames, f"{src}: {where}.frames")
-            path_ = _resolve(base, p, f"{where}.bvh", src, allow_outside)
-            entries = [(e.get("name") or Path(p).stem, {"kind": "bvh", "path": path_, "frames": frames})]
-        for name, spec in entries:
-            name = _name(name, where, src)
+        for name, spec in _parse_motion(e, f"motions[{i}]", resolve, src):
+            name = _name(name, f"motions[{i}]", src)
             if name in cat.motions:
-                _fail(f"{where}: duplicate motion name {name!r}", src)
+                _fail(f"motions[{i}]: duplicate motion name {name!r}", src)
             cat.motions[name] = spec
     return cat
+
+
+def _parse_stages(data: dict, src: str, fix_available: bool | None) -> tuple:
+    """The ``stages`` list, or the default: both stages when the fix is available."""
+    if "stages" in data:
+        st = data["stages"]
+        if not isinstance(st, list) or not st or any(s not in STAGES for s in st) or len(set(st)) != len(st):
+            _fail(f"stages must be a non-empty list of distinct values from {list(STAGES)}, got {st!r}", src)
+        return tuple(s for s in STAGES if s in st)
+    if fix_available is None:
+        from .worker import fix_available as _fa
+
+        fix_available = _fa()
+    return STAGES if fix_available else ("before",)
+
+
+def _parse_body(cat: Catalog, e: dict, where: str, resolve, src: str) -> None:
+    """One ``[[bodies]]`` entry into ``cat.bodies``: the built-in body (rig, shape) or a glTF file.
+
+    ``resolve(path, where)`` turns a path of the catalogue into an absolute one (or fails).
+    """
+    _check_keys(e, _BODY_KEYS, where, src)
+    p = _str(e, "path", where, src)
+    builtin = e.get("builtin", p is None)
+    if not isinstance(builtin, bool):
+        _fail(f"{where}.builtin must be true or false", src)
+    if builtin == (p is not None):
+        _fail(f"{where}: give exactly one of builtin = true or path", src)
+    rig = _str(e, "rig", where, src, "auto")
+    if rig not in RIGS:
+        _fail(f"{where}.rig must be one of {', '.join(RIGS)}, got {rig!r}", src)
+    if p is not None and "rig" in e:
+        _fail(f"{where}.rig applies to the built-in body only", src)
+    if p is not None and not p.lower().endswith(GLTF_SUFFIXES):
+        _fail(f"{where}.path: unsupported body file type (expected {', '.join(GLTF_SUFFIXES)})", src)
+    name = _name(_str(e, "name", where, src) or ("makehuman" if builtin else Path(p).stem), where, src)
+    if name in cat.bodies:
+        _fail(f"{where}: duplicate body name {name!r}", src)
+    path_ = None if builtin else resolve(p, f"{where}.path")
+    cat.bodies[name] = {"kind": "builtin" if builtin else "gltf", "path": path_, "rig": rig}
+    if "shape" in e:
+        if not builtin:
+            _fail(f"{where}.shape applies to the built-in body only", src)
+        from ..avatar.shape import BodyShape
+
+        try:
+            shape = BodyShape.from_mapping(e["shape"], f"{where}.shape")
+        except KisekaeError as exc:
+            _fail(f"{exc.source}: {exc.message}", src)
+        cat.bodies[name]["shape"] = shape.as_dict()
+
+
+def _garment_kind(p: str | None, where: str, src: str) -> str:
+    if p is None:
+        return "builtin"
+    if p.lower().endswith(".mhclo"):
+        return "mhclo"
+    if p.lower().endswith((".glb", ".gltf")):
+        return "gltf"
+    _fail(f"{where}.path: unsupported garment file type (expected .mhclo, .glb or .gltf)", src)
+
+
+def _parse_garment(cat: Catalog, e: dict, where: str, resolve, src: str) -> None:
+    """One ``[[garments]]`` entry into ``cat.garments``, its fit settings checked as PushParams."""
+    _check_keys(e, _GARMENT_KEYS, where, src)
+    p = _str(e, "path", where, src)
+    n = _str(e, "name", where, src)
+    if p is None and n is None:
+        _fail(f"{where}: give a name (a garment of the body) or a path (.mhclo, .glb, .gltf)", src)
+    kind = _garment_kind(p, where, src)
+    name = _name(n or Path(p).stem, where, src)
+    if name in cat.garments or name == "body":
+        _fail(f"{where}: duplicate or reserved garment name {name!r}", src)
+    mesh = _str(e, "mesh", where, src)
+    if mesh is not None and kind != "gltf":
+        _fail(f"{where}.mesh applies to .glb/.gltf garments only", src)
+    fit = dict(check_fit_settings(e.get("fit", {}), f"{where}.fit", src))
+    path_ = None if p is None else resolve(p, f"{where}.path")
+    cat.garments[name] = {"kind": kind, "path": path_, "fit": fit}
+    if mesh is not None:
+        cat.garments[name]["mesh"] = mesh
+    effective = cat.garment_settings(name)
+    if effective:
+        from ..fit import PushParams
+
+        try:
+            PushParams(**{k: v for k, v in effective.items() if k not in EXTRA_FIT_KEYS})
+        except KisekaeError as exc:
+            _fail(f"{where}: fit settings {effective}: {exc}", src)
+
+
+def _parse_motion(e: dict, where: str, resolve, src: str) -> list:
+    """One ``[[motions]]`` entry as ``[(name, spec), ...]``: named poses, a pose file or a BVH clip."""
+    _check_keys(e, _MOTION_KEYS, where, src)
+    given = [k for k in ("poses", "pose_file", "bvh") if k in e]
+    if len(given) != 1:
+        _fail(f"{where}: give exactly one of poses, pose_file or bvh", src)
+    if "frames" in e and "bvh" not in e:
+        _fail(f"{where}.frames applies to bvh clips only", src)
+    if "poses" in e:
+        poses = e["poses"]
+        if isinstance(poses, str):
+            _fail(f"{where}.poses must be a list of pose names, e.g. poses = [{json.dumps(poses[:40])}]", src)
+        if not isinstance(poses, list) or not poses or not all(isinstance(x, str) and x for x in poses):
+            _fail(f"{where}.poses must be a non-empty list of pose names", src)
+        if "name" in e and len(poses) != 1:
+            _fail(f"{where}.name needs a single pose (each pose is named after itself)", src)
+        return [(e.get("name", x), {"kind": "pose", "pose": x}) for x in poses]
+    if "pose_file" in e:
+        p = _str(e, "pose_file", where, src)
+        return [(e.get("name") or Path(p).stem, {"kind": "pose_file", "path": resolve(p, f"{where}.pose_file")})]
+    p = _str(e, "bvh", where, src)
+    frames = e.get("frames")
+    if frames is not None:
+        from ..io.bvh import frame_selection
+
+        frame_selection(frames, f"{src}: {where}.frames")
+    return [(e.get("name") or Path(p).stem, {"kind": "bvh", "path": resolve(p, f"{where}.bvh"), "frames": frames})]
 
 
 def load_catalog(path, *, fix_available: bool | None = None, allow_outside: bool = False) -> Catalog:
