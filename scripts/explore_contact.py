@@ -26,12 +26,12 @@ import scipy.sparse as sp
 from numba.core.errors import NumbaPerformanceWarning
 
 from kisekae.avatar import load_builtin_avatar
-from kisekae.avatar.mesh import face_normals, vertex_normals
 from kisekae.avatar.poses import named_pose
-from kisekae.qa.bvh import build_bvh, refit
-from kisekae.qa.distance import surface_distance
+from kisekae.geom.bvh import build_bvh, refit
+from kisekae.geom.closest import surface_distance
+from kisekae.geom.normals import face_normals, vertex_normals
+from kisekae.geom.winding import winding_number
 from kisekae.qa.selfcontact import BodySelfContact, signed_volume
-from kisekae.qa.winding import winding_number
 
 warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
 

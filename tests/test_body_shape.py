@@ -171,7 +171,7 @@ CORNERS = ["weight=0", "weight=1", "muscle=0", "muscle=1", "age=0.1875", "age=1"
 
 @pytest.mark.parametrize("text", CORNERS)
 def test_bone_heads_inside_the_body_at_the_corners(text):
-    from kisekae.qa.winding import winding_number_numpy
+    from kisekae.geom.winding import winding_number_numpy
 
     av = load_builtin_avatar(shape=parse_body(text))
     # Fingertip bones are thin: check every bone head with the exact winding number.
@@ -186,7 +186,7 @@ def test_bone_heads_inside_the_body_at_the_corners(text):
 
 def test_baby_toe_joints_sit_on_the_sole():
     """MakeHuman's baby (age 0, one year) puts the toe joint cubes at the sole: the only heads outside."""
-    from kisekae.qa.winding import winding_number_numpy
+    from kisekae.geom.winding import winding_number_numpy
 
     av = load_builtin_avatar(shape=parse_body("age=0"))
     heads = av.skeleton.heads.astype(np.float64)

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..avatar.mesh import vertex_normals
+from ..geom.crossings import edge_crossings
+from ..geom.normals import vertex_normals
 from ..validate import as_faces, as_points
-from .crossings import edge_crossings
 from .penetration import BodyQuery, BodyTopology
 
 #: Probe distance along the outward vertex normal, metres.

@@ -1,6 +1,6 @@
 """Demo report sections for ``kisekae demo``: pictures, poke-through pixels, tension, wound, animation.
 
-Each ``section_*(ctx) -> str`` follows :mod:`kisekae.demo`'s contract: it gets the shared ``ctx`` dict
+Each ``section_*(ctx) -> str`` follows :mod:`kisekae.app.demo`'s contract: it gets the shared ``ctx`` dict
 (``out`` folder, ``avatar``, ``timings``) and returns an HTML fragment. Keys read from ``ctx``:
 
 * ``fixed_positions``: ``{pose name: {garment name: (N,3) fixed positions}}``: the push-out result.
