@@ -37,6 +37,66 @@ def _skinned_body(vertices, skin_indices, skin_weights, rest_matrices):
     return v, idx, w, rest
 
 
+def _bone_vertices(idx, w, n_bones: int, min_weight: float, min_points: int):
+    """``(bone, mask)`` for every bone that dominates at least ``min_points`` vertices with weight >= ``min_weight``."""
+    top = np.argmax(w, axis=1)
+    rows = np.arange(len(w))
+    dom, dom_w = idx[rows, top], w[rows, top]
+    for b in range(n_bones):
+        sel = (dom == b) & (dom_w >= min_weight)
+        if sel.sum() >= min_points:
+            yield b, sel
+
+
+def _rig(pieces, n_bones: int, bone_names) -> CapsuleRig:
+    """A validated rig from ``[(bone, p0, p1, r0, r1), ...]`` in bone space."""
+    bone = np.array([c[0] for c in pieces], dtype=np.int32)
+    p0 = np.array([c[1] for c in pieces]).reshape(-1, 3)
+    p1 = np.array([c[2] for c in pieces]).reshape(-1, 3)
+    arrays = validate_capsules(bone, p0, p1, np.array([c[3] for c in pieces]), np.array([c[4] for c in pieces]),
+                               n_bones=n_bones)
+    return CapsuleRig(*arrays, bone_names=list(bone_names) if bone_names is not None else [])
+
+
+def _quantile_pieces(pts, radius_quantile, trim, end_fraction, max_per_bone, split_ratio) -> list:
+    """Capsules ``[(p0, p1, r0, r1), ...]`` along the principal axis of one bone's points (bone space).
+
+    The axis runs between the ``trim`` and ``1 − trim`` axial quantiles, split into up to
+    ``max_per_bone`` pieces; each end radius is the ``radius_quantile`` of the radial distances
+    within ``end_fraction`` of that end. Empty when the points are too thin (radius <= 0.1 mm).
+    """
+    ctr = pts.mean(axis=0)
+    _, _, vt = np.linalg.svd(pts - ctr, full_matrices=False)
+    axis = vt[0]
+    x = (pts - ctr) @ axis
+    lo, hi = np.quantile(x, [trim, 1 - trim])
+    radial = np.linalg.norm((pts - ctr) - x[:, None] * axis, axis=1)
+    mean_r = float(np.quantile(radial, radius_quantile))
+    if mean_r <= 1e-4:
+        return []
+    pieces = int(np.clip(np.ceil((hi - lo) / (split_ratio * mean_r)), 1, max_per_bone))
+    edges = np.linspace(lo, hi, pieces + 1)
+    out = []
+    for k in range(pieces):
+        a, c = edges[k], edges[k + 1]
+        span = c - a
+        near_a = (x >= a) & (x <= a + end_fraction * span)
+        near_c = (x <= c) & (x >= c - end_fraction * span)
+        ra = float(np.quantile(radial[near_a], radius_quantile)) if near_a.sum() >= 5 else mean_r
+        rc = float(np.quantile(radial[near_c], radius_quantile)) if near_c.sum() >= 5 else mean_r
+        ra, rc = max(ra, 1e-3), max(rc, 1e-3)
+        # keep the caps inside the bone's extent, but leave a usable segment
+        sa = a + min(ra, 0.4 * span) if k == 0 else a
+        sc = c - min(rc, 0.4 * span) if k == pieces - 1 else c
+        length = sc - sa
+        if length <= abs(ra - rc) + 1e-4:  # one end sphere would swallow the other
+            ra = rc = 0.5 * (ra + rc)
+            if length < 1e-4:
+                sa, sc = a + 0.3 * span, c - 0.3 * span
+        out.append((ctr + sa * axis, ctr + sc * axis, ra, rc))
+    return out
+
+
 def fit_capsules(vertices, skin_indices, skin_weights, rest_matrices, bone_names=None, *, min_weight: float = 0.5,
                  min_points: int = 30, radius_quantile: float = 0.35, trim: float = 0.02, end_fraction: float = 0.25,
                  max_per_bone: int = 2, split_ratio: float = 5.0, faces=None, bulge: float = 0.002,
@@ -89,51 +149,12 @@ def fit_capsules(vertices, skin_indices, skin_weights, rest_matrices, bone_names
     v, idx, w, rest = _skinned_body(vertices, skin_indices, skin_weights, rest_matrices)
     if not 0 < radius_quantile < 1:
         raise KisekaeError(f"must be in (0, 1), got {radius_quantile}", "radius_quantile")
-    top = np.argmax(w, axis=1)
-    dom = idx[np.arange(len(v)), top]
-    dom_w = w[np.arange(len(v)), top]
-    bone, p0, p1, r0, r1 = [], [], [], [], []
-    for b in range(rest.shape[0]):
-        sel = (dom == b) & (dom_w >= min_weight)
-        if sel.sum() < min_points:
-            continue
+    pieces = []
+    for b, sel in _bone_vertices(idx, w, rest.shape[0], min_weight, min_points):
         inv = np.linalg.inv(rest[b])
-        pts = v[sel] @ inv[:3, :3].T + inv[:3, 3]
-        ctr = pts.mean(axis=0)
-        _, _, vt = np.linalg.svd(pts - ctr, full_matrices=False)
-        axis = vt[0]
-        x = (pts - ctr) @ axis
-        lo, hi = np.quantile(x, [trim, 1 - trim])
-        radial = np.linalg.norm((pts - ctr) - x[:, None] * axis, axis=1)
-        mean_r = float(np.quantile(radial, radius_quantile))
-        if mean_r <= 1e-4:
-            continue
-        pieces = int(np.clip(np.ceil((hi - lo) / (split_ratio * mean_r)), 1, max_per_bone))
-        edges = np.linspace(lo, hi, pieces + 1)
-        for k in range(pieces):
-            a, c = edges[k], edges[k + 1]
-            span = c - a
-            near_a = (x >= a) & (x <= a + end_fraction * span)
-            near_c = (x <= c) & (x >= c - end_fraction * span)
-            ra = float(np.quantile(radial[near_a], radius_quantile)) if near_a.sum() >= 5 else mean_r
-            rc = float(np.quantile(radial[near_c], radius_quantile)) if near_c.sum() >= 5 else mean_r
-            ra, rc = max(ra, 1e-3), max(rc, 1e-3)
-            # keep the caps inside the bone's extent, but leave a usable segment
-            sa = a + min(ra, 0.4 * span) if k == 0 else a
-            sc = c - min(rc, 0.4 * span) if k == pieces - 1 else c
-            length = sc - sa
-            if length <= abs(ra - rc) + 1e-4:  # one end sphere would swallow the other
-                ra = rc = 0.5 * (ra + rc)
-                if length < 1e-4:
-                    sa, sc = a + 0.3 * span, c - 0.3 * span
-            bone.append(b)
-            p0.append(ctr + sa * axis)
-            p1.append(ctr + sc * axis)
-            r0.append(ra)
-            r1.append(rc)
-    arrays = validate_capsules(np.array(bone, dtype=np.int32), np.array(p0).reshape(-1, 3), np.array(p1).reshape(-1, 3),
-                               np.array(r0), np.array(r1), n_bones=rest.shape[0])
-    return CapsuleRig(*arrays, bone_names=list(bone_names) if bone_names is not None else [])
+        pieces += [(b, *c) for c in _quantile_pieces(v[sel] @ inv[:3, :3].T + inv[:3, 3], radius_quantile, trim,
+                                                      end_fraction, max_per_bone, split_ratio)]
+    return _rig(pieces, rest.shape[0], bone_names)
 
 
 def fit_report(rig: CapsuleRig, vertices, skin_indices, skin_weights, rest_matrices, body_query=None,
@@ -378,41 +399,34 @@ def fit_capsules_medial(vertices, faces, skin_indices, skin_weights, rest_matric
     if int(max_lanes) not in (1, 2, 3):
         raise KisekaeError(f"must be 1, 2 or 3, got {max_lanes!r}", "max_lanes")
     query = BodyQuery(BodyTopology.from_mesh(v, faces), v)
-    top = np.argmax(w, axis=1)
-    dom = idx[np.arange(len(v)), top]
-    dom_w = w[np.arange(len(v)), top]
-    bone, p0, p1, r0, r1 = [], [], [], [], []
-    for b in range(rest.shape[0]):
-        sel = (dom == b) & (dom_w >= min_weight)
-        if sel.sum() < min_points:
-            continue
-        pts = v[sel]
-        ctr = pts.mean(axis=0)
-        e1 = rest[b, :3, 1] / np.linalg.norm(rest[b, :3, 1])  # the bone's own direction (head -> tail)
-        rel = pts - ctr
-        flat = rel - np.outer(rel @ e1, e1)
-        _, _, vt = np.linalg.svd(flat, full_matrices=False)
-        e2 = vt[0] - (vt[0] @ e1) * e1
-        e2 /= np.linalg.norm(e2)
-        x = rel @ e1
-        lo, hi = np.quantile(x, [trim, 1 - trim])
-        lanes = _lane_offsets(query, pts, ctr, e1, e2, 0.5 * (lo + hi), int(max_lanes))
-        best, best_score = [], np.inf
-        for n_lanes in range(1, len(lanes) + 1):
-            for pieces in range(1, int(max_per_bone) + 1):
-                caps = []
-                for off in lanes[:n_lanes]:
-                    caps += _lane_capsules(query, ctr, e1, off, lo, hi, pieces, bulge, min_radius)
-                score = _outside_p95(pts, caps) + capsule_penalty * (len(caps) - 1)
-                if score < best_score:
-                    best, best_score = caps, score
+    pieces = []
+    for b, sel in _bone_vertices(idx, w, rest.shape[0], min_weight, min_points):
+        best = _medial_bone(query, v[sel], rest[b], trim, int(max_lanes), int(max_per_bone), bulge, min_radius,
+                            capsule_penalty)
         inv = np.linalg.inv(rest[b])
-        for a, c, ra, rc in best:
-            bone.append(b)
-            p0.append(inv[:3, :3] @ a + inv[:3, 3])
-            p1.append(inv[:3, :3] @ c + inv[:3, 3])
-            r0.append(ra)
-            r1.append(rc)
-    arrays = validate_capsules(np.array(bone, dtype=np.int32), np.array(p0).reshape(-1, 3), np.array(p1).reshape(-1, 3),
-                               np.array(r0), np.array(r1), n_bones=rest.shape[0])
-    return CapsuleRig(*arrays, bone_names=list(bone_names) if bone_names is not None else [])
+        pieces += [(b, inv[:3, :3] @ a + inv[:3, 3], inv[:3, :3] @ c + inv[:3, 3], ra, rc) for a, c, ra, rc in best]
+    return _rig(pieces, rest.shape[0], bone_names)
+
+
+def _medial_bone(query, pts, rest, trim, max_lanes, max_per_bone, bulge, min_radius, capsule_penalty) -> list:
+    """The best lane and piece counts for one bone's points (world space): ``[(p0, p1, r0, r1), ...]``."""
+    ctr = pts.mean(axis=0)
+    e1 = rest[:3, 1] / np.linalg.norm(rest[:3, 1])  # the bone's own direction (head -> tail)
+    rel = pts - ctr
+    flat = rel - np.outer(rel @ e1, e1)
+    _, _, vt = np.linalg.svd(flat, full_matrices=False)
+    e2 = vt[0] - (vt[0] @ e1) * e1
+    e2 /= np.linalg.norm(e2)
+    x = rel @ e1
+    lo, hi = np.quantile(x, [trim, 1 - trim])
+    lanes = _lane_offsets(query, pts, ctr, e1, e2, 0.5 * (lo + hi), max_lanes)
+    best, best_score = [], np.inf
+    for n_lanes in range(1, len(lanes) + 1):
+        for pieces in range(1, max_per_bone + 1):
+            caps = []
+            for off in lanes[:n_lanes]:
+                caps += _lane_capsules(query, ctr, e1, off, lo, hi, pieces, bulge, min_radius)
+            score = _outside_p95(pts, caps) + capsule_penalty * (len(caps) - 1)
+            if score < best_score:
+                best, best_score = caps, score
+    return best

@@ -49,6 +49,44 @@ def build_ray_bvh(bind_vertices, faces, leaf_size: int = 8) -> BVH:
     return build_bvh(v, f, int(leaf_size))
 
 
+@numba.njit(cache=True, inline="always")
+def _slab(o, d, inv, lo, hi, node, pad):
+    """Entry and exit ``(t0, t1)`` of the line ``o + t·d`` through the node's box grown by ``pad``.
+
+    ``t0 > t1`` when the line misses the box (a zero direction component misses unless the origin
+    lies between that axis' slabs). ``inv`` is ``1 / d`` per axis (0 where ``d`` is 0).
+    """
+    t0 = -np.inf
+    t1 = np.inf
+    for k in range(3):
+        a = lo[node, k] - pad
+        b = hi[node, k] + pad
+        if d[k] == 0.0:
+            if o[k] < a or o[k] > b:
+                return np.inf, -np.inf
+            continue
+        ta = (a - o[k]) * inv[k]
+        tb = (b - o[k]) * inv[k]
+        if ta > tb:
+            ta, tb = tb, ta
+        if ta > t0:
+            t0 = ta
+        if tb < t1:
+            t1 = tb
+    return t0, t1
+
+
+@numba.njit(cache=True, inline="always")
+def _nearer_child(o, d, lo, hi, a, b):
+    """``(near, far)``: children ``a`` and ``b`` ordered by their box centres' distance along ``d``."""
+    ca = 0.0
+    cb = 0.0
+    for k in range(3):
+        ca += (0.5 * (lo[a, k] + hi[a, k]) - o[k]) * d[k]
+        cb += (0.5 * (lo[b, k] + hi[b, k]) - o[k]) * d[k]
+    return (a, b) if ca <= cb else (b, a)
+
+
 @numba.njit(cache=True)
 def ray_bvh_numba(origin, direction, vertices, faces, left, right, order, start, count, lo, hi, t_min, pad):
     """First hit of a ray through a refitted tree (same contract as ``ray_triangles_numba``).
@@ -83,43 +121,13 @@ def ray_bvh_numba(origin, direction, vertices, faces, left, right, order, start,
     while sp > 0:
         sp -= 1
         node = stack[sp]
-        # slab test
-        t0 = -np.inf
-        t1 = np.inf
-        miss = False
-        for k in range(3):
-            a = lo[node, k] - pad
-            b = hi[node, k] + pad
-            if d[k] == 0.0:
-                if o[k] < a or o[k] > b:
-                    miss = True
-                    break
-                continue
-            ta = (a - o[k]) * inv[k]
-            tb = (b - o[k]) * inv[k]
-            if ta > tb:
-                ta, tb = tb, ta
-            if ta > t0:
-                t0 = ta
-            if tb < t1:
-                t1 = tb
-        if miss or t0 > t1 or t1 <= t_min or t0 > best_t:
+        t0, t1 = _slab(o, d, inv, lo, hi, node, pad)
+        if t0 > t1 or t1 <= t_min or t0 > best_t:
             continue
         if left[node] >= 0:
-            # push the farther child first, so the nearer one is visited next
-            a = left[node]
-            b = right[node]
-            ca = 0.0
-            cb = 0.0
-            for k in range(3):
-                ca += (0.5 * (lo[a, k] + hi[a, k]) - o[k]) * d[k]
-                cb += (0.5 * (lo[b, k] + hi[b, k]) - o[k]) * d[k]
-            if ca <= cb:
-                stack[sp] = b
-                stack[sp + 1] = a
-            else:
-                stack[sp] = a
-                stack[sp + 1] = b
+            near, far = _nearer_child(o, d, lo, hi, left[node], right[node])
+            stack[sp] = far  # pushed first, so the nearer one is visited next
+            stack[sp + 1] = near
             sp += 2
             continue
         for s in range(start[node], start[node] + count[node]):
