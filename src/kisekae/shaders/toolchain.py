@@ -188,24 +188,44 @@ def compile_hlsl(
     """
     if stage not in _STAGES:
         raise KisekaeError(f"stage must be one of {sorted(_STAGES)}, got {stage!r}", "stage")
-    base_dir = None
+    text, filename, base_dir = _read_source(source, filename)
+    incs = [Path(core_dir) if core_dir else HLSL_DIR] + [Path(d) for d in include_dirs] + ([base_dir] if base_dir else [])
+    flags = ["-D", "-V", "-i", "-e", entry, "-S", stage, "--hlsl-iomap", "--auto-map-bindings", "--auto-map-locations"]
+    for name, value in sorted(dict(defines or {}).items()):
+        flags.append(f"-D{name}" if value is None else f"-D{name}={value}")
+    flags += [f"-I{d}" for d in incs]
+    cross_flags = ["--version", str(glsl_version), "--es" if es else "--no-es"]
+    key = _cache_key(text, incs, flags, cross_flags, filename)
+    cdir = cache_dir()
+    spv_path, glsl_path = cdir / f"{key}.spv", cdir / f"{key}.glsl"
+    if use_cache and spv_path.is_file() and glsl_path.is_file():
+        glsl = glsl_path.read_text()
+        return CompiledShader(spv_path.read_bytes(), glsl, key, "", glsl_bindings(glsl))
+    with tempfile.TemporaryDirectory(prefix="kisekae-hlsl-") as tmp:
+        tmp = Path(tmp)
+        src_path = (base_dir / filename) if base_dir else tmp / filename
+        if not base_dir:
+            src_path.write_text(text)
+        out_spv = tmp / "out.spv"
+        log = _glslang(flags, src_path, out_spv, filename)
+        spirv, glsl = _validate_and_cross(out_spv, cross_flags, filename)
+    if use_cache:
+        _write_cache(cdir, ((spv_path, spirv), (glsl_path, glsl.encode())))
+    return CompiledShader(spirv, glsl, key, log, glsl_bindings(glsl))
+
+
+def _read_source(source, filename: str):
+    """``(text, filename, folder)``: HLSL text, or the file at a path (its folder for includes)."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.endswith(".hlsl")):
         path = Path(source)
         if not path.is_file():
             raise KisekaeError("HLSL file not found", path)
-        base_dir = path.parent
-        filename = path.name
-        text = path.read_text()
-    else:
-        text = str(source)
-    incs = [Path(core_dir) if core_dir else HLSL_DIR] + [Path(d) for d in include_dirs] + ([base_dir] if base_dir else [])
-    defines = dict(defines or {})
-    flags = ["-D", "-V", "-i", "-e", entry, "-S", stage, "--hlsl-iomap", "--auto-map-bindings", "--auto-map-locations"]
-    for name, value in sorted(defines.items()):
-        flags.append(f"-D{name}" if value is None else f"-D{name}={value}")
-    for d in incs:
-        flags.append(f"-I{d}")
-    cross_flags = ["--version", str(glsl_version), "--es" if es else "--no-es"]
+        return path.read_text(), path.name, path.parent
+    return str(source), filename, None
+
+
+def _cache_key(text: str, incs, flags, cross_flags, filename: str) -> str:
+    """SHA-256 over the source, every include file, the flags (not the include paths) and the tools."""
     key_src = json.dumps(
         {
             "text": text,
@@ -217,54 +237,44 @@ def compile_hlsl(
         },
         sort_keys=True,
     )
-    key = hashlib.sha256(key_src.encode()).hexdigest()
-    cdir = cache_dir()
-    spv_path, glsl_path = cdir / f"{key}.spv", cdir / f"{key}.glsl"
-    if use_cache and spv_path.is_file() and glsl_path.is_file():
-        glsl = glsl_path.read_text()
-        return CompiledShader(spv_path.read_bytes(), glsl, key, "", glsl_bindings(glsl))
+    return hashlib.sha256(key_src.encode()).hexdigest()
 
-    with tempfile.TemporaryDirectory(prefix="kisekae-hlsl-") as tmp:
-        tmp = Path(tmp)
-        src_path = (base_dir / filename) if base_dir else tmp / filename
-        if not base_dir:
-            src_path.write_text(text)
-        out_spv = tmp / "out.spv"
-        res = subprocess.run(
-            [_tool("glslangValidator"), *flags, "-o", str(out_spv), str(src_path)],
-            capture_output=True,
-            text=True,
-        )
-        messages = [
-            line for line in (res.stdout + res.stderr).splitlines()
-            if line.startswith(("ERROR", "WARNING")) or "error" in line.lower().split(":")[0]
-        ]
-        log = "\n".join(messages)
-        if res.returncode != 0 or not out_spv.is_file():
-            raise KisekaeError(f"glslang failed to compile:\n{log}", filename)
-        if any(line.upper().startswith("WARNING") for line in messages):
-            raise KisekaeError(f"glslang warned (warnings are errors for the core):\n{log}", filename)
-        trunc = implicit_truncations(res.stdout)
-        if trunc:
-            raise KisekaeError(
-                "implicit vector truncation (DXC warns; write .xyz etc.):\n" + "\n".join(trunc), filename
-            )
-        val = subprocess.run([_tool("spirv-val"), str(out_spv)], capture_output=True, text=True)
-        if val.returncode != 0:
-            raise KisekaeError(f"spirv-val rejected the module:\n{val.stdout}{val.stderr}", filename)
-        cross = subprocess.run(
-            [_tool("spirv-cross"), *cross_flags, str(out_spv)], capture_output=True, text=True
-        )
-        if cross.returncode != 0:
-            raise KisekaeError(f"spirv-cross failed:\n{cross.stderr}", filename)
-        spirv = out_spv.read_bytes()
-        glsl = cross.stdout
-    if use_cache:
-        cdir.mkdir(parents=True, exist_ok=True)
-        # write atomically: concurrent test processes may compile the same key
-        for path, data in ((spv_path, spirv), (glsl_path, glsl.encode())):
-            fd, tmp_name = tempfile.mkstemp(dir=cdir, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp_name, path)
-    return CompiledShader(spirv, glsl, key, log, glsl_bindings(glsl))
+
+def _glslang(flags, src_path: Path, out_spv: Path, filename: str) -> str:
+    """HLSL to SPIR-V with glslang; errors, any warning and implicit truncations raise. Returns the log."""
+    res = subprocess.run([_tool("glslangValidator"), *flags, "-o", str(out_spv), str(src_path)],
+                         capture_output=True, text=True)
+    messages = [
+        line for line in (res.stdout + res.stderr).splitlines()
+        if line.startswith(("ERROR", "WARNING")) or "error" in line.lower().split(":")[0]
+    ]
+    log = "\n".join(messages)
+    if res.returncode != 0 or not out_spv.is_file():
+        raise KisekaeError(f"glslang failed to compile:\n{log}", filename)
+    if any(line.upper().startswith("WARNING") for line in messages):
+        raise KisekaeError(f"glslang warned (warnings are errors for the core):\n{log}", filename)
+    trunc = implicit_truncations(res.stdout)
+    if trunc:
+        raise KisekaeError("implicit vector truncation (DXC warns; write .xyz etc.):\n" + "\n".join(trunc), filename)
+    return log
+
+
+def _validate_and_cross(out_spv: Path, cross_flags, filename: str):
+    """spirv-val the module, then spirv-cross it to GLSL: ``(spirv bytes, glsl text)``."""
+    val = subprocess.run([_tool("spirv-val"), str(out_spv)], capture_output=True, text=True)
+    if val.returncode != 0:
+        raise KisekaeError(f"spirv-val rejected the module:\n{val.stdout}{val.stderr}", filename)
+    cross = subprocess.run([_tool("spirv-cross"), *cross_flags, str(out_spv)], capture_output=True, text=True)
+    if cross.returncode != 0:
+        raise KisekaeError(f"spirv-cross failed:\n{cross.stderr}", filename)
+    return out_spv.read_bytes(), cross.stdout
+
+
+def _write_cache(cdir: Path, items) -> None:
+    """Write ``(path, bytes)`` items atomically: concurrent test processes may compile the same key."""
+    cdir.mkdir(parents=True, exist_ok=True)
+    for path, data in items:
+        fd, tmp_name = tempfile.mkstemp(dir=cdir, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp_name, path)
