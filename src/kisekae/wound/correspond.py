@@ -183,14 +183,14 @@ def correspond_closest(start_vertices, start_faces, target_vertices, target_face
     tf = as_faces(target_faces, len(tv), "target_faces")
     if len(tf) == 0:
         raise KisekaeError("the target mesh has no faces", "target_faces")
-    tn = vertex_normals(tv, tf) if target_normals is None else as_points(target_normals, "target_normals")
+    tn = vertex_normals(tv, tf, dtype=np.float64) if target_normals is None else as_points(target_normals, "target_normals")
     if tn.shape != tv.shape:
         raise KisekaeError(f"expected {tv.shape}, got {tn.shape}", "target_normals")
     max_distance = positive(max_distance, "max_distance", allow_zero=True) if np.isfinite(max_distance) else np.inf
     ptr, idx = _candidates(sv, tv, tf, ambiguity_ratio - 1.0, ambiguity_abs)
     face, bary, dist, _f2, dist2 = closest_point_candidates_numba(
         sv, tv, tf.astype(np.int64), ptr, idx, float(separation), 1.0, tv)
-    sn = vertex_normals(sv, sf)
+    sn = vertex_normals(sv, sf, dtype=np.float64)
     return _finish("closest", sv, sf, sn, tv, tf, tn, face, bary, dist, dist2, max_distance,
                    ambiguity_ratio, ambiguity_abs)
 
@@ -237,7 +237,7 @@ def correspond_uv(start_vertices, start_faces, start_uv1, target_vertices, targe
         raise KisekaeError(f"expected shape ({len(tv)}, 2), got {tuv.shape}", "target_uv0")
     if len(tf) == 0:
         raise KisekaeError("the target mesh has no faces", "target_faces")
-    tn = vertex_normals(tv, tf) if target_normals is None else as_points(target_normals, "target_normals")
+    tn = vertex_normals(tv, tf, dtype=np.float64) if target_normals is None else as_points(target_normals, "target_normals")
     q = np.zeros((len(sv), 3))
     q[:, :2] = suv
     t3 = np.zeros((len(tv), 3))
@@ -245,6 +245,6 @@ def correspond_uv(start_vertices, start_faces, start_uv1, target_vertices, targe
     ptr, idx = _candidates(q, t3, tf, ambiguity_ratio - 1.0, ambiguity_abs)
     face, bary, dist, _f2, dist2 = closest_point_candidates_numba(
         q, t3, tf.astype(np.int64), ptr, idx, float(separation), 0.0, tv)
-    sn = vertex_normals(sv, sf)
+    sn = vertex_normals(sv, sf, dtype=np.float64)
     return _finish("uv", sv, sf, sn, tv, tf, tn, face, bary, dist, dist2,
                    positive(max_uv_distance, "max_uv_distance"), ambiguity_ratio, ambiguity_abs)

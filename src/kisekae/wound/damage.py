@@ -98,7 +98,7 @@ def damage_body(vertices, faces, skin_indices, skin_weights, bone_names, heads, 
 
     chest_bones = _bones(names, {"spine_02", "spine_03", "clavicle_l", "clavicle_r"}, "bone_names")
     sp = names.index("spine_03") if "spine_03" in names else chest_bones[0]
-    n = vertex_normals(v, faces)
+    n = vertex_normals(v, faces, dtype=np.float64)
     cx = 0.04 if side == "l" else -0.04  # character's left is +X in the glTF frame (faces +Z)
     band = np.abs(v[:, 1] - heads[sp, 1]) < 0.02
     band &= np.abs(v[:, 0] - cx) < 0.02
