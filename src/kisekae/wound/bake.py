@@ -118,7 +118,8 @@ def bake(start_vertices, start_faces, target_vertices, target_faces, method="clo
     else:
         corr = correspond_closest(sv, sf, target_vertices, target_faces, target_normals=target_normals,
                                   max_distance=max_distance)
-    sn = vertex_normals(sv, sf, dtype=np.float64) if start_normals is None else as_points(start_normals, "start_normals")
+    sn = (vertex_normals(sv, sf, dtype=np.float64) if start_normals is None
+          else as_points(start_normals, "start_normals"))
     if sn.shape != sv.shape:
         raise KisekaeError(f"expected {sv.shape}, got {sn.shape}", "start_normals")
     # unmatched vertices keep the start normal given by the caller

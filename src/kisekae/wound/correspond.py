@@ -183,7 +183,8 @@ def correspond_closest(start_vertices, start_faces, target_vertices, target_face
     tf = as_faces(target_faces, len(tv), "target_faces")
     if len(tf) == 0:
         raise KisekaeError("the target mesh has no faces", "target_faces")
-    tn = vertex_normals(tv, tf, dtype=np.float64) if target_normals is None else as_points(target_normals, "target_normals")
+    tn = (vertex_normals(tv, tf, dtype=np.float64) if target_normals is None
+          else as_points(target_normals, "target_normals"))
     if tn.shape != tv.shape:
         raise KisekaeError(f"expected {tv.shape}, got {tn.shape}", "target_normals")
     max_distance = positive(max_distance, "max_distance", allow_zero=True) if np.isfinite(max_distance) else np.inf
@@ -237,7 +238,8 @@ def correspond_uv(start_vertices, start_faces, start_uv1, target_vertices, targe
         raise KisekaeError(f"expected shape ({len(tv)}, 2), got {tuv.shape}", "target_uv0")
     if len(tf) == 0:
         raise KisekaeError("the target mesh has no faces", "target_faces")
-    tn = vertex_normals(tv, tf, dtype=np.float64) if target_normals is None else as_points(target_normals, "target_normals")
+    tn = (vertex_normals(tv, tf, dtype=np.float64) if target_normals is None
+          else as_points(target_normals, "target_normals"))
     q = np.zeros((len(sv), 3))
     q[:, :2] = suv
     t3 = np.zeros((len(tv), 3))
