@@ -62,6 +62,34 @@ class BakeResult:
         return decode(self.encodings[encoding], self.start_vertices)
 
 
+def _choose_encodings(n: int, encodings) -> tuple[list, dict]:
+    """``(chosen, skipped)``: the named encodings (each must fit ``n`` vertices), or every one that fits."""
+    if encodings is None:
+        chosen = [k for k in ENCODINGS if n <= vertex_limit(k)]
+        return chosen, {k: f"{n} vertices > limit {vertex_limit(k)}" for k in ENCODINGS if n > vertex_limit(k)}
+    chosen = list(encodings)
+    for k in chosen:
+        if k not in ENCODINGS:
+            raise KisekaeError(f"unknown encoding {k!r}; choose from {', '.join(ENCODINGS)}", "encodings")
+        if n > vertex_limit(k):
+            raise KisekaeError(f"the start mesh has {n} vertices, over the {k} encoding's limit of "
+                               f"{vertex_limit(k)} (its texture is addressed by vertex id); "
+                               f"choose another encoding or split the mesh", "encodings")
+    return chosen, {}
+
+
+def _uv_sets(method, corr, n, start_uv0, start_uv1, target_uv0, target_faces):
+    """``(uv0, uv1)`` float32 of the start mesh; ``uv1`` is the target's UVs carried over when not given."""
+    uv0 = None if start_uv0 is None else as_per_vertex(start_uv0, n, "start_uv0").astype(np.float32)
+    if method == "uv":
+        return uv0, as_per_vertex(start_uv1, n, "start_uv1").astype(np.float32)
+    if target_uv0 is not None:
+        tv = np.asarray(target_uv0, dtype=np.float64)
+        tf = np.asarray(target_faces, dtype=np.int64)
+        return uv0, np.einsum("nk,nkj->nj", corr.bary, tv[tf[np.maximum(corr.face, 0)]]).astype(np.float32)
+    return uv0, None
+
+
 def bake(start_vertices, start_faces, target_vertices, target_faces, method="closest", *, start_uv0=None,
          start_uv1=None, target_uv0=None, start_normals=None, target_normals=None, parts=None, encodings=None,
          start_role="normal", max_distance=np.inf, max_uv_distance=0.01) -> BakeResult:
@@ -99,19 +127,7 @@ def bake(start_vertices, start_faces, target_vertices, target_faces, method="clo
     sv = as_points(start_vertices, "start_vertices")
     sf = as_faces(start_faces, len(sv), "start_faces")
     n = len(sv)
-    if encodings is None:
-        chosen = [k for k in ENCODINGS if n <= vertex_limit(k)]
-        skipped = {k: f"{n} vertices > limit {vertex_limit(k)}" for k in ENCODINGS if n > vertex_limit(k)}
-    else:
-        chosen = list(encodings)
-        skipped = {}
-        for k in chosen:
-            if k not in ENCODINGS:
-                raise KisekaeError(f"unknown encoding {k!r}; choose from {', '.join(ENCODINGS)}", "encodings")
-            if n > vertex_limit(k):
-                raise KisekaeError(f"the start mesh has {n} vertices, over the {k} encoding's limit of "
-                                   f"{vertex_limit(k)} (its texture is addressed by vertex id); "
-                                   f"choose another encoding or split the mesh", "encodings")
+    chosen, skipped = _choose_encodings(n, encodings)
     if method == "uv":
         corr = correspond_uv(sv, sf, start_uv1, target_vertices, target_faces, target_uv0,
                              target_normals=target_normals, max_uv_distance=max_uv_distance)
@@ -138,14 +154,6 @@ def bake(start_vertices, start_faces, target_vertices, target_faces, method="clo
         e = encode(k, sv32, corr.positions, corr.normals, p)
         encs[k] = e
         rows.append(encoding_errors(e, sv32, corr.positions, corr.normals, mask=corr.matched))
-    uv0 = None if start_uv0 is None else as_per_vertex(start_uv0, n, "start_uv0").astype(np.float32)
-    if method == "uv":
-        uv1 = as_per_vertex(start_uv1, n, "start_uv1").astype(np.float32)
-    elif target_uv0 is not None:
-        tv = np.asarray(target_uv0, dtype=np.float64)
-        tf = np.asarray(target_faces, dtype=np.int64)
-        uv1 = np.einsum("nk,nkj->nj", corr.bary, tv[tf[np.maximum(corr.face, 0)]]).astype(np.float32)
-    else:
-        uv1 = None
+    uv0, uv1 = _uv_sets(method, corr, n, start_uv0, start_uv1, target_uv0, target_faces)
     return BakeResult(sv32, sf, sn.astype(np.float32), uv0, uv1, p, corr, tpos, tnrm, encs, rows, skipped,
                       start_role)
