@@ -20,6 +20,35 @@ from ..validate import as_faces, as_per_vertex, as_points
 from ..wound.runtime import lbs_numba, morph_numba
 
 
+def _morph_inputs(vertices, faces, normals, target_positions, target_normals, p):
+    """Validated float32 ``(start, faces, start normals, target positions, target normals, p)``."""
+    s = as_points(vertices, "vertices", dtype=np.float32)
+    n = len(s)
+    f = as_faces(faces, n, "faces")
+    sn = as_per_vertex(normals, n, "normals", dtype=np.float32)
+    tp = as_per_vertex(target_positions, n, "target_positions", dtype=np.float32)
+    tn = as_per_vertex(target_normals, n, "target_normals", dtype=np.float32)
+    for a, name in ((sn, "normals"), (tp, "target_positions"), (tn, "target_normals")):
+        if a.shape != (n, 3):
+            raise KisekaeError(f"expected shape ({n}, 3), got {a.shape}", name)
+    pp = np.ones(n, np.float32) if p is None else as_per_vertex(p, n, "p", dtype=np.float32)
+    if pp.shape != (n,) or pp.min(initial=0) < 0 or pp.max(initial=0) > 1:
+        raise KisekaeError(f"expected ({n},) values in [0, 1], got shape {pp.shape}", "p")
+    return s, f, sn, tp, tn, pp
+
+
+def _skin_inputs(skin, n: int):
+    """Validated ``(indices int32 (N, K), weights float32 (N, K), matrices float32 (B, 4, 4))``."""
+    idx = np.ascontiguousarray(skin[0], dtype=np.int32)
+    wts = np.ascontiguousarray(skin[1], dtype=np.float32)
+    mats = np.ascontiguousarray(skin[2], dtype=np.float32)
+    if idx.shape[0] != n or wts.shape != idx.shape or mats.ndim != 3 or mats.shape[1:] != (4, 4):
+        raise KisekaeError(f"expected skin (indices (N, K), weights (N, K), matrices (B, 4, 4)) for N={n}", "skin")
+    if idx.size and (idx.min() < 0 or idx.max() >= len(mats)):
+        raise KisekaeError(f"bone index out of range 0..{len(mats) - 1}", "skin")
+    return idx, wts, mats
+
+
 def morph_frames(vertices, normals, faces, target_positions, target_normals, p=None, *, steps: int = 5,
                  invert: bool = False, tint: str = "p", skin=None, view: str = "three_quarter", size="480x480",
                  preset: str = "realistic", renderer=None):
@@ -51,31 +80,14 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
     from ..render import DrawItem, Renderer, materials, named_camera
     from ..render.camera import resolution
 
-    s = as_points(vertices, "vertices", dtype=np.float32)
+    s, f, sn, tp, tn, pp = _morph_inputs(vertices, faces, normals, target_positions, target_normals, p)
     n = len(s)
-    f = as_faces(faces, n, "faces")
-    sn = as_per_vertex(normals, n, "normals", dtype=np.float32)
-    tp = as_per_vertex(target_positions, n, "target_positions", dtype=np.float32)
-    tn = as_per_vertex(target_normals, n, "target_normals", dtype=np.float32)
-    for a, name in ((sn, "normals"), (tp, "target_positions"), (tn, "target_normals")):
-        if a.shape != (n, 3):
-            raise KisekaeError(f"expected shape ({n}, 3), got {a.shape}", name)
-    pp = np.ones(n, np.float32) if p is None else as_per_vertex(p, n, "p", dtype=np.float32)
-    if pp.shape != (n,) or pp.min(initial=0) < 0 or pp.max(initial=0) > 1:
-        raise KisekaeError(f"expected ({n},) values in [0, 1], got shape {pp.shape}", "p")
     if tint not in ("p", "displacement"):
         raise KisekaeError(f"expected 'p' or 'displacement', got {tint!r}", "tint")
     ts = _times(steps)
     w_img, h_img = resolution(size)
     if skin is not None:
-        idx = np.ascontiguousarray(skin[0], dtype=np.int32)
-        wts = np.ascontiguousarray(skin[1], dtype=np.float32)
-        mats = np.ascontiguousarray(skin[2], dtype=np.float32)
-        if idx.shape[0] != n or wts.shape != idx.shape or mats.ndim != 3 or mats.shape[1:] != (4, 4):
-            raise KisekaeError(f"expected skin (indices (N, K), weights (N, K), matrices (B, 4, 4)) for N={n}",
-                               "skin")
-        if idx.size and (idx.min() < 0 or idx.max() >= len(mats)):
-            raise KisekaeError(f"bone index out of range 0..{len(mats) - 1}", "skin")
+        idx, wts, mats = _skin_inputs(skin, n)
 
     def shape(weight):
         mp, mn = morph_numba(s, sn, tp, tn, weight, np.empty_like(s), np.empty_like(s))

@@ -68,70 +68,79 @@ def read_vrm(extensions: dict, n_nodes: int, src) -> VrmData | None:
     if not isinstance(extensions, dict):
         return None
     if "VRMC_vrm" in extensions or "VRMC_springBone" in extensions:
-        data = VrmData("1")
-        vrm = extensions.get("VRMC_vrm", {})
-        hb = vrm.get("humanoid", {}).get("humanBones", {}) if isinstance(vrm, dict) and isinstance(
-            vrm.get("humanoid", {}), dict) else {}
-        if not isinstance(hb, dict):
-            raise KisekaeError("VRMC_vrm.humanoid.humanBones must be an object", src)
-        for name, b in hb.items():
-            if not isinstance(b, dict):
-                raise KisekaeError(f"VRMC_vrm.humanoid.humanBones.{name} must be an object", src)
-            data.humanoid[str(name)] = _node(b.get("node"), n_nodes, f"VRMC_vrm.humanoid.humanBones.{name}.node", src)
-        sb = extensions.get("VRMC_springBone", {})
-        cols = sb.get("colliders", []) if isinstance(sb, dict) else []
-        if not isinstance(cols, list):
-            raise KisekaeError("VRMC_springBone.colliders must be an array", src)
-        for i, c in enumerate(cols):
-            w = f"VRMC_springBone.colliders[{i}]"
-            if not isinstance(c, dict) or not isinstance(c.get("shape"), dict):
-                raise KisekaeError(f"{w} needs a node and a shape", src)
-            node = _node(c.get("node"), n_nodes, f"{w}.node", src)
-            shape = c["shape"]
-            if isinstance(shape.get("capsule"), dict):
-                s = shape["capsule"]
-                data.colliders.append((node, _vec(s.get("offset", [0, 0, 0]), f"{w}.shape.capsule.offset", src),
-                                       _vec(s.get("tail", [0, 0, 0]), f"{w}.shape.capsule.tail", src),
-                                       _radius(s.get("radius", 0.0), f"{w}.shape.capsule.radius", src)))
-            elif isinstance(shape.get("sphere"), dict):
-                s = shape["sphere"]
-                data.colliders.append((node, _vec(s.get("offset", [0, 0, 0]), f"{w}.shape.sphere.offset", src), None,
-                                       _radius(s.get("radius", 0.0), f"{w}.shape.sphere.radius", src)))
-            # other shapes (extended colliders: planes) have no capsule equivalent
-        return data
+        return _read_vrm1(extensions, n_nodes, src)
     if "VRM" in extensions:
-        vrm = extensions["VRM"]
-        if not isinstance(vrm, dict):
-            raise KisekaeError("extensions.VRM must be an object", src)
-        data = VrmData("0")
-        hum = vrm.get("humanoid", {})
-        bones = hum.get("humanBones", []) if isinstance(hum, dict) else []
-        if not isinstance(bones, list):
-            raise KisekaeError("VRM.humanoid.humanBones must be an array", src)
-        for i, b in enumerate(bones):
-            if not isinstance(b, dict) or not isinstance(b.get("bone"), str):
-                raise KisekaeError(f"VRM.humanoid.humanBones[{i}] needs 'bone' and 'node'", src)
-            data.humanoid[b["bone"]] = _node(b.get("node"), n_nodes, f"VRM.humanoid.humanBones[{i}].node", src)
-        sec = vrm.get("secondaryAnimation", {})
-        groups = sec.get("colliderGroups", []) if isinstance(sec, dict) else []
-        if not isinstance(groups, list):
-            raise KisekaeError("VRM.secondaryAnimation.colliderGroups must be an array", src)
-        for gi, g in enumerate(groups):
-            w = f"VRM.secondaryAnimation.colliderGroups[{gi}]"
-            if not isinstance(g, dict):
-                raise KisekaeError(f"{w} must be an object", src)
-            node = _node(g.get("node"), n_nodes, f"{w}.node", src)
-            cl = g.get("colliders", [])
-            if not isinstance(cl, list):
-                raise KisekaeError(f"{w}.colliders must be an array", src)
-            for ci, c in enumerate(cl):
-                cw = f"{w}.colliders[{ci}]"
-                if not isinstance(c, dict):
-                    raise KisekaeError(f"{cw} must be an object", src)
-                off = _vec(c.get("offset", {}), f"{cw}.offset", src, xyz=True) * np.array([1.0, 1.0, -1.0])
-                data.colliders.append((node, off, None, _radius(c.get("radius", 0.0), f"{cw}.radius", src)))
-        return data
+        return _read_vrm0(extensions["VRM"], n_nodes, src)
     return None
+
+
+def _read_vrm1(extensions: dict, n_nodes: int, src) -> VrmData:
+    """VRM 1.0: humanoid bones of ``VRMC_vrm`` and capsule/sphere colliders of ``VRMC_springBone``."""
+    data = VrmData("1")
+    vrm = extensions.get("VRMC_vrm", {})
+    hb = vrm.get("humanoid", {}).get("humanBones", {}) if isinstance(vrm, dict) and isinstance(
+        vrm.get("humanoid", {}), dict) else {}
+    if not isinstance(hb, dict):
+        raise KisekaeError("VRMC_vrm.humanoid.humanBones must be an object", src)
+    for name, b in hb.items():
+        if not isinstance(b, dict):
+            raise KisekaeError(f"VRMC_vrm.humanoid.humanBones.{name} must be an object", src)
+        data.humanoid[str(name)] = _node(b.get("node"), n_nodes, f"VRMC_vrm.humanoid.humanBones.{name}.node", src)
+    sb = extensions.get("VRMC_springBone", {})
+    cols = sb.get("colliders", []) if isinstance(sb, dict) else []
+    if not isinstance(cols, list):
+        raise KisekaeError("VRMC_springBone.colliders must be an array", src)
+    for i, c in enumerate(cols):
+        w = f"VRMC_springBone.colliders[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("shape"), dict):
+            raise KisekaeError(f"{w} needs a node and a shape", src)
+        node = _node(c.get("node"), n_nodes, f"{w}.node", src)
+        shape = c["shape"]
+        if isinstance(shape.get("capsule"), dict):
+            s = shape["capsule"]
+            data.colliders.append((node, _vec(s.get("offset", [0, 0, 0]), f"{w}.shape.capsule.offset", src),
+                                   _vec(s.get("tail", [0, 0, 0]), f"{w}.shape.capsule.tail", src),
+                                   _radius(s.get("radius", 0.0), f"{w}.shape.capsule.radius", src)))
+        elif isinstance(shape.get("sphere"), dict):
+            s = shape["sphere"]
+            data.colliders.append((node, _vec(s.get("offset", [0, 0, 0]), f"{w}.shape.sphere.offset", src), None,
+                                   _radius(s.get("radius", 0.0), f"{w}.shape.sphere.radius", src)))
+        # other shapes (extended colliders: planes) have no capsule equivalent
+    return data
+
+
+def _read_vrm0(vrm, n_nodes: int, src) -> VrmData:
+    """VRM 0.x: humanoid bones and the sphere colliders of ``secondaryAnimation.colliderGroups``."""
+    if not isinstance(vrm, dict):
+        raise KisekaeError("extensions.VRM must be an object", src)
+    data = VrmData("0")
+    hum = vrm.get("humanoid", {})
+    bones = hum.get("humanBones", []) if isinstance(hum, dict) else []
+    if not isinstance(bones, list):
+        raise KisekaeError("VRM.humanoid.humanBones must be an array", src)
+    for i, b in enumerate(bones):
+        if not isinstance(b, dict) or not isinstance(b.get("bone"), str):
+            raise KisekaeError(f"VRM.humanoid.humanBones[{i}] needs 'bone' and 'node'", src)
+        data.humanoid[b["bone"]] = _node(b.get("node"), n_nodes, f"VRM.humanoid.humanBones[{i}].node", src)
+    sec = vrm.get("secondaryAnimation", {})
+    groups = sec.get("colliderGroups", []) if isinstance(sec, dict) else []
+    if not isinstance(groups, list):
+        raise KisekaeError("VRM.secondaryAnimation.colliderGroups must be an array", src)
+    for gi, g in enumerate(groups):
+        w = f"VRM.secondaryAnimation.colliderGroups[{gi}]"
+        if not isinstance(g, dict):
+            raise KisekaeError(f"{w} must be an object", src)
+        node = _node(g.get("node"), n_nodes, f"{w}.node", src)
+        cl = g.get("colliders", [])
+        if not isinstance(cl, list):
+            raise KisekaeError(f"{w}.colliders must be an array", src)
+        for ci, c in enumerate(cl):
+            cw = f"{w}.colliders[{ci}]"
+            if not isinstance(c, dict):
+                raise KisekaeError(f"{cw} must be an object", src)
+            off = _vec(c.get("offset", {}), f"{cw}.offset", src, xyz=True) * np.array([1.0, 1.0, -1.0])
+            data.colliders.append((node, off, None, _radius(c.get("radius", 0.0), f"{cw}.radius", src)))
+    return data
 
 
 def colliders_to_rig(vrm: VrmData, bone_of_node: dict, node_world: np.ndarray, skeleton, src, parents=None):
