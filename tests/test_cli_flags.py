@@ -24,3 +24,21 @@ def test_cli_shows_the_flag(capsys):
     assert "--pose: unknown pose 'dance'" in err
     assert main(["check", "--garment", "cape"]) == 2
     assert "--garment: unknown garment 'cape'" in capsys.readouterr().err
+
+
+def test_push_help_states_the_solver_defaults():
+    """The CLI help names the defaults as numbers (no fit import at start-up); they must be PushParams'."""
+    import re
+
+    from kisekae.cli import build_parser
+    from kisekae.fit.fix import SKIRT_BIAS
+    from kisekae.fit.pushout import PushParams
+
+    check = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "check")[1]
+    text = " ".join(check.format_help().split())
+    d = PushParams()
+    for flag, value in (("--margin", d.margin), ("--stiffness", d.stiffness), ("--max-push", d.max_push),
+                        ("--tightness", d.tightness), ("--softness", d.softness)):
+        shown = re.search(re.escape(flag) + r" \w+ [^(]*\(([\d.]+)\)", text)
+        assert shown and float(shown.group(1)) == value, flag
+    assert f"skirt-bias {SKIRT_BIAS:g}" in text and f"({SKIRT_BIAS:g} for skirts" in text

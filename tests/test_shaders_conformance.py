@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
+from kisekae.fit.pushout import PushParams
 from kisekae.shaders import conformance as C
 from kisekae.shaders import execute as X
 from kisekae.shaders.limits import MAX_CAPSULES
@@ -70,7 +71,7 @@ def test_gpu_inputs_are_validated():
     with pytest.raises(KisekaeError, match="tightness"):
         X.gpu_push_out(np.zeros((3, 3)), caps, tightness=np.zeros(2))
     with pytest.raises(KisekaeError, match="max_push"):
-        X.gpu_push_out(np.zeros((3, 3)), caps, margin=0.2, max_push=0.1)
+        X.gpu_push_out(np.zeros((3, 3)), caps, PushParams(margin=0.2, max_push=0.1))
     with pytest.raises(KisekaeError, match="source"):
         X.CoreRunner("vertex-colours")
     with pytest.raises(KisekaeError, match="constant arrays"):

@@ -22,6 +22,8 @@ from .exact import UNNECESSARY, push_out_exact, signed_body_distance
 from .layers import LayerSurface, layer_stats, push_out_layers
 from .pushout import PushParams, cap_displacement
 
+#: skirt_bias of the default parameters for skirt-like garments (the seed note's 0-0.7 range).
+SKIRT_BIAS = 0.3
 #: Garment names that default to skirt mode (skirt_bias), matched as substrings.
 SKIRT_NAMES = ("skirt", "dress", "kilt")
 #: Default cloth thickness of a layer, metres.
@@ -56,7 +58,7 @@ def params_for(name: str, params: PushParams | None) -> PushParams:
     if params is not None:
         return params
     if any(s in name.lower() for s in SKIRT_NAMES):
-        return PushParams(skirt_bias=0.3)
+        return PushParams(skirt_bias=SKIRT_BIAS)
     return PushParams()
 
 

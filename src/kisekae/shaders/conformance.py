@@ -333,9 +333,10 @@ def capsule_checks(source: str = "constants", poses=POSES):
     return checks
 
 
+#: Push-out parameter cases (PushParams fields; the rest are PushParams' defaults).
 PUSH_CASES = (
-    dict(margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.0, smooth_k=0.0),
-    dict(margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.008, smooth_k=0.0),
+    dict(),
+    dict(skirt_bias=0.008),
     dict(margin=0.003, stiffness=0.8, max_push=0.02, skirt_bias=0.0, smooth_k=0.01),
     dict(margin=0.015, stiffness=0.3, max_push=0.05, skirt_bias=0.6, smooth_k=0.02),
 )
@@ -360,8 +361,8 @@ def pushout_checks(source: str = "constants", poses=POSES):
             ref, rpush, rd = _memo(("push", vec["pose"], str(case)), lambda: pushout.push_out_reference(
                 pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7], params, tightness=tight,
                 softness=soft))
-            got, push, d = X.gpu_push_out(pts, caps, tightness=tight, softness=soft, source=source, **case)
-            label = f"avatar {vec['pose']} push-out b={case['skirt_bias']:g}"
+            got, push, d = X.gpu_push_out(pts, caps, params, tightness=tight, softness=soft, source=source)
+            label = f"avatar {vec['pose']} push-out b={params.skirt_bias:g}"
             checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_POSITION, int(ok.sum())))
             checks.append(Check(label + " push length", _err(push, rpush), TOL_POSITION, len(pts)))
             checks.append(Check(label + " moved set", float(np.sum((push > 0) != (rpush > 0))), 0.0, len(pts)))
@@ -370,10 +371,10 @@ def pushout_checks(source: str = "constants", poses=POSES):
     t = rng.uniform(0, 1, len(d))
     s = rng.uniform(0, 1, len(d))
     for case in PUSH_CASES:
-        c = {k: v for k, v in case.items() if k != "smooth_k"}
-        got = X.gpu_push_amount(d, tightness=t, softness=s, **c)
-        ref = pushout.push_amount(d.astype(np.float64), c["margin"], c["stiffness"], c["max_push"], t, s, c["skirt_bias"])
-        checks.append(Check(f"push law b={c['skirt_bias']:g} m={c['margin']:g}", _err(got, ref), TOL_DISTANCE, len(d)))
+        c = pushout.PushParams(**case)
+        got = X.gpu_push_amount(d, c, tightness=t, softness=s)
+        ref = pushout.push_amount(d.astype(np.float64), c.margin, c.stiffness, c.max_push, t, s, c.skirt_bias)
+        checks.append(Check(f"push law b={c.skirt_bias:g} m={c.margin:g}", _err(got, ref), TOL_DISTANCE, len(d)))
     return checks
 
 
@@ -449,7 +450,7 @@ def tight_look_checks():
 
 # ------------------------------------------------------------------------------------ skin-bound push-out
 BOUND_CASES = (
-    dict(margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.0),
+    dict(),
     dict(margin=0.003, stiffness=0.8, max_push=0.02, skirt_bias=0.0),
     dict(margin=0.015, stiffness=0.3, max_push=0.05, skirt_bias=0.6),
 )
@@ -513,10 +514,10 @@ def bound_checks(poses=POSES, source: str = "constants"):
             ref, rpush, rs = _memo(("bound", *key), lambda: push_out_bound(
                 bd, pts.astype(np.float64), vec["body"].astype(np.float64), vec["faces"], params, tightness=tight,
                 softness=soft))
-            got, push, s = X.gpu_bound_push_out(pts, bd.corners, bd.bary, vec["body"], vec["body_normals"],
-                                                tightness=tight, softness=soft, **case)
-            label = f"avatar {vec['pose']} bound push b={case['skirt_bias']:g} m={case['margin']:g}"
-            settled = np.abs(rs - case["margin"]) > 1e-6  # not on the margin itself (float32 may flip it)
+            got, push, s = X.gpu_bound_push_out(pts, bd.corners, bd.bary, vec["body"], vec["body_normals"], params,
+                                                tightness=tight, softness=soft)
+            label = f"avatar {vec['pose']} bound push b={params.skirt_bias:g} m={params.margin:g}"
+            settled = np.abs(rs - params.margin) > 1e-6  # not on the margin itself (float32 may flip it)
             checks.append(Check(label + " positions", _err(got, ref), TOL_POSITION, n))
             checks.append(Check(label + " clearance", _err(s, rs), TOL_DISTANCE, n))
             checks.append(Check(label + " push length", _err(push, rpush), TOL_DISTANCE, n))
@@ -536,10 +537,10 @@ def bound_checks(poses=POSES, source: str = "constants"):
             _, rcap, rd = _memo(("runtime caps", vec["pose"], str(case)), lambda: pushout.push_out_reference(
                 pts.astype(np.float64), *args, params, tightness=tight, softness=soft))
             got, push, pcap, _, d, _ = X.gpu_skin_push_out(pts, caps, bd.corners, bd.bary, vec["body"],
-                                                           vec["body_normals"], tightness=tight, softness=soft,
-                                                           source=source, **case)
-            label = (f"avatar {vec['pose']} skin push (capsules, then bound) b={case['skirt_bias']:g} "
-                     f"max={case['max_push']:g}")
+                                                           vec["body_normals"], params, tightness=tight, softness=soft,
+                                                           source=source)
+            label = (f"avatar {vec['pose']} skin push (capsules, then bound) b={params.skirt_bias:g} "
+                     f"max={params.max_push:g}")
             # positions where the capsule gradient is well conditioned (as the capsule push-out checks)
             checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_POSITION, int(ok.sum())))
             checks.append(Check(label + " total push", _err(push[ok], rpush[ok]), TOL_POSITION, int(ok.sum())))

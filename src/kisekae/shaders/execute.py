@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
+from ..fit.pushout import PushParams
 from ..validate import as_points
 from . import toolchain
 from .limits import MAX_CAPSULES, MAX_HITS, check_capsule_count
@@ -406,8 +407,8 @@ def _mask(m, n, name):
     return arr
 
 
-def gpu_push_out(points, capsules, *, margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.0, smooth_k=0.0,
-                 tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), source: str = "constants"):
+def gpu_push_out(points, capsules, params: PushParams | None = None, *, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+                 source: str = "constants"):
     """``KisekaePushOut`` on the GPU (the push law of :mod:`kisekae.fit.pushout`, no smoothing pass).
 
     Parameters
@@ -416,10 +417,9 @@ def gpu_push_out(points, capsules, *, margin=0.002, stiffness=0.5, max_push=0.10
         Posed garment vertices (m).
     capsules : (C, 8) array_like
         Posed capsules ``[a, r0, b, r1]`` (m).
-    margin, max_push, smooth_k : float
-        Metres (defaults 0.002, 0.10, 0).
-    stiffness, skirt_bias : float
-        0..1 (defaults 0.5, 0).
+    params : PushParams, optional
+        margin, stiffness, max_push, skirt_bias and smooth_k (defaults: ``PushParams()``);
+        smooth_iterations does not apply (the core has no smoothing pass).
     tightness, softness : float or (N,) array_like
         Per-vertex masks, 0..1.
     up : (3,) array_like
@@ -440,27 +440,23 @@ def gpu_push_out(points, capsules, *, margin=0.002, stiffness=0.5, max_push=0.10
     n = len(pts)
     t = _mask(tightness, n, "tightness")
     s = _mask(softness, n, "softness")
-    for name, v in (("margin", margin), ("max_push", max_push)):
-        if not np.isfinite(v) or v <= 0:
-            raise KisekaeError(f"must be > 0 metres, got {v!r}", name)
-    if margin > max_push:
-        raise KisekaeError(f"margin ({margin:g} m) is greater than max_push ({max_push:g} m)", "margin")
-    o0, o1 = _run(
-        "pushout", source, n, in0=_vec4(n, pts), in1=_vec4(n, t, s),
-        params=[[margin, stiffness, max_push, skirt_bias], [smooth_k, *np.asarray(up, np.float32)]],
-        capsules=caps,
-    )
+    o0, o1 = _run("pushout", source, n, in0=_vec4(n, pts), in1=_vec4(n, t, s), params=_push_params(params, up),
+                  capsules=caps)
     return o0[:, :3], o0[:, 3], o1[:, 0]
 
 
-def gpu_push_amount(d, *, margin=0.002, stiffness=0.5, max_push=0.10, skirt_bias=0.0, tightness=0.0, softness=0.0):
-    """``KisekaePushAmount`` (the push law alone) for distances ``d`` (m); returns ``(N,)`` float32 metres."""
+def gpu_push_amount(d, params: PushParams | None = None, *, tightness=0.0, softness=0.0):
+    """``KisekaePushAmount`` (the push law alone) for distances ``d`` (m); returns ``(N,)`` float32 metres.
+
+    ``params`` as :func:`gpu_push_out` (smooth_k does not apply to the law alone).
+    """
+    params = params or PushParams()
     dd = np.asarray(d, np.float32).reshape(-1)
     n = len(dd)
     o0, o1 = _run(
         "pushout", "constants", n, in0=_vec4(n, np.full((n, 3), 1e3)),  # far point: the field part is inert
         in1=_vec4(n, _mask(tightness, n, "tightness"), _mask(softness, n, "softness"), dd),
-        params=[[margin, stiffness, max_push, skirt_bias], [0.0, 0.0, 1.0, 0.0]],
+        params=[[params.margin, params.stiffness, params.max_push, params.skirt_bias], [0.0, 0.0, 1.0, 0.0]],
         capsules=np.array([[0, 0, 0, 0.1, 0, 0.1, 0, 0.1]], np.float32),
     )
     return o1[:, 1]
@@ -519,13 +515,16 @@ def gpu_tight_look(normals, ao, sss, pressure_values, preset="seed", *, tightnes
     return o0[:, :3], o0[:, 3], o1[:, 0]
 
 
-def _push_params(margin, stiffness, max_push, skirt_bias, smooth_k, up):
-    for name, v in (("margin", margin), ("max_push", max_push)):
-        if not np.isfinite(v) or v <= 0:
-            raise KisekaeError(f"must be > 0 metres, got {v!r}", name)
-    if margin > max_push:
-        raise KisekaeError(f"margin ({margin:g} m) is greater than max_push ({max_push:g} m)", "margin")
-    return [[margin, stiffness, max_push, skirt_bias], [smooth_k, *np.asarray(up, np.float32).reshape(3)]]
+def _push_params(params: PushParams | None, up, smooth_k: bool = True) -> list:
+    """The core's two parameter rows ``[margin, stiffness, max_push, skirt_bias], [smooth_k, up]``.
+
+    ``params`` are validated by :class:`~kisekae.fit.pushout.PushParams` (the one place of the
+    defaults and of the margin-against-max_push rule); ``smooth_k=False`` sends 0 (the bound
+    push-out has no capsule field).
+    """
+    p = (params or PushParams()).validate()
+    return [[p.margin, p.stiffness, p.max_push, p.skirt_bias],
+            [p.smooth_k if smooth_k else 0.0, *np.asarray(up, np.float32).reshape(3)]]
 
 
 def _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness, width):
@@ -552,9 +551,8 @@ def _binding_inputs(points, corners, bary, body_positions, body_normals, tightne
     return n, ins, tex
 
 
-def gpu_bound_push_out(points, corners, bary, body_positions, body_normals, *, margin=0.002, stiffness=0.5,
-                       max_push=0.10, skirt_bias=0.0, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                       texture_width: int = 256):
+def gpu_bound_push_out(points, corners, bary, body_positions, body_normals, params: PushParams | None = None, *,
+                       tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), texture_width: int = 256):
     """``KisekaeBoundPushOutLoad`` on the GPU: the skin-bound push-out of :func:`kisekae.fit.bound.push_out_bound`.
 
     Parameters
@@ -568,10 +566,8 @@ def gpu_bound_push_out(points, corners, bary, body_positions, body_normals, *, m
     body_positions, body_normals : (Nb, 3) array_like
         Posed body vertices (m) and their unit normals; uploaded as the RGBA32F textures
         ``_KisekaeBodyPositionTex`` / ``_KisekaeBodyNormalTex`` (:func:`vertex_texture` layout).
-    margin, max_push : float
-        Metres (0.002, 0.10).
-    stiffness, skirt_bias : float
-        0..1 (0.5, 0).
+    params : PushParams, optional
+        margin, stiffness, max_push and skirt_bias (defaults: ``PushParams()``).
     tightness, softness : float or (N,) array_like
         Masks, 0..1.
     up : (3,) array_like
@@ -585,14 +581,14 @@ def gpu_bound_push_out(points, corners, bary, body_positions, body_normals, *, m
     """
     n, ins, tex = _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness,
                                   texture_width)
-    params = _push_params(margin, stiffness, max_push, skirt_bias, 0.0, up)
-    o0, o1 = _run("bound_push_out", "constants", n, params=params, textures=tex, **ins)
+    o0, o1 = _run("bound_push_out", "constants", n, params=_push_params(params, up, smooth_k=False), textures=tex,
+                  **ins)
     return o0[:, :3], o0[:, 3], o1[:, 0]
 
 
-def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_normals, *, margin=0.002, stiffness=0.5,
-                      max_push=0.10, skirt_bias=0.0, smooth_k=0.0, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                      texture_width: int = 256, source: str = "constants"):
+def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_normals, params: PushParams | None = None,
+                      *, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), texture_width: int = 256,
+                      source: str = "constants"):
     """``KisekaeSkinPushOut`` on the GPU (:func:`kisekae.fit.bound.push_out_runtime`): capsule push-out first,
     then the skin-bound clearance, the total displacement capped at ``max_push``.
 
@@ -613,8 +609,7 @@ def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_norm
     caps = as_capsules(capsules)
     n, ins, tex = _binding_inputs(points, corners, bary, body_positions, body_normals, tightness, softness,
                                   texture_width)
-    params = _push_params(margin, stiffness, max_push, skirt_bias, smooth_k, up)
-    o0, o1 = _run("skin_push_out", source, n, params=params, capsules=caps, textures=tex, **ins)
+    o0, o1 = _run("skin_push_out", source, n, params=_push_params(params, up), capsules=caps, textures=tex, **ins)
     return o0[:, :3], o1[:, 3], o0[:, 3], o1[:, 2], o1[:, 0], o1[:, 1]
 
 
