@@ -100,7 +100,7 @@ def _mesh(spec: str, role: str, shape=None) -> dict:
 
 def _preview_files(out_dir, args) -> list:
     """The files a ``--preview`` into ``out_dir`` will write."""
-    from ..wound.preview import frame_file_names
+    from ..app.wound_preview import frame_file_names
 
     try:
         return [Path(out_dir) / n for n in frame_file_names(args.preview_steps)]

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..avatar.mesh import face_normals
+from ..geom.bvh import build_bvh, refit
+from ..geom.crossings import edge_crossings
+from ..geom.normals import face_normals
 from ..validate import as_faces, as_points
-from .bvh import build_bvh, refit
-from .crossings import edge_crossings
 
 #: Faces below this area (m²) count as zero-area (a 0.1 mm × 0.1 mm triangle has 5e-9 m²).
 ZERO_AREA_M2 = 1e-10
