@@ -275,44 +275,19 @@ def run_catalog(catalog: Catalog, store_path, *, resume: bool = False, fresh: bo
     KeyboardInterrupt
         After storing what finished; the store stays consistent and ``resume`` continues.
     """
-    if resume and fresh:
-        raise KisekaeError("resume and fresh exclude each other", "fresh")
-    if scheduler or client is not None:
-        executor = "dask"
-    if executor not in ("local", "dask", "inline"):
-        raise KisekaeError(f"unknown executor {executor!r}", "executor")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise KisekaeError(f"workers must be a positive integer, got {workers!r}", "workers")
-    task_fn = task_fn or run_task
+    executor = _check_run_args(resume, fresh, executor, workers, scheduler, client)
     stages = list(catalog.stages)
     keys = plan(catalog)
     store = Store(store_path)
     try:
-        store.record_catalog(catalog)  # lets `batch report --pictures` rebuild any row's case later
-        present = store.row_counts(keys, stages)
-        if present and not (resume or fresh):
-            raise KisekaeError(f"the store already holds results for {len(present)} of this catalogue's {len(keys)} "
-                               "tasks; pass --resume to continue or --fresh to compute them again", store_path)
-        if fresh and present:
-            store.delete_keys(present)
-        done_keys = set()
-        if resume:
-            store.delete_stale_errors(keys)
-            done_keys = store.completed(keys, stages)
-        todo = [k for k in keys if tuple(k) not in done_keys]
+        todo = _todo(store, store_path, catalog, keys, stages, resume, fresh)
         summary = RunSummary(str(store_path), len(keys), len(keys) - len(todo), executor=executor)
         backend = None
         t0 = time.perf_counter()
         run_id = None
         try:
             if todo:
-                specs = catalog.specs()
-                if executor == "inline":
-                    backend = _Inline(specs, task_fn)
-                elif executor == "local":
-                    backend = _Local(specs, task_fn, workers or os.cpu_count() or 1)
-                else:
-                    backend = _Dask(specs, task_fn, client=client, address=scheduler)
+                backend = _backend(executor, catalog.specs(), task_fn or run_task, workers, client, scheduler)
                 summary.workers = backend.workers
             run_id = store.start_run(catalog.path, catalog.catalog_id, executor, summary.workers, len(keys),
                                      summary.skipped)
@@ -335,6 +310,47 @@ def run_catalog(catalog: Catalog, store_path, *, resume: bool = False, fresh: bo
         return summary
     finally:
         store.close()
+
+
+def _check_run_args(resume, fresh, executor, workers, scheduler, client) -> str:
+    """Validate :func:`run_catalog`'s options; returns the executor (``dask`` when a cluster is named)."""
+    if resume and fresh:
+        raise KisekaeError("resume and fresh exclude each other", "fresh")
+    if scheduler or client is not None:
+        executor = "dask"
+    if executor not in ("local", "dask", "inline"):
+        raise KisekaeError(f"unknown executor {executor!r}", "executor")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise KisekaeError(f"workers must be a positive integer, got {workers!r}", "workers")
+    return executor
+
+
+def _todo(store, store_path, catalog, keys, stages, resume: bool, fresh: bool) -> list:
+    """The task keys to run: all, or (``resume``) those not stored complete; stale rows go first.
+
+    Refuses a store that already holds this catalogue's results unless ``resume`` or ``fresh``.
+    """
+    store.record_catalog(catalog)  # lets `batch report --pictures` rebuild any row's case later
+    present = store.row_counts(keys, stages)
+    if present and not (resume or fresh):
+        raise KisekaeError(f"the store already holds results for {len(present)} of this catalogue's {len(keys)} "
+                           "tasks; pass --resume to continue or --fresh to compute them again", store_path)
+    if fresh and present:
+        store.delete_keys(present)
+    done_keys = set()
+    if resume:
+        store.delete_stale_errors(keys)
+        done_keys = store.completed(keys, stages)
+    return [k for k in keys if tuple(k) not in done_keys]
+
+
+def _backend(executor: str, specs, task_fn, workers, client, scheduler):
+    """The execution backend: in this process, local processes or a Dask cluster."""
+    if executor == "inline":
+        return _Inline(specs, task_fn)
+    if executor == "local":
+        return _Local(specs, task_fn, workers or os.cpu_count() or 1)
+    return _Dask(specs, task_fn, client=client, address=scheduler)
 
 
 def _loop(backend, todo, stages, store, summary, window, progress, on_result):

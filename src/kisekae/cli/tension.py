@@ -86,12 +86,60 @@ def _vertices(spec, seq, n):
     return out
 
 
+def _strain_sequence(mesh, frames, plan, seq, params: dict, blur_iterations: int, smoother):
+    """The strain mode: compress/stretch per frame from principal strains (blurred and smoothed like the
+    edge mode), and the strain arrays the .npz keeps."""
+    from ..tension import TensionSequence, blur, strain_tension
+
+    res = [strain_tension(mesh.vertices, f, mesh.faces, weld=mesh.weld, **params) for f in frames]
+    co = np.stack([r.compress for r in res])
+    st = np.stack([r.stretch for r in res])
+    if blur_iterations:
+        co = np.stack([blur(c, plan.edges, iterations=blur_iterations, weld=plan.weld) for c in co])
+        st = np.stack([blur(s, plan.edges, iterations=blur_iterations, weld=plan.weld) for s in st])
+    if smoother is not None:
+        smoother.reset()
+        both = [smoother.update(np.stack([c, s])) for c, s in zip(co, st)]
+        co, st = np.stack([b[0] for b in both]), np.stack([b[1] for b in both])
+    seq = TensionSequence(seq.ratio, co.astype(np.float32), st.astype(np.float32), seq.frame_names)
+    extra = dict(lambda_min=np.stack([r.lambda_min for r in res]), lambda_max=np.stack([r.lambda_max for r in res]),
+                 area_ratio=np.stack([r.area_ratio for r in res]), direction=np.stack([r.direction for r in res]))
+    return seq, extra
+
+
+def _write_json(path, seq, verts, part: str, mode: str, params: dict) -> None:
+    """T curves of the chosen vertices plus the run's part, mode, parameters and per-frame statistics."""
+    from ..tension import write_t_curves_json
+
+    js = write_t_curves_json(path, seq, verts, x_label="frame")
+    data = json.loads(js.read_text())
+    data["part"] = part
+    data["mode"] = mode
+    data["params"] = params
+    data["stats"] = [
+        dict(frame=nm, t_min=float(r.min()), t_max=float(r.max()), compress_mean=float(c.mean()),
+             stretch_mean=float(s.mean()), compress_max=float(c.max()), stretch_max=float(s.max()))
+        for nm, r, c, s in zip(seq.frame_names, seq.ratio, seq.compress, seq.stretch)
+    ]
+    js.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def _write_glb(path, avatar, part: str, poses, seq) -> None:
+    """The avatar with the poses as animation, frame 0's maps as COLOR_0 and every frame as custom attributes."""
+    from ..io.gltf import save_avatar
+
+    color = np.concatenate([seq.compress[0][:, None], seq.stretch[0][:, None],
+                            np.zeros((len(seq.compress[0]), 1)), np.ones((len(seq.compress[0]), 1))], axis=1)
+    attrs = {}
+    for k in range(len(poses)):
+        attrs[f"_COMPRESS_{k}"] = seq.compress[k].astype(np.float32)
+        attrs[f"_STRETCH_{k}"] = seq.stretch[k].astype(np.float32)
+    save_avatar(path, avatar, poses=poses, colors={part: [color.astype(np.float32)]}, attributes={part: attrs})
+
+
 def run(args) -> int:
     from ..avatar.builtin import load_builtin_avatar
-    from ..tension import (
-        TemporalSmoother, TensionSequence, avatar_plan, blur, plot_t_curves, save_npz, strain_tension,
-        tension_sequence, write_t_curves_json,
-    )
+    from ..tension import TemporalSmoother, avatar_plan, plot_t_curves, save_npz, tension_sequence
     from .common import body_shape, load_poses
 
     if args.blur < 0:
@@ -117,33 +165,10 @@ def run(args) -> int:
     seq = tension_sequence(plan, frames, frame_names=names, blur_iterations=args.blur, smoother=smoother)
     extra = {}
     if args.mode == "strain":
-        mesh = avatar.part(part).mesh
-        res = [strain_tension(mesh.vertices, f, mesh.faces, weld=mesh.weld, **params) for f in frames]
-        co = np.stack([r.compress for r in res])
-        st = np.stack([r.stretch for r in res])
-        if args.blur:
-            co = np.stack([blur(c, plan.edges, iterations=args.blur, weld=plan.weld) for c in co])
-            st = np.stack([blur(s, plan.edges, iterations=args.blur, weld=plan.weld) for s in st])
-        if smoother is not None:
-            smoother.reset()
-            both = [smoother.update(np.stack([c, s])) for c, s in zip(co, st)]
-            co, st = np.stack([b[0] for b in both]), np.stack([b[1] for b in both])
-        seq = TensionSequence(seq.ratio, co.astype(np.float32), st.astype(np.float32), seq.frame_names)
-        extra = dict(lambda_min=np.stack([r.lambda_min for r in res]), lambda_max=np.stack([r.lambda_max for r in res]),
-                     area_ratio=np.stack([r.area_ratio for r in res]), direction=np.stack([r.direction for r in res]))
+        seq, extra = _strain_sequence(avatar.part(part).mesh, frames, plan, seq, params, args.blur, smoother)
     verts = _vertices(args.vertices, seq, plan.n_vertices)
     out.mkdir(parents=True, exist_ok=True)
-    js = write_t_curves_json(out / "tension.json", seq, verts, x_label="frame")
-    data = json.loads(js.read_text())
-    data["part"] = part
-    data["mode"] = args.mode
-    data["params"] = params
-    data["stats"] = [
-        dict(frame=nm, t_min=float(r.min()), t_max=float(r.max()), compress_mean=float(c.mean()),
-             stretch_mean=float(s.mean()), compress_max=float(c.max()), stretch_max=float(s.max()))
-        for nm, r, c, s in zip(seq.frame_names, seq.ratio, seq.compress, seq.stretch)
-    ]
-    js.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    _write_json(out / "tension.json", seq, verts, part, args.mode, params)
     plot_t_curves(out / "tension.png", seq, verts)
     save_npz(out / "tension.npz", seq, **extra)
     print(f"{part}: {plan.n_vertices} vertices, {len(plan.edges)} welded edges, mode {args.mode}")
@@ -151,15 +176,6 @@ def run(args) -> int:
     for nm, r, c, s in zip(seq.frame_names, seq.ratio, seq.compress, seq.stretch):
         print(f"{nm:<24} {r.min():7.3f} {r.max():7.3f} {np.mean(c > 0.5):13.2%} {np.mean(s > 0.5):12.2%}")
     if args.glb:
-        from ..io.gltf import save_avatar
-
-        color = np.concatenate([seq.compress[0][:, None], seq.stretch[0][:, None],
-                                np.zeros((len(seq.compress[0]), 1)), np.ones((len(seq.compress[0]), 1))], axis=1)
-        attrs = {}
-        for k in range(len(poses)):
-            attrs[f"_COMPRESS_{k}"] = seq.compress[k].astype(np.float32)
-            attrs[f"_STRETCH_{k}"] = seq.stretch[k].astype(np.float32)
-        save_avatar(out / "tension.glb", avatar, poses=poses, colors={part: [color.astype(np.float32)]},
-                    attributes={part: attrs})
+        _write_glb(out / "tension.glb", avatar, part, poses, seq)
     print("wrote " + ", ".join(str(w) for w in written))
     return 0

@@ -155,10 +155,56 @@ def _normals(vertices, faces):
     return vertex_normals(vertices, faces).astype(np.float32)
 
 
+def _hit_arrays(hits) -> dict:
+    """The hits as arrays for the .npz (none when there are no hits)."""
+    if not hits:
+        return {}
+    return dict(hit_bind_position=np.stack([h.bind_position for h in hits]),
+                hit_bone=np.array([h.bone for h in hits], np.int32),
+                hit_local_position=np.stack([h.local_position for h in hits]),
+                hit_local_normal=np.stack([h.local_normal for h in hits]),
+                hit_part=np.array([h.part for h in hits], np.int32),
+                hit_face=np.array([h.face for h in hits], np.int32),
+                hit_bary=np.stack([h.bary for h in hits]))
+
+
+def _morphed(baked: dict, p, body, skin_matrices) -> dict:
+    """The baked morph at the hits' weights ``p``: bind-pose and posed positions."""
+    from ..avatar.skinning import lbs
+    from ..wound import morph_numba
+
+    w = p if baked["sidecar"].get("start_role", "normal") == "normal" else 1.0 - p
+    s = baked["vertices"]
+    sn = baked["normals"] if baked["normals"] is not None else np.zeros_like(s)
+    mp, mn = morph_numba(s, sn, baked["target_positions"].astype(np.float32),
+                         baked["target_normals"].astype(np.float32), w.astype(np.float32),
+                         np.empty_like(s), np.empty_like(s))
+    return {"morphed_bind": mp, "morphed_posed": lbs(mp, body.skin.indices, body.skin.weights, skin_matrices)}
+
+
+def _hit_preview(args, av, baked, p, skin_matrices) -> None:
+    """Preview frames of the morph at the hits' weights: the bake's target, or the built-in damage."""
+    from ..wound.damage import damaged_builtin
+
+    body = av.body
+    if baked is not None:
+        tp, tn = baked["target_positions"], baked["target_normals"]
+        sn = baked["normals"] if baked["normals"] is not None else _normals(baked["vertices"], baked["faces"])
+        sv, sf = baked["vertices"], baked["faces"]
+        invert = baked["sidecar"].get("start_role", "normal") != "normal"
+    else:
+        dmg = damaged_builtin(av)
+        sv, sf = body.mesh.vertices, body.mesh.faces
+        sn, tp = _normals(sv, sf), dmg.vertices
+        tn, invert = _normals(tp, sf), False
+    _write_preview(args.preview, sv, sn, sf, tp, tn, p, args, invert=invert,
+                   skin=(body.skin.indices, body.skin.weights, skin_matrices))
+
+
 def run_hit(args) -> int:
     from ..avatar import load_builtin_avatar
     from ..avatar.poses import named_pose
-    from ..wound import WoundState, morph_numba
+    from ..wound import WoundState
     from ..wound.damage import damaged_builtin
     from ..wound.files import load_bake
 
@@ -201,39 +247,11 @@ def run_hit(args) -> int:
             print(f"ray {k + 1}: face {h.face}, bone {av.skeleton.names[h.bone]}, local "
                   f"{np.round(h.local_position, 4).tolist()} m, part {h.part}")
     p = st.p_flat()
-    out = {"p": p, "pose": np.array(args.pose)}
-    if st.hits:
-        out.update(hit_bind_position=np.stack([h.bind_position for h in st.hits]),
-                   hit_bone=np.array([h.bone for h in st.hits], np.int32),
-                   hit_local_position=np.stack([h.local_position for h in st.hits]),
-                   hit_local_normal=np.stack([h.local_normal for h in st.hits]),
-                   hit_part=np.array([h.part for h in st.hits], np.int32),
-                   hit_face=np.array([h.face for h in st.hits], np.int32),
-                   hit_bary=np.stack([h.bary for h in st.hits]))
+    out = {"p": p, "pose": np.array(args.pose), **_hit_arrays(st.hits)}
     if baked is not None:
-        w = p if baked["sidecar"].get("start_role", "normal") == "normal" else 1.0 - p
-        s = baked["vertices"]
-        sn = baked["normals"] if baked["normals"] is not None else np.zeros_like(s)
-        mp, mn = morph_numba(s, sn, baked["target_positions"].astype(np.float32),
-                             baked["target_normals"].astype(np.float32), w.astype(np.float32),
-                             np.empty_like(s), np.empty_like(s))
-        from ..avatar.skinning import lbs
-        out["morphed_bind"] = mp
-        out["morphed_posed"] = lbs(mp, body.skin.indices, body.skin.weights, S)
+        out.update(_morphed(baked, p, body, S))
     if args.preview:
-        if baked is not None:
-            src = baked
-            tp, tn = baked["target_positions"], baked["target_normals"]
-            sn = baked["normals"] if baked["normals"] is not None else _normals(baked["vertices"], baked["faces"])
-            sv, sf = baked["vertices"], baked["faces"]
-            invert = src["sidecar"].get("start_role", "normal") != "normal"
-        else:
-            dmg = damaged_builtin(av)
-            sv, sf = body.mesh.vertices, body.mesh.faces
-            sn, tp = _normals(sv, sf), dmg.vertices
-            tn, invert = _normals(tp, sf), False
-        _write_preview(args.preview, sv, sn, sf, tp, tn, p, args, invert=invert,
-                       skin=(body.skin.indices, body.skin.weights, S))
+        _hit_preview(args, av, baked, p, S)
     np.savez_compressed(out_path, **out)
     print(f"{len(st.hits)} hits, {int((p > 0).sum())} vertices damaged ({int((p == 1).sum())} fully); "
           f"wrote {out_path}")
