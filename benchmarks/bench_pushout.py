@@ -1,7 +1,7 @@
 """Capsule push-out speed: 50,000 garment vertices x 48 capsules, one core.
 
-Runs as a script and prints a table: NumPy reference, brute-force Numba, the grid-culled kernel
-and the one-call blocked kernel (baselines, same run) against ``CapsulePushPlan.run`` (checks
+Runs as a script and prints a table: NumPy reference, brute-force Numba and the one-call
+``push_out_capsules`` (baselines, same run) against ``CapsulePushPlan.run`` (checks
 done once per garment; per frame: float32 block-local pre-selection, float64 re-evaluation of the
 nearest capsule for the vertices that may move), with all outputs, positions only, and positions
 only in place. Wall and CPU time per frame, best of repeats, one thread (``NUMBA_NUM_THREADS=1``;
@@ -21,7 +21,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from kisekae.fit.pushout import (CapsulePushPlan, PushParams, push_out_blocked, push_out_capsules,  # noqa: E402
+from kisekae.fit.pushout import (CapsulePushPlan, PushParams, push_out_capsules,  # noqa: E402
                                  push_out_reference, spatial_order)
 from kisekae.fit.sdf import capsule_field_numba
 
@@ -94,14 +94,13 @@ def main():
         err = float(np.abs(out - ref).max())
         rows.append((name, "numpy reference", *best(lambda: push_out_reference(p, a, b, ra, rb, params), 2), ""))
         rows.append((name, "numba brute force (field only)", *best(lambda: capsule_field_numba(p, a, b, ra, rb), 5), ""))
-        rows.append((name, "numba grid-culled push", *best(lambda: push_out_capsules(p, a, b, ra, rb, params), 30),
+        rows.append((name, "push_out_capsules, one call", *best(lambda: push_out_capsules(p, a, b, ra, rb, params), 30),
                      f"moved {100 * (push > 0).mean():.1f}%, max |diff| vs numpy {err:.1e} m"))
         order = spatial_order(p)  # once per garment, not per frame
-        push_out_blocked(p, a, b, ra, rb, params, order=order)  # compile
-        out_b, push_b, _ = push_out_blocked(p, a, b, ra, rb, params, order=order)
+        out_b, push_b, _ = push_out_capsules(p, a, b, ra, rb, params, order=order)
         err_b = float(np.abs(out_b - ref).max())
-        rows.append((name, "numba blocked push, one call",
-                     *best(lambda: push_out_blocked(p, a, b, ra, rb, params, order=order), 30),
+        rows.append((name, "push_out_capsules, one call, order given",
+                     *best(lambda: push_out_capsules(p, a, b, ra, rb, params, order=order), 30),
                      f"moved {100 * (push_b > 0).mean():.1f}%, max |diff| vs numpy {err_b:.1e} m"))
         plan = CapsulePushPlan(p, params)  # once per garment
         out_p, push_p, _ = plan.run(p, a, b, ra, rb)
@@ -142,7 +141,7 @@ def avatar_rows():
     rig = fit_capsules(body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest, sk.names,
                        faces=body.mesh.faces)
     print(f"\nbuilt-in avatar, medial-fitted rig ({len(rig)} capsules), tights + skirt capsule push per pose")
-    print(f"{'pose':10s} {'vertices':>9s} {'grid wall':>9s} {'grid cpu':>9s} {'blk wall':>9s} {'blk cpu':>9s} "
+    print(f"{'pose':10s} {'vertices':>9s} {'call wall':>9s} {'call cpu':>9s} {'ord wall':>9s} {'ord cpu':>9s} "
           f"{'plan wall':>9s} {'plan cpu':>9s}  (ms)")
     for name in ("stand", "leg_raise", "crouch"):
         pose = named_pose(sk, name)
@@ -158,7 +157,7 @@ def avatar_rows():
 
         def run_blocked():
             for x, o in zip(xs, orders):
-                push_out_blocked(x, a, b, ra, rb, order=o)
+                push_out_capsules(x, a, b, ra, rb, order=o)
 
         def run_plan():
             for x, pl in zip(xs, plans):

@@ -6,7 +6,7 @@ vertices, pushed out of the posed capsule rig of ``kisekae.fit.fit_capsules`` (q
 capsules, fits the 64-entry constant arrays). Baselines in the same run:
 
 * ``numpy``: :func:`kisekae.fit.pushout.push_out_reference` (the reference the core is checked against);
-* ``numba grid``: :func:`kisekae.fit.pushout.push_out_capsules` (grid-culled kernel, one core).
+* ``numba``: :func:`kisekae.fit.pushout.push_out_capsules` (the blocked kernel of ``CapsulePushPlan``, one core).
 
 GPU rows run ``KisekaePushOut`` through the conformance kernel (:func:`kisekae.shaders.execute.gpu_push_out`),
 one row per data source. Their time is end to end: upload of points and rig, one compute dispatch,
@@ -61,7 +61,7 @@ def main(repeat: int = 5):
         label = f"{pose} {len(pts):,}"
         rows.append([label, "numpy reference (baseline)", f"{base_w * 1e3:.2f}", f"{base_c * 1e3:.2f}", "1.0x", "-"])
         w, cpu = measure(lambda: push_out_capsules(p64, c[:, 0:3], c[:, 4:7], c[:, 3], c[:, 7], params), repeat=repeat)
-        rows.append([label, "numba grid-culled, one core", f"{w * 1e3:.2f}", f"{cpu * 1e3:.2f}", f"{base_w / w:.1f}x",
+        rows.append([label, "numba push_out_capsules, one core", f"{w * 1e3:.2f}", f"{cpu * 1e3:.2f}", f"{base_w / w:.1f}x",
                      "-"])
         for source in ("constants", "texture", "structured"):
             got, _, _ = X.gpu_push_out(pts, caps, source=source)

@@ -43,7 +43,7 @@ def test_culled_numba_matches_reference(params):
     p = shell_points(rng, 4000)
     t = rng.uniform(0, 1, len(p))
     ref, push_r, d_r = push_out_reference(p, A, B, RA, RB, params, tightness=t)
-    out, push, d = push_out_capsules(p, A, B, RA, RB, params, tightness=t, cell_size=0.02)
+    out, push, d = push_out_capsules(p, A, B, RA, RB, params, tightness=t)
     assert (push_r > 0).sum() > 1000
     np.testing.assert_allclose(out, ref, atol=1e-9)
     np.testing.assert_allclose(push, push_r, atol=1e-12)
@@ -115,7 +115,7 @@ def test_smoothing_keeps_floor_and_fixed_vertices():
                                            (PushParams(smooth_k=0.01, skirt_bias=0.5, stiffness=0.8), 64),
                                            (PushParams(margin=0.01, softness=0.5), 200)])
 def test_blocked_kernel_matches_reference(params, block):
-    from kisekae.fit.pushout import push_out_blocked, spatial_order
+    from kisekae.fit.pushout import spatial_order
 
     rng = np.random.default_rng(11)
     p = shell_points(rng, 4000)
@@ -125,7 +125,7 @@ def test_blocked_kernel_matches_reference(params, block):
     ref, push_r, d_r = push_out_reference(p, A, B, RA, RB, params, tightness=t)
     order = spatial_order(p)
     assert sorted(order) == list(range(len(p)))
-    out, push, d = push_out_blocked(p, A, B, RA, RB, params, tightness=t, order=order, block=block)
+    out, push, d = push_out_capsules(p, A, B, RA, RB, params, tightness=t, order=order, block=block)
     assert (push_r > 0).sum() > 1000
     np.testing.assert_allclose(out, ref, atol=1e-12)
     np.testing.assert_allclose(push, push_r, atol=1e-12)
@@ -136,26 +136,24 @@ def test_blocked_kernel_matches_reference(params, block):
     far = d_r >= params.margin
     assert np.all(push[far] == 0) and np.all(out[far] == p[far])
     # the default order gives the same result, and a shuffled order as well
-    out2, _, _ = push_out_blocked(p, A, B, RA, RB, params, tightness=t)
-    out3, _, _ = push_out_blocked(p, A, B, RA, RB, params, tightness=t, order=rng.permutation(len(p)), block=block)
+    out2, _, _ = push_out_capsules(p, A, B, RA, RB, params, tightness=t)
+    out3, _, _ = push_out_capsules(p, A, B, RA, RB, params, tightness=t, order=rng.permutation(len(p)), block=block)
     np.testing.assert_array_equal(out2, out)
     np.testing.assert_allclose(out3, ref, atol=1e-12)
 
 
 def test_blocked_kernel_bad_order():
-    from kisekae.fit.pushout import push_out_blocked
-
     p = np.zeros((5, 3))
     with pytest.raises(KisekaeError, match="order"):
-        push_out_blocked(p, A, B, RA, RB, order=[0, 1, 2, 3])
+        push_out_capsules(p, A, B, RA, RB, order=[0, 1, 2, 3])
     with pytest.raises(KisekaeError, match="order"):
-        push_out_blocked(p, A, B, RA, RB, order=[0, 1, 2, 3, 5])
+        push_out_capsules(p, A, B, RA, RB, order=[0, 1, 2, 3, 5])
     with pytest.raises(KisekaeError, match="repeats"):
-        push_out_blocked(p, A, B, RA, RB, order=[0, 1, 2, 3, 3])
+        push_out_capsules(p, A, B, RA, RB, order=[0, 1, 2, 3, 3])
     with pytest.raises(KisekaeError, match="block"):
-        push_out_blocked(p, A, B, RA, RB, block=0)
+        push_out_capsules(p, A, B, RA, RB, block=0)
     with pytest.raises(KisekaeError, match="non-finite"):
-        push_out_blocked([[np.nan, 0, 0]], A, B, RA, RB)
+        push_out_capsules([[np.nan, 0, 0]], A, B, RA, RB)
 
 
 # --------------------------------------------------------------------------- CapsulePushPlan (the 1 ms path)

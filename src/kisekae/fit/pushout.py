@@ -33,8 +33,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_points
-from .sdf import (CELL_SIZE, MAX_CELLS, _cell_of, _cone_at, _cone_distance, _cull_grid, _fold_point, capsule_field,
-                  prepare_capsules)
+from .sdf import _cone_distance, _fold_point, capsule_field
 
 UP = np.array([0.0, 1.0, 0.0])
 
@@ -272,78 +271,6 @@ def push_out_reference(points, a, b, ra, rb, params: PushParams | None = None, t
     return p + push[:, None] * n, push, d
 
 
-@numba.njit(cache=True)
-def _push_culled(points, caps, k, margin, stiffness, max_push, skirt_bias, tight, soft, up, cell_size, max_cells, out, push_out, d_out):
-    reach = margin + 1.5 * k
-    lo, h, dims, start, items = _cull_grid(points, caps, reach, cell_size, max_cells)
-    C = caps.shape[0]
-    dbuf = np.empty(max(C, 1))
-    for v in range(points.shape[0]):
-        px, py, pz = points[v, 0], points[v, 1], points[v, 2]
-        out[v, 0] = px
-        out[v, 1] = py
-        out[v, 2] = pz
-        push_out[v] = 0.0
-        cell = _cell_of(px, py, pz, lo, h, dims)
-        s0 = start[cell]
-        nc = start[cell + 1] - s0
-        if nc == 0:
-            d_out[v] = np.inf
-            continue
-        d, gx, gy, gz, _ = _fold_point(px, py, pz, caps, items[s0:s0 + nc], nc, k, dbuf, margin)
-        d_out[v] = d
-        if d >= margin:
-            continue
-        s = stiffness * (1.0 - 0.5 * tight[v])
-        gap = s * margin
-        if d < 0.0:
-            amount = gap - d
-        else:
-            x = 1.0 - d / margin
-            amount = gap * ((1.0 - soft[v]) * x + soft[v] * x * x)
-        amount *= 1.0 + skirt_bias
-        if amount > max_push:
-            amount = max_push
-        gl = np.sqrt(gx * gx + gy * gy + gz * gz)
-        if gl < 1e-12:
-            continue
-        gx /= gl
-        gy /= gl
-        gz /= gl
-        if skirt_bias > 0.0:
-            dn = gx * up[0] + gy * up[1] + gz * up[2]
-            mx = gx + skirt_bias * (gx - dn * up[0])
-            my = gy + skirt_bias * (gy - dn * up[1])
-            mz = gz + skirt_bias * (gz - dn * up[2])
-            ml = np.sqrt(mx * mx + my * my + mz * mz)
-            gx, gy, gz = mx / ml, my / ml, mz / ml
-        out[v, 0] = px + amount * gx
-        out[v, 1] = py + amount * gy
-        out[v, 2] = pz + amount * gz
-        push_out[v] = amount
-
-
-def push_out_capsules(points, a, b, ra, rb, params: PushParams | None = None, tightness=None, softness=None, uvs=None, up=UP, cell_size: float = CELL_SIZE, max_cells: int = MAX_CELLS):
-    """Capsule push-out with grid culling (Numba, one core). Same result as :func:`push_out_reference`.
-
-    Parameters and returns as :func:`push_out_reference`, except ``d`` is ``inf`` for vertices
-    farther than ``margin + 1.5 * smooth_k`` from every capsule (they are culled, and do not
-    move). ``cell_size`` (metres) and ``max_cells`` set the culling grid.
-    """
-    p, params, t, s = _inputs(points, params, tightness, softness, uvs)
-    caps = prepare_capsules(a, b, ra, rb)
-    n = p.shape[0]
-    out = np.empty_like(p)
-    push = np.zeros(n)
-    d = np.full(n, np.inf)
-    if n:
-        _push_culled(
-            p, caps, float(params.smooth_k), float(params.margin), float(params.stiffness), float(params.max_push),
-            float(params.skirt_bias), t, s, np.asarray(up, dtype=np.float64), float(cell_size), int(max_cells), out, push, d,
-        )
-    return out, push, d
-
-
 # --------------------------------------------------------------------------- blocked kernel (the 1 ms path)
 #: Garment vertices per block of the blocked kernel.
 BLOCK = 64
@@ -353,7 +280,7 @@ def spatial_order(points) -> np.ndarray:
     """A vertex order that keeps near vertices together: sort by 3-D Morton (Z-order) code.
 
     Compute it once per garment (rest pose or first frame) and pass it to
-    :func:`push_out_blocked` every frame: skinning moves neighbours together, so blocks of
+    :class:`CapsulePushPlan` (or :func:`push_out_capsules`) every frame: skinning moves neighbours together, so blocks of
     consecutive vertices in this order stay compact in every pose.
 
     Parameters
@@ -928,9 +855,9 @@ class CapsulePushPlan:
         return out, self.push, self.d
 
 
-def push_out_blocked(points, a, b, ra, rb, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
-                     up=UP, order=None, block: int = BLOCK):
-    """Capsule push-out by blocks of nearby vertices (Numba, one core), in one call.
+def push_out_capsules(points, a, b, ra, rb, params: PushParams | None = None, tightness=None, softness=None, uvs=None,
+                      up=UP, order=None, block: int = BLOCK):
+    """Capsule push-out (Numba, one core) in one call: the CPU path of every capsule push-out.
 
     Builds a :class:`CapsulePushPlan` and runs it once; for a garment animated over many frames
     build the plan once and call :meth:`CapsulePushPlan.run` per frame instead (this saves the
