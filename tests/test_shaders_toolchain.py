@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.shaders import HLSL_DIR, PROGRAMS, compile_hlsl, program_glsl, toolchain
+from kisekae.shaders import HLSL_DIR, compile_hlsl, toolchain
 
 
 def test_core_compiles_every_source_and_stage_without_warnings():
@@ -14,9 +14,10 @@ def test_core_compiles_every_source_and_stage_without_warnings():
         c = compile_hlsl(HLSL_DIR / "conformance" / "kisekae_conformance.comp.hlsl", "comp", use_cache=False,
                          defines={"KISEKAE_HARNESS_SOURCE": {"constants": 0, "texture": 1, "structured": 2}[src]})
         assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()
-    for vs, fs in PROGRAMS.values():
-        compile_hlsl(HLSL_DIR / vs, "vert", use_cache=False)
-        compile_hlsl(HLSL_DIR / fs, "frag", use_cache=False)
+    from kisekae.render.shading import FRAGMENT_HLSL, VERTEX_HLSL  # the renderer's program includes the core
+
+    compile_hlsl(VERTEX_HLSL, "vert", use_cache=False)
+    compile_hlsl(FRAGMENT_HLSL, "frag", use_cache=False)
 
 
 def test_warnings_and_errors_are_reported():
@@ -45,81 +46,16 @@ def test_cache_key_follows_every_core_file(tmp_path, monkeypatch):
     monkeypatch.setenv("KISEKAE_SHADER_CACHE", str(tmp_path / "cache"))
     core = tmp_path / "core"
     shutil.copytree(HLSL_DIR, core)
-    a = program_glsl("garment", core_dir=core)
-    assert program_glsl("garment", core_dir=core).key == a.key  # cached
+    kernel = core / "conformance" / "kisekae_conformance.comp.hlsl"
+    defines = {"KISEKAE_HARNESS_SOURCE": 0}
+    a = compile_hlsl(kernel, "comp", defines=defines, core_dir=core)
+    assert compile_hlsl(kernel, "comp", defines=defines, core_dir=core).key == a.key  # cached
     assert any((tmp_path / "cache").iterdir())
     path = core / "kisekae_pushout.hlsl"
     path.write_text(path.read_text().replace("0.5 * tightness", "0.75 * tightness"))
-    b = program_glsl("garment", core_dir=core)
-    assert b.key != a.key and b.vertex_shader != a.vertex_shader and "0.75" in b.vertex_shader
+    b = compile_hlsl(kernel, "comp", defines=defines, core_dir=core)
+    assert b.key != a.key and b.glsl != a.glsl and "0.75" in b.glsl
     assert not any(p.suffix in (".spv", ".glsl") for p in HLSL_DIR.rglob("*"))  # package dir never written
-
-
-def test_renderer_garment_program_runs_the_core():
-    """Transform feedback of the garment vertex shader equals kisekae.fit's push-out reference."""
-    from kisekae.fit import pushout
-    from kisekae.shaders import conformance as C
-    from kisekae.shaders.execute import gl_context
-
-    vec = C.avatar_vectors(C.POSES)[1]
-    pts, caps = vec["points"], vec["capsules"]
-    n = len(pts)
-    ctx = gl_context()
-    prog_src = program_glsl("garment")
-    prog = ctx.program(vertex_shader=prog_src.vertex_shader, varyings=["_entryPointOutput_world", "_entryPointOutput_push"])
-    from kisekae.shaders.limits import MAX_CAPSULES, MAX_HITS, constant_vectors
-
-    block = np.zeros((constant_vectors(), 4), np.float32)
-    assert len(block) == 2 * MAX_CAPSULES + MAX_HITS + 1
-    block[: len(caps)] = caps[:, :4]
-    block[MAX_CAPSULES : MAX_CAPSULES + len(caps)] = caps[:, 4:]
-    block[-1, 0] = len(caps)
-    ubo = ctx.buffer(block.tobytes())
-    ubo.bind_to_uniform_block(prog_src.bindings["_Global"][1])
-    params = np.zeros((6, 4), np.float32)
-    params[:4] = np.eye(4)
-    params[4] = [0.003, 0.6, 0.05, 0.3]
-    params[5] = [0.01, 0.0, 1.0, 0.0]
-    pbuf = ctx.buffer(params.tobytes())
-    pbuf.bind_to_uniform_block(prog_src.bindings["KisekaeGarment"][1])
-    data = np.zeros((n, 8), np.float32)
-    data[:, :3] = pts
-    data[:, 3:6] = [0, 1, 0]
-    rng = np.random.default_rng(2)
-    data[:, 6:8] = rng.uniform(0, 1, (n, 2))
-    vbo = ctx.buffer(data.tobytes())
-    vao = ctx.vertex_array(prog, [(vbo, "3f 3f 2f", "v_position", "v_normal", "v_masks")])
-    out = ctx.buffer(reserve=n * 16)
-    fbo = ctx.simple_framebuffer((4, 4))
-    fbo.use()  # a surfaceless context has no default framebuffer
-    vao.transform(out, mode=ctx.POINTS, vertices=n)
-    got = np.frombuffer(out.read(), np.float32).reshape(n, 4)
-    c64 = caps.astype(np.float64)
-    params_ref = pushout.PushParams(margin=0.003, stiffness=0.6, max_push=0.05, skirt_bias=0.3, smooth_k=0.01,
-                                    smooth_iterations=0)
-    ref, push, _ = pushout.push_out_reference(pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7], c64[:, 3], c64[:, 7],
-                                              params_ref, tightness=data[:, 6].astype(np.float64),
-                                              softness=data[:, 7].astype(np.float64))
-    assert np.mean(push > 0) > 0.05
-    assert np.abs(got[:, 3] - push).max() < 1e-4
-    from kisekae.fit import sdf
-
-    ok = C._well_conditioned(pts, caps, sdf.capsule_distance(pts.astype(np.float64), c64[:, 0:3], c64[:, 4:7],
-                                                              c64[:, 3], c64[:, 7])[0])
-    assert np.abs(got[ok, :3] - ref[ok]).max() < 1e-4
-    for obj in (vao, vbo, out, fbo, ubo, pbuf, prog):
-        obj.release()
-
-
-def test_renderer_programs_link():
-    from kisekae.shaders.execute import gl_context
-
-    ctx = gl_context()
-    for name in PROGRAMS:
-        p = program_glsl(name)
-        ctx.program(vertex_shader=p.vertex_shader, fragment_shader=p.fragment_shader).release()
-    with pytest.raises(KisekaeError):
-        program_glsl("hair")
 
 
 def test_no_hand_copied_core_in_the_package():
