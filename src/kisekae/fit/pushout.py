@@ -513,6 +513,155 @@ def _write_still(order, s0, m, xs, ys, zs, b1, out, push_out, d_out, copy, diag)
             d_out[v] = b1[j]
 
 
+@numba.njit(cache=True, inline="always")
+def _gather_block(points, order, s0, m, xs, ys, zs):
+    """Copy block ``s0`` (``m`` vertices in ``order``) to ``xs, ys, zs``; returns ``(bad, ox, oy, oz,
+    rad)``: ``bad`` is NaN once any coordinate is NaN or inf, then the box centre and half-diagonal."""
+    lx = ly = lz = np.inf
+    hx = hy = hz = -np.inf
+    bad = 0.0
+    for j in range(m):
+        v = order[s0 + j]
+        x = points[v, 0]
+        y = points[v, 1]
+        z = points[v, 2]
+        bad += x * 0.0 + y * 0.0 + z * 0.0  # NaN once any coordinate is NaN or inf
+        xs[j] = x
+        ys[j] = y
+        zs[j] = z
+        lx = min(lx, x)
+        hx = max(hx, x)
+        ly = min(ly, y)
+        hy = max(hy, y)
+        lz = min(lz, z)
+        hz = max(hz, z)
+    rad = 0.5 * np.sqrt((hx - lx) ** 2 + (hy - ly) ** 2 + (hz - lz) ** 2)
+    return bad, 0.5 * (lx + hx), 0.5 * (ly + hy), 0.5 * (lz + hz), rad
+
+
+@numba.njit(cache=True, inline="always")
+def _block_candidates(caps, bound, C, ox, oy, oz, rad, reach, cand, cl):
+    """Capsules that may come within ``reach`` of a vertex of the block (box centre ``o``, half-diagonal
+    ``rad``): their ids in ``cand``, their float32 rows relative to ``o`` in ``cl``. Returns ``(count,
+    scale)`` with the block's scale for the float32 tolerance.
+
+    The distance is 1-Lipschitz, so its value at the box centre minus the half-diagonal bounds it over
+    the block (1e-9 m of slack covers rounding).
+    """
+    nc = 0
+    scale = 0.0
+    for c in range(C):
+        ex = ox - bound[c, 0]
+        ey = oy - bound[c, 1]
+        ez = oz - bound[c, 2]
+        lim = reach + rad + bound[c, 3] + 1e-9
+        if ex * ex + ey * ey + ez * ez >= lim * lim:
+            continue
+        if _cone_distance(caps, c, ox, oy, oz) - rad >= reach + 1e-9:
+            continue
+        cand[nc] = c
+        ax = caps[c, 0] - ox
+        ay = caps[c, 1] - oy
+        az = caps[c, 2] - oz
+        cl[nc, 0] = ax
+        cl[nc, 1] = ay
+        cl[nc, 2] = az
+        for r in range(3, 11):
+            cl[nc, r] = caps[c, r]
+        scale = max(scale, np.sqrt(ax * ax + ay * ay + az * az) + caps[c, 6] + max(caps[c, 9], caps[c, 10]))
+        nc += 1
+    return nc, scale
+
+
+@numba.njit(cache=True, inline="always")
+def _gather_lanes(lane, nn, nc, s0, xs, ys, zs, i1, tight, soft, cx, cy, cz, ci, ct, cso, used):
+    """Gather the ``nn`` vertices that may move into lanes padded to a multiple of 8 (the padding
+    repeats the last one) and mark their float32 nearest candidates in ``used``; returns the padded count."""
+    npad = (nn + 7) & ~7
+    for i in range(nn, npad):
+        lane[i] = lane[nn - 1]
+    for q in range(nc):
+        used[q] = False
+    for i in range(npad):
+        j = lane[i]
+        cx[i] = xs[j]
+        cy[i] = ys[j]
+        cz[i] = zs[j]
+        ci[i] = i1[j]
+        ct[i] = tight[s0 + j]
+        cso[i] = soft[s0 + j]
+    for i in range(nn):  # apart from the gather, which then vectorises
+        used[ci[i]] = True
+    return npad
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _nearest_exact(caps, cand, nc, lane, nn, npad, b1, b2, eps, cx, cy, cz, ci, used, cd, cgx, cgy, cgz):
+    """Hard union (``smooth_k == 0``): float64 distance and gradient of each lane's nearest capsule.
+
+    Where the float32 runner-up is within ``2 eps`` the ranking may be wrong: all candidates are
+    ranked in float64 for that lane (ties to the lower index, as the reference's argmin).
+    """
+    for i in range(nn):
+        j = lane[i]
+        if b2[j] - b1[j] <= 2.0 * eps:
+            best = np.inf
+            ib = 0
+            for q in range(nc):
+                d = _cone_distance(caps, cand[q], cx[i], cy[i], cz[i])
+                if d < best:
+                    best = d
+                    ib = q
+            ci[i] = ib
+            used[ib] = True
+    for q in range(nc):
+        if used[q]:
+            _block_exact(cx, cy, cz, npad, caps, cand[q], q, ci, cd, cgx, cgy, cgz)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _fold_exact(caps, cand, nc, k, margin, nn, npad, dbuf, cx, cy, cz, cd, cgx, cgy, cgz):
+    """Smooth union (``smooth_k > 0``): fold every candidate per lane in float64; padding lanes stay put."""
+    for i in range(nn):
+        d, g0, g1, g2, _ = _fold_point(cx[i], cy[i], cz[i], caps, cand, nc, k, dbuf, margin)
+        cd[i] = d
+        cgx[i] = g0
+        cgy[i] = g1
+        cgz[i] = g2
+    for i in range(nn, npad):
+        cd[i] = np.inf
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _preselect32(m, nc, xs, ys, zs, ox, oy, oz, cl, fx, fy, fz, b1, b2, i1):
+    """float32 pre-selection in block-local coordinates: nearest (``b1``, ``i1``) and second-nearest
+    (``b2``) candidate distance of the block's ``m`` vertices."""
+    inf32 = np.float32(np.inf)
+    for j in range(m):
+        fx[j] = xs[j] - ox
+        fy[j] = ys[j] - oy
+        fz[j] = zs[j] - oz
+        b1[j] = inf32
+        b2[j] = inf32
+        i1[j] = 0
+    for q in range(nc):
+        _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1)
+
+
+@numba.njit(cache=True, inline="always")
+def _scatter_moved(order, s0, lane, nn, cx, cy, cz, camt, cgx, cgy, cgz, cd, out, push_out, d_out, diag):
+    """Write the pushed lanes back to their vertices (and their push and distance with ``diag``)."""
+    for i in range(nn):
+        v = order[s0 + lane[i]]
+        a_ = camt[i]
+        out[v, 0] = cx[i] + a_ * cgx[i]
+        out[v, 1] = cy[i] + a_ * cgy[i]
+        out[v, 2] = cz[i] + a_ * cgz[i]
+        if diag:
+            push_out[v] = a_
+            d_out[v] = cd[i]
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _plan_kernel(points, order, tight, soft, caps, bound, prm, block, out, push_out, d_out, copy, diag):
     """Blocked capsule push-out (see :class:`CapsulePushPlan`). ``copy``: write every vertex to
@@ -554,55 +703,10 @@ def _plan_kernel(points, order, tight, soft, caps, bound, prm, block, out, push_
     inf32 = np.float32(np.inf)
     for s0 in range(0, n, block):
         m = min(block, n - s0)
-        lx = ly = lz = np.inf
-        hx = hy = hz = -np.inf
-        bad = 0.0
-        for j in range(m):
-            v = order[s0 + j]
-            x = points[v, 0]
-            y = points[v, 1]
-            z = points[v, 2]
-            bad += x * 0.0 + y * 0.0 + z * 0.0  # NaN once any coordinate is NaN or inf
-            xs[j] = x
-            ys[j] = y
-            zs[j] = z
-            lx = min(lx, x)
-            hx = max(hx, x)
-            ly = min(ly, y)
-            hy = max(hy, y)
-            lz = min(lz, z)
-            hz = max(hz, z)
+        bad, ox, oy, oz, rad = _gather_block(points, order, s0, m, xs, ys, zs)
         if bad != 0.0:
             return s0
-        ox = 0.5 * (lx + hx)
-        oy = 0.5 * (ly + hy)
-        oz = 0.5 * (lz + hz)
-        rad = 0.5 * np.sqrt((hx - lx) ** 2 + (hy - ly) ** 2 + (hz - lz) ** 2)
-        # candidates: capsules that may come within `reach` of a vertex of the block. The
-        # distance is 1-Lipschitz, so its value at the box centre minus the half-diagonal bounds
-        # it over the block (1e-9 m of slack covers rounding).
-        nc = 0
-        scale = 0.0
-        for c in range(C):
-            ex = ox - bound[c, 0]
-            ey = oy - bound[c, 1]
-            ez = oz - bound[c, 2]
-            lim = reach + rad + bound[c, 3] + 1e-9
-            if ex * ex + ey * ey + ez * ez >= lim * lim:
-                continue
-            if _cone_distance(caps, c, ox, oy, oz) - rad >= reach + 1e-9:
-                continue
-            cand[nc] = c
-            ax = caps[c, 0] - ox
-            ay = caps[c, 1] - oy
-            az = caps[c, 2] - oz
-            cl[nc, 0] = ax
-            cl[nc, 1] = ay
-            cl[nc, 2] = az
-            for r in range(3, 11):
-                cl[nc, r] = caps[c, r]
-            scale = max(scale, np.sqrt(ax * ax + ay * ay + az * az) + caps[c, 6] + max(caps[c, 9], caps[c, 10]))
-            nc += 1
+        nc, scale = _block_candidates(caps, bound, C, ox, oy, oz, rad, reach, cand, cl)
         if nc == 0:
             for j in range(m):
                 b1[j] = inf32
@@ -610,15 +714,7 @@ def _plan_kernel(points, order, tight, soft, caps, bound, prm, block, out, push_
             continue
         # float32 pre-selection in block-local coordinates: nearest and second-nearest candidate
         eps = tol * (scale + rad)
-        for j in range(m):
-            fx[j] = xs[j] - ox
-            fy[j] = ys[j] - oy
-            fz[j] = zs[j] - oz
-            b1[j] = inf32
-            b2[j] = inf32
-            i1[j] = 0
-        for q in range(nc):
-            _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1)
+        _preselect32(m, nc, xs, ys, zs, ox, oy, oz, cl, fx, fy, fz, b1, b2, i1)
         # vertices whose float32 distance is below reach + eps may be within reach: gather them
         lim = reach + eps
         nn = 0
@@ -627,60 +723,14 @@ def _plan_kernel(points, order, tight, soft, caps, bound, prm, block, out, push_
             nn += 1 if b1[j] < lim else 0
         _write_still(order, s0, m, xs, ys, zs, b1, out, push_out, d_out, copy, diag)
         if nn:
-            npad = (nn + 7) & ~7
-            for i in range(nn, npad):
-                lane[i] = lane[nn - 1]
-            for q in range(nc):
-                used[q] = False
-            for i in range(npad):
-                j = lane[i]
-                cx[i] = xs[j]
-                cy[i] = ys[j]
-                cz[i] = zs[j]
-                ci[i] = i1[j]
-                ct[i] = tight[s0 + j]
-                cso[i] = soft[s0 + j]
-            for i in range(nn):  # apart from the gather, which then vectorises
-                used[ci[i]] = True
+            npad = _gather_lanes(lane, nn, nc, s0, xs, ys, zs, i1, tight, soft, cx, cy, cz, ci, ct, cso, used)
             if k == 0.0:
-                # where the runner-up is within 2 eps the float32 ranking may be wrong: rank all
-                # candidates in float64 (ties to the lower index, as the reference's argmin)
-                for i in range(nn):
-                    j = lane[i]
-                    if b2[j] - b1[j] <= 2.0 * eps:
-                        best = np.inf
-                        ib = 0
-                        for q in range(nc):
-                            d = _cone_distance(caps, cand[q], cx[i], cy[i], cz[i])
-                            if d < best:
-                                best = d
-                                ib = q
-                        ci[i] = ib
-                        used[ib] = True
-                # float64 distance and gradient of each vertex's nearest candidate
-                for q in range(nc):
-                    if used[q]:
-                        _block_exact(cx, cy, cz, npad, caps, cand[q], q, ci, cd, cgx, cgy, cgz)
+                _nearest_exact(caps, cand, nc, lane, nn, npad, b1, b2, eps, cx, cy, cz, ci, used, cd, cgx, cgy, cgz)
             else:
-                for i in range(nn):
-                    d, g0, g1, g2, _ = _fold_point(cx[i], cy[i], cz[i], caps, cand, nc, k, dbuf, margin)
-                    cd[i] = d
-                    cgx[i] = g0
-                    cgy[i] = g1
-                    cgz[i] = g2
-                for i in range(nn, npad):
-                    cd[i] = np.inf
+                _fold_exact(caps, cand, nc, k, margin, nn, npad, dbuf, cx, cy, cz, cd, cgx, cgy, cgz)
             _block_push(cd, cgx, cgy, cgz, ct, cso, npad, margin, stiffness, max_push, skirt_bias, upx, upy, upz,
                         k == 0.0, camt)
-            for i in range(nn):
-                v = order[s0 + lane[i]]
-                a_ = camt[i]
-                out[v, 0] = cx[i] + a_ * cgx[i]
-                out[v, 1] = cy[i] + a_ * cgy[i]
-                out[v, 2] = cz[i] + a_ * cgz[i]
-                if diag:
-                    push_out[v] = a_
-                    d_out[v] = cd[i]
+            _scatter_moved(order, s0, lane, nn, cx, cy, cz, camt, cgx, cgy, cgz, cd, out, push_out, d_out, diag)
     return -1
 
 
