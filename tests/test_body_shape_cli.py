@@ -78,7 +78,7 @@ def test_tension_and_wound_take_body(tmp_path, capsys):
 
 def test_demo_runs_its_sections_on_the_body(tmp_path, capsys, monkeypatch):
     import kisekae.cli.demo as cli_demo
-    import kisekae.demo as demo
+    import kisekae.app.demo as demo
 
     seen = []
 

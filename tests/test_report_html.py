@@ -83,7 +83,7 @@ def test_probe_sees_overflow_and_broken_pictures(tmp_path):
 def test_synthetic_report_fits_a_phone(tmp_path):
     """A sheet as wide as the demo's widest, the poke-through table (9 views), the timings table, a wide
     <pre> and a long path, built by the report's own helpers, at 390 px."""
-    from kisekae.demo import timings_table
+    from kisekae.app.demo import timings_table
     from kisekae.render.camera import VIEWS
     from kisekae.render.report import SHEET_FONT_PX, _img, poke_table
     from kisekae.render.sheets import comparison_sheet

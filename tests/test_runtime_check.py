@@ -77,3 +77,31 @@ def test_culling_covered_skin_removes_its_poke_through_pixels():
     assert recs[0]["none_culled_pixels"] == recs[0]["poke_through_pixels"]
     assert recs[0]["all_culled_pixels"] == 0
     assert set(recs[0]["poke_through"]) == set(recs[0]["all_culled"]) == {"320x240"}
+
+
+def test_runtime_runs_the_cached_push_plan_like_the_numpy_reference():
+    """The per-frame path runs the garment's CapsulePushPlan (built once per garment and parameters);
+    its result equals the NumPy reference of the same steps (capsule push, bound clearance, cap)."""
+    from kisekae.fit.bound import push_out_bound
+    from kisekae.fit.pushout import cap_displacement, push_out_reference
+    from kisekae.fit.runtime import garment_plan
+
+    av = load_builtin_avatar()
+    p = params_for("tights", None)
+    plan = garment_plan(av, "tights", p)
+    assert garment_plan(av, "tights", p) is plan and garment_plan(av, "skirt", p) is not plan
+    pose = named_pose(av.skeleton, "crouch")
+    m = pose.skinning_matrices(av.skeleton)
+    caps = avatar_capsule_rig(av).posed(pose.world_matrices(av.skeleton))
+    pts = av.part("tights").posed(m).astype(np.float64)
+    body = av.body.posed(m)
+    binding = garment_binding(av, "tights")
+    got, push = push_out_runtime(binding, pts, caps, body, av.body.mesh.faces, p, plan=plan)
+    after_caps, cap_push, _ = push_out_reference(pts, *caps, p, tightness=0.0, softness=0.0)
+    want, _, _ = push_out_bound(binding, after_caps, body, av.body.mesh.faces, p, 0.0, 0.0, (0.0, 1.0, 0.0))
+    cap_displacement(want, pts, p.max_push)
+    assert (cap_push > 0).sum() > 100
+    np.testing.assert_allclose(got, want, atol=1e-9)
+    np.testing.assert_allclose(push, np.linalg.norm(want - pts, axis=1), atol=1e-9)
+    first = runtime_pose(av, pose, ["tights"])["tights"][0]
+    assert np.abs(first - want).max() < 1e-6  # runtime_pose: the same, stored as float32

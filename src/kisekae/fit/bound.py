@@ -143,7 +143,7 @@ def push_out_bound(binding: SkinBinding, points, body_posed, body_faces, params:
 
 
 def push_out_runtime(binding: SkinBinding, points, capsules, body_posed, body_faces,
-                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0)):
+                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), plan=None):
     """The runtime (vertex-shader) push-out: capsule field, then skin-bound clearance, total capped.
 
     Parameters
@@ -153,19 +153,23 @@ def push_out_runtime(binding: SkinBinding, points, capsules, body_posed, body_fa
     capsules : tuple ``(a, b, ra, rb)`` of posed world-space capsules (see ``CapsuleRig.posed``)
     body_posed, body_faces : posed body vertices and triangles
     params, tightness, softness, up : as :func:`push_out_bound`
+    plan : kisekae.fit.pushout.CapsulePushPlan, optional
+        The garment's capsule push-out prepared once (same ``params``, masks and ``up``); a clip
+        reuses it every frame. Built here when not given.
 
     Returns
     -------
     new_points : (N, 3) float64, with ``|new − points| <= max_push`` for every vertex
     push : (N,) total displacement length, metres
     """
-    from .pushout import push_out_capsules
+    from .pushout import CapsulePushPlan
 
     params = params or PushParams()
     p = as_points(points, "garment vertices")
     a, b, ra, rb = capsules
-    caps = push_out_capsules(p, a, b, ra, rb, params, tightness=tightness, softness=softness, up=up)
-    after_caps = np.asarray(caps[0] if isinstance(caps, tuple) else caps, dtype=np.float64)
+    if plan is None:
+        plan = CapsulePushPlan(p, params, tightness, softness, up=up)
+    after_caps = np.array(plan.run(p, a, b, ra, rb, diagnostics=False)[0])
     new, _, _ = push_out_bound(binding, after_caps, body_posed, body_faces, params, tightness, softness, up)
     cap_displacement(new, p, params.max_push)
     return new, np.linalg.norm(new - p, axis=1)

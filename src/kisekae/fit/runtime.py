@@ -3,8 +3,9 @@
 This is the path of the HLSL core's vertex stage (``KisekaeSkinPushOut``): the capsule field of the
 fitted rig, then the skin-bound clearance against the posed body, the total capped at maxPush
 (:func:`kisekae.fit.bound.push_out_runtime`). What is fitted or bound once per avatar (the capsule
-rig, each garment's binding to the rest skin) is cached on the avatar, like the body's BVH
-topology, so a clip of many frames pays for it once.
+rig, each garment's binding to the rest skin and its capsule push-out plan, see
+:class:`~kisekae.fit.pushout.CapsulePushPlan`) is cached on the avatar, like the body's BVH topology,
+so a clip of many frames pays for it once.
 
 ``kisekae check --runtime`` reports its result with ``stage: "runtime"``; :func:`pop_mm` measures how
 far the correction jumps between consecutive frames, because popping is as visible as clipping.
@@ -20,7 +21,7 @@ from ..avatar.avatar import Avatar
 from .bound import bind_to_skin, push_out_runtime
 from .fitting import fit_capsules
 from .fix import params_for
-from .pushout import PushParams
+from .pushout import CapsulePushPlan, PushParams
 
 
 def avatar_capsule_rig(avatar: Avatar):
@@ -60,6 +61,19 @@ def covered_skin_triangles(avatar: Avatar, name: str) -> np.ndarray:
     return cache[name]
 
 
+def garment_plan(avatar: Avatar, name: str, params: PushParams):
+    """The garment's :class:`~kisekae.fit.pushout.CapsulePushPlan` for ``params``, prepared once and cached.
+
+    The plan checks the parameters, resolves the masks and orders the rest-pose vertices into compact
+    blocks; every frame then only runs its kernel. Masks are 0, as :func:`push_out_runtime` has them by default.
+    """
+    cache = avatar.__dict__.setdefault("_kisekae_push_plans", {})
+    key = (name, tuple(vars(params).items()))
+    if key not in cache:
+        cache[key] = CapsulePushPlan(avatar.part(name).mesh.vertices, params, tightness=0.0, softness=0.0)
+    return cache[key]
+
+
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
@@ -83,7 +97,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         p = params_for(name, params.get(name) if isinstance(params, dict) else params)
         binding = garment_binding(avatar, name)
         t0 = time.perf_counter()
-        new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, avatar.body.mesh.faces, p)
+        plan = garment_plan(avatar, name, p)
+        new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, avatar.body.mesh.faces, p,
+                                     plan=plan)
         metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3}
         out[name] = (new.astype(np.float32), metrics)
     return out

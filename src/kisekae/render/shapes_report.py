@@ -1,6 +1,6 @@
 """Demo report section: one outfit on five MakeHuman body shapes in the crouch, before and after the fix.
 
-Follows :mod:`kisekae.demo`'s section contract (``section_body_shapes(ctx) -> str``). The shapes are
+Follows :mod:`kisekae.app.demo`'s section contract (``section_body_shapes(ctx) -> str``). The shapes are
 fixed (:data:`DEMO_BODIES`, or ``ctx["body_shapes"]``), whatever ``--body`` the demo runs with, so
 the page always shows the same spread; the outfit is the built-in ``tights`` bodysuit, which follows each shape by construction.
 """
