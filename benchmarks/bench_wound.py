@@ -43,7 +43,8 @@ def main(argv=None) -> int:
 
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.poses import named_pose
-    from kisekae.wound import WoundState, bake, hits_world, lbs_numba, morph_numba, wound_p_numba
+    from kisekae.avatar.skinning import lbs_with_normals
+    from kisekae.wound import WoundState, bake, hits_world, morph_numba, wound_p_numba
     from kisekae.geom.normals import vertex_normals
     from kisekae.wound.damage import damaged_builtin
 
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
     n = len(s)
     posed0 = np.empty_like(s)
     nrm0 = np.empty_like(s)
-    lbs_numba(s, sn, idx, wts, S32, posed0, nrm0)
+    lbs_with_normals(s, sn, idx, wts, S32, posed0, nrm0)
 
     rng = np.random.default_rng(0)
     bind = m.vertices.astype(np.float64)
@@ -90,20 +91,20 @@ def main(argv=None) -> int:
             wound_p_numba(posed64, st.parts, hp, hparts, st.hole_size, st.hole_intensity, st.part_reach,
                           st.part_gain, p)
             morph_numba(s, sn, tpos, tnrm, p, mp, mn)
-            lbs_numba(mp, mn, idx, wts, S32, op, on)
+            lbs_with_normals(mp, mn, idx, wts, S32, op, on)
 
         mask = st.p_flat()
 
         def frame_flat():
             morph_numba(s, sn, tpos, tnrm, mask, mp, mn)
-            lbs_numba(mp, mn, idx, wts, S32, op, on)
+            lbs_with_normals(mp, mn, idx, wts, S32, op, on)
 
         p_uv = np.empty(n, np.float32)
 
         def frame_uv():
             st.p_uv(p_uv)
             morph_numba(s, sn, tpos, tnrm, p_uv, mp, mn)
-            lbs_numba(mp, mn, idx, wts, S32, op, on)
+            lbs_with_normals(mp, mn, idx, wts, S32, op, on)
 
         lw, lc = measure(frame_loop, args.frames)
         fw, fc = measure(frame_flat, args.frames)

@@ -155,3 +155,27 @@ def test_named_poses_resolve_through_a_humanoid_mapping(avatar):
     a = named_pose(s, "leg_raise").world_matrices(s)
     b = named_pose(renamed, "leg_raise").world_matrices(renamed)
     np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_lbs_with_normals_kernel_matches_reference():
+    """The float32 position-and-normal skinning (the vertex stage) against its NumPy reference."""
+    from kisekae.avatar.skinning import lbs_numpy, lbs_with_normals, lbs_with_normals_numpy
+
+    rng = np.random.default_rng(4)
+    n, b = 500, 6
+    v = rng.normal(size=(n, 3)).astype(np.float32)
+    nrm = rng.normal(size=(n, 3)).astype(np.float32)
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    idx = rng.integers(0, b, size=(n, 4)).astype(np.int32)
+    w = rng.dirichlet(np.ones(4), size=n).astype(np.float32)
+    mats = np.tile(np.eye(4, dtype=np.float32), (b, 1, 1))
+    for k in range(b):
+        q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        mats[k, :3, :3], mats[k, :3, 3] = q, rng.normal(size=3)
+    pos, out_n = lbs_with_normals(v, nrm, idx, w, mats, np.empty_like(v), np.empty_like(v))
+    ref_p, ref_n = lbs_with_normals_numpy(v, nrm, idx, w, mats)
+    np.testing.assert_allclose(pos, ref_p, atol=1e-5)
+    np.testing.assert_allclose(out_n, ref_n, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(out_n, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(pos, lbs_numpy(v, idx, w, mats), atol=1e-5)  # positions: the float64 reference
+    assert lbs_numpy(v, idx, w, mats, dtype=np.float64).dtype == np.float64

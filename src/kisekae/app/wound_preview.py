@@ -4,7 +4,7 @@ Frame ``k`` of ``steps`` draws the start mesh morphed with ``w = t_k * p`` (``t_
 where ``p`` is the per-vertex morph parameter: all ones for a bake (the whole damaged shape appears),
 or the hits' damage mask for ``kisekae wound hit``. The morph runs on the CPU (:func:`morph_numba`,
 the reference the shader port is checked against), then the mesh is optionally skinned
-(:func:`lbs_numba`) and drawn by :mod:`kisekae.render` with the ``skin`` material, whose ``wound``
+(:func:`kisekae.avatar.skinning.lbs_with_normals`) and drawn by :mod:`kisekae.render` with the ``skin`` material, whose ``wound``
 attribute tints the damaged skin. The camera is fixed for all frames, framed on the start and the
 fully morphed shape together, so nothing but the morph changes between frames.
 """
@@ -17,7 +17,8 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points
-from ..wound.runtime import lbs_numba, morph_numba
+from ..avatar.skinning import lbs_with_normals
+from ..wound.runtime import morph_numba
 
 
 def _morph_inputs(vertices, faces, normals, target_positions, target_normals, p):
@@ -94,7 +95,7 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
         if skin is None:
             return mp, mn
         op, on = np.empty_like(s), np.empty_like(s)
-        lbs_numba(mp, mn, idx, wts, mats, op, on)
+        lbs_with_normals(mp, mn, idx, wts, mats, op, on)
         return op, on
 
     weights = [(1.0 - t * pp if invert else t * pp).astype(np.float32) for t in ts]

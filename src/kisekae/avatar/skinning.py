@@ -77,23 +77,24 @@ def top_k_weights(dense: np.ndarray, k: int = 4, *, source: str = "weights") -> 
     return Skin(idx.astype(np.int32), w.astype(np.float32))
 
 
-def lbs_numpy(vertices, indices, weights, skin_matrices) -> np.ndarray:
-    """Linear blend skinning, NumPy reference.
+def lbs_numpy(vertices, indices, weights, skin_matrices, *, dtype=np.float32) -> np.ndarray:
+    """Linear blend skinning, NumPy reference (computed in float64).
 
     Parameters
     ----------
     vertices : (N, 3) rest positions, metres
     indices, weights : (N, K) bone ids and weights
     skin_matrices : (B, 4, 4) ``posed @ inv(rest)``
+    dtype : numpy dtype of the result (float32, as vertex data, by default)
 
     Returns
     -------
-    (N, 3) float32 posed positions, metres.
+    (N, 3) posed positions, metres.
     """
     v = np.asarray(vertices, dtype=np.float64)
     m = np.asarray(skin_matrices, dtype=np.float64)[np.asarray(indices)]  # (N, K, 4, 4)
     blended = np.einsum("nk,nkij->nij", np.asarray(weights, dtype=np.float64), m)
-    return (np.einsum("nij,nj->ni", blended[:, :3, :3], v) + blended[:, :3, 3]).astype(np.float32)
+    return (np.einsum("nij,nj->ni", blended[:, :3, :3], v) + blended[:, :3, 3]).astype(dtype)
 
 
 @numba.njit(cache=True, fastmath=False, parallel=False)
@@ -132,3 +133,56 @@ def lbs(vertices, indices, weights, skin_matrices) -> np.ndarray:
     out = np.empty((len(v), 3), dtype=np.float64)
     _lbs_kernel(v, idx, w, m, out)
     return out.astype(np.float32)
+
+
+@numba.njit(cache=True)
+def lbs_with_normals(vertices, normals, indices, weights, mats, out_pos, out_nrm):
+    """Linear blend skinning of positions and normals in float32, as a vertex shader does (Numba).
+
+    Normals go through the blended 3x3 and are renormalised (a zero result leaves ``out_nrm`` as it
+    was). :func:`lbs_with_normals_numpy` is the reference.
+
+    Parameters
+    ----------
+    vertices, normals : (N, 3) float32, metres and unit
+    indices : (N, K) int32; weights : (N, K) float32
+    mats : (B, 4, 4) float32 skinning matrices acting on column vectors
+    out_pos, out_nrm : (N, 3) float32, written
+
+    Returns
+    -------
+    ``(out_pos, out_nrm)``
+    """
+    for v in range(vertices.shape[0]):
+        m = np.zeros((3, 4), np.float32)
+        for k in range(indices.shape[1]):
+            w = weights[v, k]
+            if w == 0:
+                continue
+            b = indices[v, k]
+            for r in range(3):
+                for c in range(4):
+                    m[r, c] += w * mats[b, r, c]
+        x, y, z = vertices[v, 0], vertices[v, 1], vertices[v, 2]
+        nx, ny, nz = normals[v, 0], normals[v, 1], normals[v, 2]
+        for r in range(3):
+            out_pos[v, r] = m[r, 0] * x + m[r, 1] * y + m[r, 2] * z + m[r, 3]
+        ax = m[0, 0] * nx + m[0, 1] * ny + m[0, 2] * nz
+        ay = m[1, 0] * nx + m[1, 1] * ny + m[1, 2] * nz
+        az = m[2, 0] * nx + m[2, 1] * ny + m[2, 2] * nz
+        ln = np.sqrt(ax * ax + ay * ay + az * az)
+        if ln > 0:
+            out_nrm[v, 0] = ax / ln
+            out_nrm[v, 1] = ay / ln
+            out_nrm[v, 2] = az / ln
+    return out_pos, out_nrm
+
+
+def lbs_with_normals_numpy(vertices, normals, indices, weights, mats):
+    """NumPy reference of :func:`lbs_with_normals`: ``(positions, normals)`` (N, 3) float32."""
+    m = np.einsum("nk,nkij->nij", np.asarray(weights, np.float32), np.asarray(mats, np.float32)[np.asarray(indices)])
+    v = np.asarray(vertices, np.float32)
+    pos = np.einsum("nij,nj->ni", m[:, :3, :3], v) + m[:, :3, 3]
+    nrm = np.einsum("nij,nj->ni", m[:, :3, :3], np.asarray(normals, np.float32))
+    ln = np.linalg.norm(nrm, axis=1, keepdims=True)
+    return pos.astype(np.float32), np.divide(nrm, ln, out=np.zeros_like(nrm), where=ln > 0).astype(np.float32)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..avatar.skinning import lbs_numpy
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points, positive
 from ..geom.raytri import ray_triangles_numba
@@ -183,45 +184,6 @@ def morph_numba(positions, normals, target_positions, target_normals, p, out_pos
     return out_pos, out_nrm
 
 
-@numba.njit(cache=True)
-def lbs_numba(vertices, normals, indices, weights, mats, out_pos, out_nrm):
-    """Linear blend skinning of positions and normals (normals by the blended 3x3, renormalised).
-
-    vertices, normals (N, 3) float32; indices (N, K) int32; weights (N, K) float32; mats (B, 4, 4)
-    float32 acting on column vectors. Writes ``out_pos`` and ``out_nrm`` (N, 3) float32.
-    """
-    for v in range(vertices.shape[0]):
-        m = np.zeros((3, 4), np.float32)
-        for k in range(indices.shape[1]):
-            w = weights[v, k]
-            if w == 0:
-                continue
-            b = indices[v, k]
-            for r in range(3):
-                for c in range(4):
-                    m[r, c] += w * mats[b, r, c]
-        x, y, z = vertices[v, 0], vertices[v, 1], vertices[v, 2]
-        nx, ny, nz = normals[v, 0], normals[v, 1], normals[v, 2]
-        for r in range(3):
-            out_pos[v, r] = m[r, 0] * x + m[r, 1] * y + m[r, 2] * z + m[r, 3]
-        ax = m[0, 0] * nx + m[0, 1] * ny + m[0, 2] * nz
-        ay = m[1, 0] * nx + m[1, 1] * ny + m[1, 2] * nz
-        az = m[2, 0] * nx + m[2, 1] * ny + m[2, 2] * nz
-        ln = np.sqrt(ax * ax + ay * ay + az * az)
-        if ln > 0:
-            out_nrm[v, 0] = ax / ln
-            out_nrm[v, 1] = ay / ln
-            out_nrm[v, 2] = az / ln
-    return out_pos, out_nrm
-
-
-def lbs_points_numpy(points, indices, weights, mats):
-    """Linear blend skinning of points, NumPy: ``sum_k w_k * mats[b_k] @ [x, 1]``. Returns (N, 3) float64."""
-    x = np.asarray(points, dtype=np.float64)
-    m = np.einsum("nk,nkij->nij", np.asarray(weights, np.float64), np.asarray(mats, np.float64)[np.asarray(indices)])
-    return np.einsum("nij,nj->ni", m[:, :3, :3], x) + m[:, :3, 3]
-
-
 # --------------------------------------------------------------------------------------------
 # hits
 # --------------------------------------------------------------------------------------------
@@ -254,7 +216,8 @@ class Hit:
 
     def world(self, skin_matrices) -> np.ndarray:
         """Posed position (3,) float64: blended skinning of the bind point with ``skin_matrices`` (B,4,4)."""
-        return lbs_points_numpy(self.bind_position[None], self.bones[None], self.weights[None], skin_matrices)[0]
+        return lbs_numpy(self.bind_position[None], self.bones[None], self.weights[None], skin_matrices,
+                         dtype=np.float64)[0]
 
     def world_rigid(self, world_matrices) -> np.ndarray:
         """Posed position using the dominant bone only: ``world_matrices[bone] @ local_position``."""
@@ -376,7 +339,7 @@ def hits_world(hits, skin_matrices) -> np.ndarray:
         idx[i, : len(h.bones)] = h.bones
         w[i, : len(h.bones)] = h.weights
     pts = np.stack([h.bind_position for h in hits])
-    return lbs_points_numpy(pts, idx, w, skin_matrices)
+    return lbs_numpy(pts, idx, w, skin_matrices, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------
