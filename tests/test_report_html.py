@@ -115,7 +115,7 @@ def _fake_section(ctx):
 
 
 def test_timings_table_has_a_header_a_total_and_a_labelled_warmup(tmp_path, monkeypatch):
-    from kisekae import demo
+    from kisekae.app import demo
 
     monkeypatch.setattr(demo, "SECTIONS", [("first", _fake_section), ("second", lambda ctx: "<p>b</p>")])
     page = demo.run_demo(tmp_path / "out", progress=False)
@@ -143,7 +143,7 @@ def _check_table_times(page) -> list:
 def test_demo_page_on_a_phone_and_a_desktop(tmp_path):
     """The real `kisekae demo` page (about 30-60 s): phone layout, pictures, alt text, readable captions,
     the penetration table's times and the timings table."""
-    from kisekae import demo
+    from kisekae.app import demo
     from kisekae.cli import main
     from kisekae.render.report import SHEET_FONT_PX
 

@@ -126,7 +126,7 @@ def test_new_gpu_inputs_are_validated():
         X.gpu_bound_push_out(np.zeros((2, 3)), np.zeros((2, 3), int), np.full((2, 3), 1 / 3), body, nrm[:3])
     with pytest.raises(KisekaeError, match="max_push"):
         X.gpu_skin_push_out(np.zeros((2, 3)), C.edge_capsules(), np.zeros((2, 3), int), np.full((2, 3), 1 / 3), body,
-                            nrm, margin=0.2, max_push=0.1)
+                            nrm, PushParams(margin=0.2, max_push=0.1))
     with pytest.raises(KisekaeError, match="maps"):
         X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap(f"m{i}") for i in range(9)])
     with pytest.raises(KisekaeError, match="threshold"):

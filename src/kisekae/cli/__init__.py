@@ -31,27 +31,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _option_strings(parser: argparse.ArgumentParser) -> set:
-    """Every option string of ``parser`` and its subcommands' parsers."""
-    out = set()
-    for action in parser._actions:
-        out.update(action.option_strings)
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                out |= _option_strings(sub)
-    return out
-
-
-def as_flags(exc: KisekaeError, parser: argparse.ArgumentParser) -> str:
-    """The one-line message of ``exc``, naming the command-line flag where the library named a
-    parameter (``worst_by`` -> ``--worst-by``): code below the CLI speaks in parameters."""
-    if exc.source is None:
-        return exc.message
-    flag = "--" + exc.source.replace("_", "-")
-    source = flag if exc.source.isidentifier() and flag in _option_strings(parser) else exc.source
-    return f"{source}: {exc.message}"
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -61,7 +40,7 @@ def main(argv=None) -> int:
     try:
         return int(args.func(args) or 0)
     except KisekaeError as exc:
-        print(f"kisekae: error: {as_flags(exc, parser)}", file=sys.stderr)
+        print(f"kisekae: error: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"kisekae: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
