@@ -9,9 +9,9 @@ Numba on one core except the tiny rig posing:
 1. skin the body (13,380 vertices) and the garment (:func:`kisekae.avatar.skinning.lbs`);
 2. pose the fitted capsule rig (95 capsules, NumPy);
 3. capsule push-out (:meth:`kisekae.fit.pushout.CapsulePushPlan.run`, positions only);
-4. posed body normals (:func:`kisekae.avatar.mesh.vertex_normals_numba`), then the skin-bound clearance
+4. posed body normals (:func:`kisekae.geom.normals.vertex_normals`), then the skin-bound clearance
    with the maxPush cap (:func:`kisekae.fit.bound.push_out_bound_numba`);
-5. garment normals (:func:`kisekae.avatar.mesh.vertex_normals_numba`).
+5. garment normals (:func:`kisekae.geom.normals.vertex_normals`).
 
 The body contact stage of issue 16 is not on main yet and is not measured. In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _timing import measure, table  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
-from kisekae.avatar.mesh import vertex_normals, vertex_normals_numba  # noqa: E402
+from kisekae.geom.normals import vertex_normals, vertex_normals_numpy  # noqa: E402
 from kisekae.avatar.poses import named_pose  # noqa: E402
 from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
 from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runtime  # noqa: E402
@@ -180,7 +180,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
         bv = lbs(bv0, bi, bw, skin_m).astype(np.float64)
         x = lbs(gv, gskin.indices, gskin.weights, skin_m).astype(np.float64)
         caps = rig.posed(world_m)
-        bn = vertex_normals_numba(bv, bfaces)
+        bn = vertex_normals(bv, bfaces)
         after_caps = plan.run(x, *caps, diagnostics=False)[0].copy()
         after = push_out_bound_numba(binding, after_caps, bv, bn, params, start=x)[0].copy()
 
@@ -189,29 +189,29 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
             g = lbs(gv, gskin.indices, gskin.weights, skin_m)
             c = rig.posed(world_m)
             p = plan.run(g, *c, diagnostics=False)[0]
-            q = push_out_bound_numba(binding, p, b, vertex_normals_numba(b, bfaces), params, start=g)[0]
-            return q, vertex_normals_numba(q, gf)
+            q = push_out_bound_numba(binding, p, b, vertex_normals(b, bfaces), params, start=g)[0]
+            return q, vertex_normals(q, gf)
 
         stages = [
             ("1 skin body (Numba)", lambda: lbs(bv0, bi, bw, skin_m)),
             ("1 skin garment (Numba)", lambda: lbs(gv, gskin.indices, gskin.weights, skin_m)),
             ("2 pose capsule rig (NumPy)", lambda: rig.posed(world_m)),
             ("3 capsule push, plan.run (Numba)", lambda: plan.run(x, *caps, diagnostics=False)),
-            ("4 body normals (Numba)", lambda: vertex_normals_numba(bv, bfaces)),
+            ("4 body normals (Numba)", lambda: vertex_normals(bv, bfaces)),
             ("4 skin-bound clearance + cap (Numba)", lambda: push_out_bound_numba(binding, after_caps, bv, bn, params,
                                                                                   start=x)),
-            ("5 garment normals (Numba)", lambda: vertex_normals_numba(after, gf)),
+            ("5 garment normals (Numba)", lambda: vertex_normals(after, gf)),
         ]
         timed = [(name, *measure(fn, repeat=repeat)) for name, fn in stages]
         total = measure(frame, repeat=repeat)
         skin_only = measure(lambda: (lbs(bv0, bi, bw, skin_m), lbs(gv, gskin.indices, gskin.weights, skin_m)),
                             repeat=repeat)
         today = measure(lambda: push_out_runtime(binding, x, caps, bv, bfaces, params), repeat=repeat)
-        numpy_normals = measure(lambda: vertex_normals(after, gf), repeat=repeat)
+        numpy_normals = measure(lambda: vertex_normals_numpy(after, gf), repeat=repeat)
         ref, _ = push_out_runtime(binding, x, caps, bv, bfaces, params)
         q, nq = frame()
         diff = float(np.abs(q - ref).max())
-        ndiff = float(np.abs(nq - vertex_normals(ref, gf)).max())
+        ndiff = float(np.abs(nq - vertex_normals_numpy(ref, gf)).max())
         moved = float(np.mean(np.linalg.norm(ref - x, axis=1) > 0))
         for name, w, c in timed:
             rows.append([pose_name, name, f"{w * 1e3:.3f}", f"{c * 1e3:.3f}", ""])
@@ -222,7 +222,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
         rows.append([pose_name, "baseline: today's push_out_runtime (stages 3-4)", f"{today[0] * 1e3:.3f}",
                      f"{today[1] * 1e3:.3f}", "grid-culled Numba capsules, NumPy normals, bound and cap"])
         rows.append([pose_name, "baseline: NumPy garment normals", f"{numpy_normals[0] * 1e3:.3f}",
-                     f"{numpy_normals[1] * 1e3:.3f}", "kisekae.avatar.mesh.vertex_normals"])
+                     f"{numpy_normals[1] * 1e3:.3f}", "kisekae.geom.normals.vertex_normals_numpy"])
     return rows, {"body_vertices": len(bv0), "garment_vertices": len(gv), "garment_faces": len(gf),
                   "capsules": len(rig)}
 

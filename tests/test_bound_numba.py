@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kisekae.avatar.mesh import vertex_normals, vertex_normals_numba
+from kisekae.geom.normals import vertex_normals, vertex_normals_numpy
 from kisekae.avatar.poses import named_pose
 from kisekae.errors import KisekaeError
 from kisekae.fit import PushParams
@@ -15,21 +15,21 @@ def test_vertex_normals_numba_analytic_and_as_numpy(avatar):
     # a unit right tetrahedron corner: the origin's three faces have areas 1/2 each, normals -x, -y, -z
     v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [5, 5, 5]], np.float64)
     f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], np.int32)
-    n = vertex_normals_numba(v, f)
+    n = vertex_normals(v, f)
     assert n.dtype == np.float32 and n.shape == (5, 3)
     np.testing.assert_allclose(n[0], -np.ones(3) / np.sqrt(3), atol=1e-7)
     assert np.all(n[4] == 0)  # on no face
     b = avatar.body
     posed = b.posed(named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton)).astype(np.float64)
     out = np.empty((len(posed), 3), np.float32)
-    assert vertex_normals_numba(posed, b.mesh.faces, out=out) is out
-    np.testing.assert_array_equal(out, vertex_normals(posed, b.mesh.faces))
+    assert vertex_normals(posed, b.mesh.faces, out=out) is out
+    np.testing.assert_array_equal(out, vertex_normals_numpy(posed, b.mesh.faces))
     with pytest.raises(KisekaeError, match="faces"):
-        vertex_normals_numba(v, np.array([[0, 1, 9]]))
+        vertex_normals(v, np.array([[0, 1, 9]]))
     with pytest.raises(KisekaeError, match="vertices"):
-        vertex_normals_numba(np.full((5, 3), np.nan), f)
+        vertex_normals(np.full((5, 3), np.nan), f)
     with pytest.raises(KisekaeError, match="out"):
-        vertex_normals_numba(v, f, out=np.empty((5, 3)))
+        vertex_normals(v, f, out=np.empty((5, 3)))
 
 
 @pytest.mark.parametrize("params", [PushParams(), PushParams(margin=0.004, stiffness=0.7, max_push=0.02,
@@ -47,7 +47,7 @@ def test_bound_numba_equals_the_numpy_reference(avatar, params):
     t, s = rng.uniform(0, 1, len(x)), rng.uniform(0, 1, len(x))
     ref, push, s_ref = push_out_bound(binding, jitter, body, b.mesh.faces, params, t, s)
     assert (push > 0).mean() > 0.1 and (s_ref < 0).any()
-    nb = vertex_normals_numba(body, b.mesh.faces)
+    nb = vertex_normals(body, b.mesh.faces)
     got, s_got = push_out_bound_numba(binding, jitter, body, nb, params, t, s)
     assert np.abs(s_got - s_ref).max() < 1e-12
     assert np.abs(got - ref).max() < 1e-12
@@ -64,7 +64,7 @@ def test_bound_numba_bad_input(avatar):
     g = avatar.garments["skirt"]
     binding = bind_to_skin(g.mesh.vertices, b.mesh.vertices, b.mesh.faces)
     body = b.mesh.vertices.astype(np.float64)
-    nb = vertex_normals_numba(body, b.mesh.faces)
+    nb = vertex_normals(body, b.mesh.faces)
     x = g.mesh.vertices
     with pytest.raises(KisekaeError, match="garment vertices"):
         push_out_bound_numba(binding, x[:-1], body, nb)

@@ -251,7 +251,7 @@ def push_out_bound_numba(binding: SkinBinding, points, body_posed, body_normals,
     """Skin-bound push-out, Numba, one core: :func:`push_out_bound` for per-frame use.
 
     Unlike :func:`push_out_bound` it takes the posed body normals (one
-    :func:`kisekae.avatar.mesh.vertex_normals_numba` per frame serves every garment) and, with
+    :func:`kisekae.geom.normals.vertex_normals` per frame serves every garment) and, with
     ``start``, also applies the maxPush cap of :func:`push_out_runtime` (``|new - start| <= max_push``).
 
     Parameters
@@ -259,7 +259,7 @@ def push_out_bound_numba(binding: SkinBinding, points, body_posed, body_normals,
     binding : SkinBinding from :func:`bind_to_skin`
     points : (N, 3) garment vertices, metres (after the capsule push in the runtime path)
     body_posed : (Nb, 3) posed body vertices, metres
-    body_normals : (Nb, 3) posed body vertex normals (unit, outward), e.g. float32 from ``vertex_normals_numba``
+    body_normals : (Nb, 3) posed body vertex normals (unit, outward), e.g. float32 from ``kisekae.geom.normals.vertex_normals``
     params : PushParams, optional
     tightness, softness : None, float or (N,), 0..1 (default: the params' values)
     up : (3,) world up, for the skirt bias

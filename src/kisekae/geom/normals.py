@@ -9,12 +9,13 @@ Edge cases (both implementations):
 
 - a vertex on no face, or only on degenerate faces (zero sum), gets ``fallback``
   (default ``(0, 0, 0)``);
-- a weld map is validated (:func:`kisekae.geom.weld.as_weld`); faces are not, callers validate
-  them at their boundary (:mod:`kisekae.validate`).
+- both validate the weld map; :func:`vertex_normals` also validates vertices and faces.
 
 :func:`vertex_normals_numpy` is the reference (``np.add.at``); :func:`vertex_normals` runs the
-Numba kernel :func:`_vertex_normals_kernel`, which accumulates in the same order (corner by
-corner, face by face), so both agree to the last bit in float64.
+Numba kernels :func:`_vertex_normals_kernel`, which accumulates in the same order (corner by
+corner, face by face), and :func:`_normalize_kernel`, which divides by the same length: both give
+the same values to the last bit (tested). :func:`vertex_normals` validates its inputs and can write
+into a given buffer, so it serves per frame.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..errors import KisekaeError
+from ..validate import as_faces, as_points
 from .weld import as_weld
 
 
@@ -108,13 +111,48 @@ def _vertex_normals_kernel(v, f, target, acc):
             acc[k, 2] += e1x * e2y - e1y * e2x
 
 
-def vertex_normals(vertices, faces, weld=None, *, fallback=None, dtype=np.float32) -> np.ndarray:
-    """Area-weighted unit vertex normals ``(N, 3)`` (Numba; same contract as :func:`vertex_normals_numpy`)."""
-    v = np.ascontiguousarray(vertices, dtype=np.float64).reshape(-1, 3)
-    f = np.ascontiguousarray(faces, dtype=np.int64).reshape(-1, 3)
-    w = None if weld is None else as_weld(weld, len(v))
-    target = f if w is None else np.ascontiguousarray(w[f])
-    acc = np.zeros((len(v), 3))
+@numba.njit(cache=True)
+def _normalize_kernel(acc, weld, fallback, out):
+    """``out[i] = acc[weld[i]] / |acc[weld[i]]|`` (``fallback`` where the length is 0), cast to out's type:
+    the same operations as :func:`vertex_normals_numpy`, so the same values."""
+    for i in range(out.shape[0]):
+        k = weld[i]
+        x = acc[k, 0]
+        y = acc[k, 1]
+        z = acc[k, 2]
+        ln = np.sqrt(x * x + y * y + z * z)
+        if ln > 0.0:
+            out[i, 0] = x / ln
+            out[i, 1] = y / ln
+            out[i, 2] = z / ln
+        else:
+            out[i, 0] = fallback[0]
+            out[i, 1] = fallback[1]
+            out[i, 2] = fallback[2]
+
+
+def vertex_normals(vertices, faces, weld=None, *, fallback=None, dtype=np.float32, out=None) -> np.ndarray:
+    """Area-weighted unit vertex normals ``(N, 3)`` (Numba), for rest meshes and per frame.
+
+    Same contract and the same values as :func:`vertex_normals_numpy`, plus:
+
+    - the inputs are validated (finite vertices, face indices in range: :class:`KisekaeError`);
+    - ``out`` : (N, 3) writeable C-contiguous array of ``dtype``, optional, is written and
+      returned (no allocation for the result per frame).
+    """
+    v = np.ascontiguousarray(as_points(vertices, "vertices"))
+    n = len(v)
+    f = as_faces(faces, n, "faces").astype(np.int64)
+    w = np.arange(n) if weld is None else as_weld(weld, n)
+    target = f if weld is None else np.ascontiguousarray(w[f])
+    acc = np.zeros((n, 3))
     if len(f):
         _vertex_normals_kernel(v, f, target, acc)
-    return _finish(acc, w, fallback, dtype)
+    if out is None:
+        out = np.empty((n, 3), dtype)
+    elif not (type(out) is np.ndarray and out.dtype == np.dtype(dtype) and out.flags.c_contiguous
+              and out.flags.writeable and out.shape == (n, 3)):
+        raise KisekaeError(f"must be a writeable C-contiguous {np.dtype(dtype).name} array of shape ({n}, 3)", "out")
+    fb = np.zeros(3) if fallback is None else np.asarray(fallback, dtype=np.float64).reshape(3)
+    _normalize_kernel(acc, w, fb, out)
+    return out
