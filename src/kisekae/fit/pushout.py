@@ -397,6 +397,20 @@ def _pack_capsules(a, b, ra, rb, caps, bound):
 
 
 @numba.njit(cache=True, error_model="numpy", inline="always")
+def _axial(px, py, pz, ax, ay, az, ux, uy, uz):
+    """``p − a`` split along the unit axis ``u``: ``(pa, x, w, |w|²)`` with ``x = (p − a)·u`` and
+    ``w = (p − a) − x u`` (in the arguments' precision, float32 or float64)."""
+    pax = px - ax
+    pay = py - ay
+    paz = pz - az
+    x = pax * ux + pay * uy + paz * uz
+    wx = pax - x * ux
+    wy = pay - x * uy
+    wz = paz - x * uz
+    return pax, pay, paz, x, wx, wy, wz, wx * wx + wy * wy + wz * wz
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1):
     """Fold candidate ``q`` (float32, block-local ``cl[q]``) into the two smallest distances
     ``b1 <= b2`` and the argmin ``i1`` of ``m`` block vertices: a branch-free SIMD loop.
@@ -411,14 +425,7 @@ def _block_min32(fx, fy, fz, m, cl, q, b1, b2, i1):
     zero = np.float32(0.0)
     qi = np.int32(q)
     for j in range(m):
-        pax = fx[j] - ax
-        pay = fy[j] - ay
-        paz = fz[j] - az
-        x = pax * ux + pay * uy + paz * uz
-        wx = pax - x * ux
-        wy = pay - x * uy
-        wz = paz - x * uz
-        w2 = wx * wx + wy * wy + wz * wz
+        pax, pay, paz, x, wx, wy, wz, w2 = _axial(fx[j], fy[j], fz[j], ax, ay, az, ux, uy, uz)
         y = np.sqrt(w2)
         t = x * cs - y * sn
         use_a = t < zero
@@ -455,14 +462,7 @@ def _block_exact(cx, cy, cz, nn, caps, c, q, ci, dd, gxb, gyb, gzb):
     qi = np.int32(q)
     pos = sn >= 0.0
     for i in range(nn):
-        pax = cx[i] - ax
-        pay = cy[i] - ay
-        paz = cz[i] - az
-        x = pax * ux + pay * uy + paz * uz
-        wx = pax - x * ux
-        wy = pay - x * uy
-        wz = paz - x * uz
-        w2 = wx * wx + wy * wy + wz * wz
+        pax, pay, paz, x, wx, wy, wz, w2 = _axial(cx[i], cy[i], cz[i], ax, ay, az, ux, uy, uz)
         A = x * cs
         Bq = (x - L) * cs
         sw = sn * sn * w2

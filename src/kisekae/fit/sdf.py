@@ -366,21 +366,12 @@ def _cull_grid(points, caps, reach, cell_size, max_cells):
     capsule is missed. The cell size is ``cell_size``, enlarged when the box would need more
     than ``max_cells`` cells.
     """
-    n = points.shape[0]
-    lo0 = lo1 = lo2 = np.inf
-    hi0 = hi1 = hi2 = -np.inf
-    for v in range(n):
-        x = points[v, 0]
-        y = points[v, 1]
-        z = points[v, 2]
-        lo0 = min(lo0, x)
-        hi0 = max(hi0, x)
-        lo1 = min(lo1, y)
-        hi1 = max(hi1, y)
-        lo2 = min(lo2, z)
-        hi2 = max(hi2, z)
-    lo = np.array([lo0, lo1, lo2])
-    ext = np.array([max(hi0 - lo0, 1e-6), max(hi1 - lo1, 1e-6), max(hi2 - lo2, 1e-6)])
+    lo = np.full(3, np.inf)
+    ext = np.full(3, 1e-6)
+    for k in range(3):
+        if points.shape[0]:
+            lo[k] = points[:, k].min()
+            ext[k] = max(points[:, k].max() - lo[k], 1e-6)
     h = max(cell_size, 1e-4)
     vol = (ext[0] / h + 1) * (ext[1] / h + 1) * (ext[2] / h + 1)
     if vol > max_cells:

@@ -74,6 +74,12 @@ def closest_point_triangles_numpy(p, a, b, c):
 
 
 @numba.njit(cache=True, inline="always")
+def _edge_t(num, den):
+    """Parameter ``num / den`` of the closest point along an edge; 0 on a zero-length edge."""
+    return num / den if den > 0.0 else 0.0
+
+
+@numba.njit(cache=True, inline="always")
 def closest_barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     """Barycentrics ``(u, v, w)`` of the point of triangle abc closest to p.
 
@@ -94,8 +100,7 @@ def closest_barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
         return 0.0, 1.0, 0.0
     vc = d1 * d4 - d3 * d2
     if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        den = d1 - d3
-        t = d1 / den if den > 0.0 else 0.0
+        t = _edge_t(d1, d1 - d3)
         return 1.0 - t, t, 0.0
     cpx, cpy, cpz = px - cx, py - cy, pz - cz
     d5 = abx * cpx + aby * cpy + abz * cpz
@@ -104,13 +109,11 @@ def closest_barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
         return 0.0, 0.0, 1.0
     vb = d5 * d2 - d1 * d6
     if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        den = d2 - d6
-        t = d2 / den if den > 0.0 else 0.0
+        t = _edge_t(d2, d2 - d6)
         return 1.0 - t, 0.0, t
     va = d3 * d6 - d5 * d4
     if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        den = (d4 - d3) + (d5 - d6)
-        t = (d4 - d3) / den if den > 0.0 else 0.0
+        t = _edge_t(d4 - d3, (d4 - d3) + (d5 - d6))
         return 0.0, 1.0 - t, t
     den = va + vb + vc
     if not den > 0.0:  # degenerate triangle: fall back to vertex a

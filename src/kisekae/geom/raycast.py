@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import KisekaeError
 from ..validate import as_faces, as_points, positive
 from .bvh import BVH, build_bvh, refit, refit_boxes
-from .raytri import ray_triangle, ray_triangle_tuv, ray_triangle_tuv_numpy
+from .raytri import hit_bary, ray_triangle, ray_triangle_tuv, ray_triangle_tuv_numpy
 
 #: Traversal stack size; a median-split tree over 2**40 triangles is far shallower.
 _STACK = 128
@@ -138,12 +138,7 @@ def ray_bvh_numba(origin, direction, vertices, faces, left, right, order, start,
                 best_f = f
                 bu = u
                 bw = w
-    bary = np.zeros(3)
-    if best_f >= 0:
-        bary[0] = 1.0 - bu - bw
-        bary[1] = bu
-        bary[2] = bw
-    return best_f, best_t, bary
+    return best_f, best_t, hit_bary(best_f, bu, bw)
 
 
 def _boxes(boxes, tree, v, f):

@@ -112,6 +112,17 @@ def ray_triangle(ox, oy, oz, dx, dy, dz, vertices, ia, ib, ic):
     return t, u, w
 
 
+@numba.njit(cache=True, inline="always")
+def hit_bary(face, u, w):
+    """Barycentrics ``(1 − u − w, u, w)`` of a hit as a (3,) array; zeros when ``face < 0`` (a miss)."""
+    bary = np.zeros(3)
+    if face >= 0:
+        bary[0] = 1.0 - u - w
+        bary[1] = u
+        bary[2] = w
+    return bary
+
+
 @numba.njit(cache=True)
 def ray_triangles_numba(origin, direction, vertices, faces, t_min):
     """Numba twin of :func:`ray_triangles_numpy` (same contract, float64 arrays)."""
@@ -128,9 +139,4 @@ def ray_triangles_numba(origin, direction, vertices, faces, t_min):
             best_f = f
             bu = u
             bw = w
-    bary = np.zeros(3)
-    if best_f >= 0:
-        bary[0] = 1.0 - bu - bw
-        bary[1] = bu
-        bary[2] = bw
-    return best_f, best_t, bary
+    return best_f, best_t, hit_bary(best_f, bu, bw)

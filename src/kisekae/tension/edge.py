@@ -429,19 +429,9 @@ def _prepare(rest, deformed):
     return rest_a, def_a
 
 
-def tension_map(
-    rest,
-    deformed,
-    faces=None,
-    *,
-    falloff: float = 1.0,
-    stretch_area: float = 1.0,
-    compress_area: float = 1.0,
-    weight_limit: float = 1.0,
-    edges=None,
-    weld=True,
-    weld_tolerance: float = 0.0,
-) -> TensionResult:
+def tension_map(rest, deformed, faces=None, *, falloff: float = 1.0, stretch_area: float = 1.0,
+                compress_area: float = 1.0, weight_limit: float = 1.0, edges=None, weld=True,
+                weld_tolerance: float = 0.0) -> TensionResult:
     """Tension of a deformed mesh against its rest pose, like cgvirus's node group (Numba).
 
     The rest-pose set-up (weld, edges, rest means) is cached per rest mesh (:func:`cached_plan`),
@@ -491,19 +481,9 @@ def tension_map(
     return plan._run(plan._check_deformed(def_a, "deformed"), None, consts, "deformed")
 
 
-def tension_map_numpy(
-    rest,
-    deformed,
-    faces=None,
-    *,
-    falloff: float = 1.0,
-    stretch_area: float = 1.0,
-    compress_area: float = 1.0,
-    weight_limit: float = 1.0,
-    edges=None,
-    weld=True,
-    weld_tolerance: float = 0.0,
-) -> TensionResult:
+def tension_map_numpy(rest, deformed, faces=None, *, falloff: float = 1.0, stretch_area: float = 1.0,
+                      compress_area: float = 1.0, weight_limit: float = 1.0, edges=None, weld=True,
+                      weld_tolerance: float = 0.0) -> TensionResult:
     """NumPy reference of :func:`tension_map` (``bincount`` over edges); same parameters and result."""
     rest_a, def_a = _prepare(rest, deformed)
     plan = TensionPlan(
