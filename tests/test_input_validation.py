@@ -60,7 +60,7 @@ def test_bvh_without_frames(tmp_path, capsys):
 def test_deeply_nested_json(tmp_path, capsys):
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.avatar.poses import load_pose_file
-    from kisekae.fit.capsules import CapsuleRig
+    from kisekae.avatar.capsules import CapsuleRig
 
     f = tmp_path / "deep.json"
     f.write_text("[" * 200_000 + "]" * 200_000)

@@ -106,7 +106,7 @@ def run(args) -> int:
 
         data = read_json(path)
         if isinstance(data, dict) and "capsules" in data:
-            from ..fit.capsules import CapsuleRig
+            from ..avatar.capsules import CapsuleRig
 
             rig = CapsuleRig.from_json_dict(data, source=str(path))
             print(f"{path}: JSON capsule rig, {len(rig)} capsules")

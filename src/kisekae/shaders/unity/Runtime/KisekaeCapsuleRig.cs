@@ -85,7 +85,7 @@ namespace Kisekae
             {
                 var c = capsules[i];
                 Matrix4x4 m = c.bone != null ? c.bone.localToWorldMatrix : Matrix4x4.identity;
-                // radii scale with the cube root of the determinant (kisekae.fit.capsules.transform_capsules)
+                // radii scale with the cube root of the determinant (kisekae.avatar.capsules.transform_capsules)
                 float s = Mathf.Pow(Mathf.Abs(m.determinant), 1.0f / 3.0f);
                 Vector3 a = m.MultiplyPoint3x4(c.p0);
                 Vector3 b = m.MultiplyPoint3x4(c.p1);
