@@ -68,65 +68,81 @@ def run(args) -> int:
     path = Path(args.file)
     if not path.exists():
         raise KisekaeError("file not found", path)
-    suffix = path.suffix.lower()
-    if suffix == ".obj":
-        from ..io.obj import read_obj
-
-        obj = read_obj(path)
-        sizes = {}
-        for i, g in enumerate(obj.groups):
-            n = int((obj.polygon_group == i).sum())
-            if n:
-                sizes[g] = n
-        print(f"{path}: OBJ, {len(obj.vertices)} vertices, {len(obj.uvs)} UVs, {len(obj.polygons)} polygons")
-        for g, n in list(sizes.items())[:40]:
-            print(f"  group {g}: {n} polygons")
-        if len(sizes) > 40:
-            print(f"  ... {len(sizes) - 40} more groups")
-    elif suffix == ".mhclo":
-        from ..avatar.builtin import load_builtin_avatar
-        from ..io.mhclo import load_mhclo, parse_mhclo
-
-        info = parse_mhclo(path)
-        # Fit it to the built-in avatar too: that checks the OBJ it names, the vertex counts and the
-        # base-mesh references, not only the syntax.
-        garment = load_mhclo(path, load_builtin_avatar(args.rig))
-        print(f"{path}: MakeHuman garment {info['name']!r}, {len(info['refs'])} vertices, obj {info['obj_path'].name} "
-              f"({len(garment.mesh.faces)} triangles), {len(info['delete_verts'])} hidden base vertices, "
-              f"base refs {info['refs'].min()}..{info['refs'].max()}; fits the built-in avatar")
-    elif suffix == ".bvh":
-        from ..io.bvh import JOINT_ALIASES, read_bvh
-
-        clip = read_bvh(path)
-        print(f"{path}: BVH, {len(clip.joints)} joints, {clip.n_frames} frames at {1 / clip.frame_time:.1f} fps "
-              f"({clip.n_frames * clip.frame_time:.2f} s)")
-        print("  joints: " + ", ".join(JOINT_ALIASES.get(j.name, j.name) for j in clip.joints))
-    elif suffix == ".json":
-        from ..jsonfile import read_json
-
-        data = read_json(path)
-        if isinstance(data, dict) and "capsules" in data:
-            from ..avatar.capsules import CapsuleRig
-
-            rig = CapsuleRig.from_json_dict(data, source=str(path))
-            print(f"{path}: JSON capsule rig, {len(rig)} capsules")
-        else:
-            from ..avatar.builtin import load_builtin_avatar
-            from ..avatar.poses import load_pose_file
-
-            # Build the pose on the built-in rig: that checks bone names and values, not only the syntax.
-            skeleton = load_builtin_avatar(args.rig).skeleton
-            pose = load_pose_file(skeleton, path)
-            moved = [skeleton.names[j] for j in range(skeleton.n_bones) if not np.allclose(pose.rotations[j], np.eye(3))]
-            print(f"{path}: JSON pose file, valid on the built-in {args.rig} rig; rotates {len(moved)} bone(s)"
-                  + (f": {', '.join(moved[:20])}{' ...' if len(moved) > 20 else ''}" if moved else "")
-                  + (f"; root offset {np.round(pose.translation, 4).tolist()} m" if np.any(pose.translation) else ""))
-    elif suffix in (".glb", ".gltf", ".vrm"):
-        try:
-            from ..io import gltf
-        except ImportError:
-            raise KisekaeError("glTF support is not installed in this build", path) from None
-        print(gltf.describe(path))
-    else:
+    describe = _DESCRIBERS.get(path.suffix.lower())
+    if describe is None:
         raise KisekaeError("unknown asset type (expected .obj, .mhclo, .bvh, .json, .glb, .gltf or .vrm)", path)
+    describe(path, args)
     return 0
+
+
+def _obj(path, args) -> None:
+    from ..io.obj import read_obj
+
+    obj = read_obj(path)
+    sizes = {}
+    for i, g in enumerate(obj.groups):
+        n = int((obj.polygon_group == i).sum())
+        if n:
+            sizes[g] = n
+    print(f"{path}: OBJ, {len(obj.vertices)} vertices, {len(obj.uvs)} UVs, {len(obj.polygons)} polygons")
+    for g, n in list(sizes.items())[:40]:
+        print(f"  group {g}: {n} polygons")
+    if len(sizes) > 40:
+        print(f"  ... {len(sizes) - 40} more groups")
+
+
+def _mhclo(path, args) -> None:
+    from ..avatar.builtin import load_builtin_avatar
+    from ..io.mhclo import load_mhclo, parse_mhclo
+
+    info = parse_mhclo(path)
+    # Fit it to the built-in avatar too: that checks the OBJ it names, the vertex counts and the
+    # base-mesh references, not only the syntax.
+    garment = load_mhclo(path, load_builtin_avatar(args.rig))
+    print(f"{path}: MakeHuman garment {info['name']!r}, {len(info['refs'])} vertices, obj {info['obj_path'].name} "
+          f"({len(garment.mesh.faces)} triangles), {len(info['delete_verts'])} hidden base vertices, "
+          f"base refs {info['refs'].min()}..{info['refs'].max()}; fits the built-in avatar")
+
+
+def _bvh(path, args) -> None:
+    from ..io.bvh import JOINT_ALIASES, read_bvh
+
+    clip = read_bvh(path)
+    print(f"{path}: BVH, {len(clip.joints)} joints, {clip.n_frames} frames at {1 / clip.frame_time:.1f} fps "
+          f"({clip.n_frames * clip.frame_time:.2f} s)")
+    print("  joints: " + ", ".join(JOINT_ALIASES.get(j.name, j.name) for j in clip.joints))
+
+
+def _json(path, args) -> None:
+    from ..jsonfile import read_json
+
+    data = read_json(path)
+    if isinstance(data, dict) and "capsules" in data:
+        from ..avatar.capsules import CapsuleRig
+
+        rig = CapsuleRig.from_json_dict(data, source=str(path))
+        print(f"{path}: JSON capsule rig, {len(rig)} capsules")
+        return
+    from ..avatar.builtin import load_builtin_avatar
+    from ..avatar.poses import load_pose_file
+
+    # Build the pose on the built-in rig: that checks bone names and values, not only the syntax.
+    skeleton = load_builtin_avatar(args.rig).skeleton
+    pose = load_pose_file(skeleton, path)
+    moved = [skeleton.names[j] for j in range(skeleton.n_bones) if not np.allclose(pose.rotations[j], np.eye(3))]
+    print(f"{path}: JSON pose file, valid on the built-in {args.rig} rig; rotates {len(moved)} bone(s)"
+          + (f": {', '.join(moved[:20])}{' ...' if len(moved) > 20 else ''}" if moved else "")
+          + (f"; root offset {np.round(pose.translation, 4).tolist()} m" if np.any(pose.translation) else ""))
+
+
+def _gltf(path, args) -> None:
+    try:
+        from ..io import gltf
+    except ImportError:
+        raise KisekaeError("glTF support is not installed in this build", path) from None
+    print(gltf.describe(path))
+
+
+#: File suffix -> the function that prints what the asset contains.
+_DESCRIBERS = {".obj": _obj, ".mhclo": _mhclo, ".bvh": _bvh, ".json": _json, ".glb": _gltf, ".gltf": _gltf,
+               ".vrm": _gltf}

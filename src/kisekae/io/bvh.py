@@ -107,121 +107,160 @@ def read_bvh(path) -> BVHClip:
 
 
 def parse_bvh(text: str, source: str = "<bvh>") -> BVHClip:
-    lines = text.splitlines()
-    joints: list = []
-    stack: list = []
-    i = 0
-    pending_end = False
+    """Parse BVH text: the HIERARCHY (joints, offsets, channels, end sites), then the MOTION frames.
 
-    def fail(msg, lineno):
-        raise KisekaeError(f"line {lineno}: {msg}", source)
-
-    while i < len(lines):
-        words = lines[i].split()
-        lineno = i + 1
-        i += 1
-        if not words:
-            continue
-        key = words[0].upper()
-        if key == "HIERARCHY":
-            continue
-        if key in ("ROOT", "JOINT"):
-            if len(words) < 2:
-                fail(f"{key} needs a name", lineno)
-            if key == "ROOT" and joints:
-                fail("only one ROOT is supported", lineno)
-            parent = stack[-1] if stack else -1
-            if key == "JOINT" and parent < 0:
-                fail("JOINT outside a ROOT", lineno)
-            joints.append(BVHJoint(words[1], parent, np.zeros(3), []))
-            pending_end = False
-        elif key == "END":
-            pending_end = True
-        elif key == "{":
-            if pending_end:
-                stack.append(-2)
-            else:
-                if not joints:
-                    fail("'{' before any joint", lineno)
-                stack.append(len(joints) - 1)
-        elif key == "}":
-            if not stack:
-                fail("unbalanced '}'", lineno)
-            stack.pop()
-            pending_end = False
-        elif key == "OFFSET":
-            try:
-                off = np.array([float(w) for w in words[1:4]])
-            except ValueError:
-                fail("OFFSET needs 3 numbers", lineno)
-            if off.shape != (3,) or not np.all(np.isfinite(off)):
-                fail("OFFSET needs 3 finite numbers", lineno)
-            if stack and stack[-1] == -2:
-                owner = next(s for s in reversed(stack) if s >= 0)
-                joints[owner].end_offset = off
-            else:
-                joints[-1].offset = off
-        elif key == "CHANNELS":
-            try:
-                n = int(words[1])
-            except (IndexError, ValueError):
-                fail("CHANNELS needs a count", lineno)
-            names = words[2:]
-            if len(names) != n:
-                fail(f"CHANNELS declares {n} channels but names {len(names)}", lineno)
-            for ch in names:
-                if ch[0].upper() not in "XYZ" or ch[1:].lower() not in ("rotation", "position"):
-                    fail("unknown channel name (channels are Xrotation, Yrotation, Zrotation, Xposition, Yposition, "
-                         "Zposition)", lineno)
-            joints[-1].channels = names
-        elif key == "MOTION":
-            break
-        else:
-            fail("unexpected keyword in HIERARCHY (expected ROOT, JOINT, End Site, OFFSET, CHANNELS, braces or "
-                 "MOTION)", lineno)
-    if not joints:
-        raise KisekaeError("no joints (empty or truncated HIERARCHY)", source)
-    if stack:
-        raise KisekaeError("HIERARCHY ends with unclosed '{' (truncated file?)", source)
-    n_frames, frame_time = None, None
-    values = []
+    Every problem raises :class:`KisekaeError` naming ``source`` and the line.
+    """
+    parser = _BVHParser(text.splitlines(), source)
+    joints = parser.hierarchy()
     n_channels = sum(len(j.channels) for j in joints)
-    while i < len(lines):
-        line = lines[i].strip()
-        lineno = i + 1
-        i += 1
-        if not line:
-            continue
-        if line.lower().startswith("frames:"):
-            try:
-                n_frames = int(line.split(":", 1)[1])
-            except ValueError:
-                fail("bad 'Frames:' line (expected a whole number)", lineno)
-            if n_frames < 0:
-                fail(f"'Frames: {n_frames}' is negative", lineno)
-            continue
-        if line.lower().startswith("frame time:"):
-            try:
-                frame_time = float(line.split(":", 1)[1])
-            except ValueError:
-                fail("bad 'Frame Time:' line (expected seconds per frame)", lineno)
-            if not (np.isfinite(frame_time) and frame_time > 0):
-                fail(f"'Frame Time: {frame_time:g}' must be a positive number of seconds per frame", lineno)
-            continue
+    values, n_frames, frame_time = parser.motion(n_channels)
+    return BVHClip(joints, np.asarray(values, dtype=np.float64).reshape(len(values), n_channels), frame_time, source)
+
+
+class _BVHParser:
+    """Line-by-line BVH reader: :meth:`hierarchy`, then :meth:`motion` from where it stopped."""
+
+    def __init__(self, lines: list, source: str):
+        self.lines, self.source = lines, source
+        self.i = 0
+        self.joints: list = []
+        self.stack: list = []  # joint indices of open braces; -2 for an End Site
+        self.pending_end = False
+
+    def fail(self, msg, lineno):
+        raise KisekaeError(f"line {lineno}: {msg}", self.source)
+
+    def hierarchy(self) -> list:
+        """The joints, up to the ``MOTION`` line."""
+        handlers = {"ROOT": self._joint, "JOINT": self._joint, "END": self._end, "{": self._open,
+                    "}": self._close, "OFFSET": self._offset, "CHANNELS": self._channels}
+        while self.i < len(self.lines):
+            words = self.lines[self.i].split()
+            lineno = self.i + 1
+            self.i += 1
+            if not words:
+                continue
+            key = words[0].upper()
+            if key == "HIERARCHY":
+                continue
+            if key == "MOTION":
+                break
+            if key not in handlers:
+                self.fail("unexpected keyword in HIERARCHY (expected ROOT, JOINT, End Site, OFFSET, CHANNELS, braces "
+                          "or MOTION)", lineno)
+            handlers[key](key, words, lineno)
+        if not self.joints:
+            raise KisekaeError("no joints (empty or truncated HIERARCHY)", self.source)
+        if self.stack:
+            raise KisekaeError("HIERARCHY ends with unclosed '{' (truncated file?)", self.source)
+        return self.joints
+
+    def _joint(self, key, words, lineno):
+        if len(words) < 2:
+            self.fail(f"{key} needs a name", lineno)
+        if key == "ROOT" and self.joints:
+            self.fail("only one ROOT is supported", lineno)
+        parent = self.stack[-1] if self.stack else -1
+        if key == "JOINT" and parent < 0:
+            self.fail("JOINT outside a ROOT", lineno)
+        self.joints.append(BVHJoint(words[1], parent, np.zeros(3), []))
+        self.pending_end = False
+
+    def _end(self, key, words, lineno):
+        self.pending_end = True
+
+    def _open(self, key, words, lineno):
+        if self.pending_end:
+            self.stack.append(-2)
+        else:
+            if not self.joints:
+                self.fail("'{' before any joint", lineno)
+            self.stack.append(len(self.joints) - 1)
+
+    def _close(self, key, words, lineno):
+        if not self.stack:
+            self.fail("unbalanced '}'", lineno)
+        self.stack.pop()
+        self.pending_end = False
+
+    def _offset(self, key, words, lineno):
+        try:
+            off = np.array([float(w) for w in words[1:4]])
+        except ValueError:
+            self.fail("OFFSET needs 3 numbers", lineno)
+        if off.shape != (3,) or not np.all(np.isfinite(off)):
+            self.fail("OFFSET needs 3 finite numbers", lineno)
+        if self.stack and self.stack[-1] == -2:
+            owner = next(s for s in reversed(self.stack) if s >= 0)
+            self.joints[owner].end_offset = off
+        else:
+            self.joints[-1].offset = off
+
+    def _channels(self, key, words, lineno):
+        try:
+            n = int(words[1])
+        except (IndexError, ValueError):
+            self.fail("CHANNELS needs a count", lineno)
+        names = words[2:]
+        if len(names) != n:
+            self.fail(f"CHANNELS declares {n} channels but names {len(names)}", lineno)
+        for ch in names:
+            if ch[0].upper() not in "XYZ" or ch[1:].lower() not in ("rotation", "position"):
+                self.fail("unknown channel name (channels are Xrotation, Yrotation, Zrotation, Xposition, Yposition, "
+                          "Zposition)", lineno)
+        self.joints[-1].channels = names
+
+    def motion(self, n_channels: int):
+        """``(frame rows, Frames:, Frame Time:)`` of the MOTION section."""
+        n_frames, frame_time = None, None
+        values = []
+        while self.i < len(self.lines):
+            line = self.lines[self.i].strip()
+            lineno = self.i + 1
+            self.i += 1
+            if not line:
+                continue
+            if line.lower().startswith("frames:"):
+                n_frames = self._frames(line, lineno)
+            elif line.lower().startswith("frame time:"):
+                frame_time = self._frame_time(line, lineno)
+            else:
+                values.append(self._row(line, lineno, n_channels))
+        if n_frames is None or frame_time is None:
+            raise KisekaeError("missing MOTION section with 'Frames:' and 'Frame Time:'", self.source)
+        if len(values) != n_frames:
+            raise KisekaeError(f"'Frames: {n_frames}' but {len(values)} frame lines (truncated file?)", self.source)
+        return values, n_frames, frame_time
+
+    def _frames(self, line, lineno) -> int:
+        try:
+            n_frames = int(line.split(":", 1)[1])
+        except ValueError:
+            self.fail("bad 'Frames:' line (expected a whole number)", lineno)
+        if n_frames < 0:
+            self.fail(f"'Frames: {n_frames}' is negative", lineno)
+        return n_frames
+
+    def _frame_time(self, line, lineno) -> float:
+        try:
+            frame_time = float(line.split(":", 1)[1])
+        except ValueError:
+            self.fail("bad 'Frame Time:' line (expected seconds per frame)", lineno)
+        if not (np.isfinite(frame_time) and frame_time > 0):
+            self.fail(f"'Frame Time: {frame_time:g}' must be a positive number of seconds per frame", lineno)
+        return frame_time
+
+    def _row(self, line, lineno, n_channels: int) -> list:
         try:
             row = [float(w) for w in line.split()]
         except ValueError:
-            fail("frame values must be numbers", lineno)
+            self.fail("frame values must be numbers", lineno)
         if len(row) != n_channels:
-            fail(f"frame has {len(row)} values but the hierarchy declares {n_channels} channels", lineno)
+            self.fail(f"frame has {len(row)} values but the hierarchy declares {n_channels} channels", lineno)
         if not np.all(np.isfinite(row)):
-            fail("non-finite frame value", lineno)
-        values.append(row)
-    if n_frames is None or frame_time is None:
-        raise KisekaeError("missing MOTION section with 'Frames:' and 'Frame Time:'", source)
-    if len(values) != n_frames:
-        raise KisekaeError(f"'Frames: {n_frames}' but {len(values)} frame lines (truncated file?)", source)
-    return BVHClip(joints, np.asarray(values, dtype=np.float64).reshape(len(values), n_channels), frame_time, source)
+            self.fail("non-finite frame value", lineno)
+        return row
 
 
 @dataclass
@@ -295,46 +334,11 @@ def parse_frames(spec: str | None, n_frames: int, source: str = "frames") -> lis
 
 def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") -> Motion:
     """Retarget ``clip`` onto ``skeleton`` by joint name (see module docstring)."""
-    names = [JOINT_ALIASES.get(j.name, j.name) for j in clip.joints]
-    mapping = {skeleton.index[n]: b for b, n in enumerate(names) if n in skeleton.index}
-    # Bones without a same-named joint: match by humanoid role (hips, leftUpperLeg, ...), so a
-    # Mixamo- or CMU-named clip drives a VRM or game-engine rig.
-    from ..avatar.poses import humanoid_map
-    from ..avatar.humanoid import HUMANOID_NAMES
-
-    ours = humanoid_map(skeleton)
-    joint_of = {n: b for b, n in enumerate(names)}
-    for role, bone in ours.items():
-        bone = int(bone)
-        if bone in mapping:
-            continue
-        for candidate in HUMANOID_NAMES.get(role, ()):
-            if candidate in joint_of and joint_of[candidate] not in mapping.values():
-                mapping[bone] = joint_of[candidate]
-                break
-    if not mapping:
-        raise KisekaeError(
-            f"no BVH joint matches a bone of this rig by name or humanoid role (rig has e.g. {skeleton.names[:4]})",
-            clip.path,
-        )
+    mapping = _bone_mapping(clip, skeleton)
     frames = list(range(clip.n_frames)) if frames is None else frames
     rest_pos = clip.rest_positions()
-    children = {b: [c for c, j in enumerate(clip.joints) if j.parent == b] for b in range(len(clip.joints))}
     rest_rot = skeleton.rest[:, :3, :3].astype(np.float64)
-    align = {}
-    for j, b in mapping.items():
-        kids = children[b]
-        if len(kids) == 1:
-            d_bvh = clip.joints[kids[0]].offset
-        elif not kids and clip.joints[b].end_offset is not None:
-            d_bvh = clip.joints[b].end_offset
-        else:
-            d_bvh = None
-        d_ours = rest_rot[j][:, 1]
-        if d_bvh is None or np.linalg.norm(d_bvh) < 1e-9:
-            align[j] = np.eye(3)
-        else:
-            align[j] = _shortest_rotation(d_ours, d_bvh)
+    align = _alignments(clip, mapping, rest_rot)
     root_b = 0
     bvh_hip_height = rest_pos[root_b][1] if rest_pos[root_b][1] > 0 else None
     ours_root = int(np.nonzero(skeleton.parents < 0)[0][0])
@@ -361,6 +365,53 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
         motion.poses.append(Pose(local, trans, f"{stem}:{f}"))
         motion.frame_names.append(f"{stem}:{f}")
     return motion
+
+
+def _bone_mapping(clip: BVHClip, skeleton: Skeleton) -> dict:
+    """Our bone -> BVH joint: by name (with :data:`JOINT_ALIASES`), then, for bones without a same-named
+    joint, by humanoid role (hips, leftUpperLeg, ...), so a Mixamo- or CMU-named clip drives a VRM or
+    game-engine rig."""
+    from ..avatar.humanoid import HUMANOID_NAMES
+    from ..avatar.poses import humanoid_map
+
+    names = [JOINT_ALIASES.get(j.name, j.name) for j in clip.joints]
+    mapping = {skeleton.index[n]: b for b, n in enumerate(names) if n in skeleton.index}
+    joint_of = {n: b for b, n in enumerate(names)}
+    for role, bone in humanoid_map(skeleton).items():
+        bone = int(bone)
+        if bone in mapping:
+            continue
+        for candidate in HUMANOID_NAMES.get(role, ()):
+            if candidate in joint_of and joint_of[candidate] not in mapping.values():
+                mapping[bone] = joint_of[candidate]
+                break
+    if not mapping:
+        raise KisekaeError(
+            f"no BVH joint matches a bone of this rig by name or humanoid role (rig has e.g. {skeleton.names[:4]})",
+            clip.path,
+        )
+    return mapping
+
+
+def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray) -> dict:
+    """Per mapped bone, the rotation taking our bone's rest direction (+Y) onto the BVH joint's
+    direction to its only child (or its end site); identity where that direction is unknown."""
+    children = {b: [c for c, j in enumerate(clip.joints) if j.parent == b] for b in range(len(clip.joints))}
+    align = {}
+    for j, b in mapping.items():
+        kids = children[b]
+        if len(kids) == 1:
+            d_bvh = clip.joints[kids[0]].offset
+        elif not kids and clip.joints[b].end_offset is not None:
+            d_bvh = clip.joints[b].end_offset
+        else:
+            d_bvh = None
+        d_ours = rest_rot[j][:, 1]
+        if d_bvh is None or np.linalg.norm(d_bvh) < 1e-9:
+            align[j] = np.eye(3)
+        else:
+            align[j] = _shortest_rotation(d_ours, d_bvh)
+    return align
 
 
 def load_bvh(path, skeleton: Skeleton, frames: str | None = None) -> Motion:

@@ -85,71 +85,94 @@ def parse_mhclo(path):
                 section = "delete"
                 continue
             if section == "verts" and (words[0][0].isdigit() or words[0][0] in "-+."):
-                if len(words) == 1:
-                    refs.append([_index(words[0], "a vertex line")] * 3)
-                    weights.append([1.0, 0.0, 0.0])
-                    offsets.append([0.0, 0.0, 0.0])
-                elif len(words) == 9:
-                    refs.append([_index(w, "a vertex line's first three numbers (base vertices)") for w in words[:3]])
-                    weights.append([_number(w, "a vertex line's weights and offsets") for w in words[3:6]])
-                    offsets.append([_number(w, "a vertex line's weights and offsets") for w in words[6:9]])
-                else:
-                    raise ValueError(f"a vertex line needs 1 or 9 numbers, found {len(words)}")
+                _vertex_line(words, refs, weights, offsets)
             elif section == "delete":
-                i = 0
-                while i < len(words):
-                    if i + 2 < len(words) and words[i + 1] == "-":
-                        a = _index(words[i], "delete_verts")
-                        b = _index(words[i + 2], "delete_verts")
-                        if b < a:
-                            raise ValueError(f"delete_verts range {a} - {b} runs backwards")
-                        info["delete_verts"].extend(range(a, b + 1))
-                        i += 3
-                    else:
-                        info["delete_verts"].append(_index(words[i], "delete_verts"))
-                        i += 1
-            elif words[0] in ("x_scale", "y_scale", "z_scale"):
-                if len(words) != 4:
-                    raise ValueError(f"{words[0]} needs 'a b d'")
-                a = _index(words[1], words[0])
-                b = _index(words[2], words[0])
-                d = _number(words[3], words[0])
-                if d <= 0:
-                    raise ValueError(f"{words[0]} reference distance must be > 0")
-                info["scales"]["xyz".index(words[0][0])] = (a, b, d)
-            elif words[0].rpartition("_")[0] in SHEAR_SETS and words[0][-1] in "xyz":
-                if len(words) != 5:
-                    raise ValueError(f"{words[0]} needs 'a b x1 x2'")
-                a = _index(words[1], words[0])
-                b = _index(words[2], words[0])
-                x1 = _number(words[3], words[0])
-                x2 = _number(words[4], words[0])
-                if x1 == x2:
-                    raise ValueError(f"{words[0]} reference coordinates must differ")
-                info["shears"].setdefault(words[0][:-2], {})["xyz".index(words[0][-1])] = (a, b, x1, x2)
-            elif words[0] in ("obj_file", "material"):
-                if len(words) < 2:
-                    raise ValueError(f"'{words[0]}' needs a file name")
-                info[words[0]] = " ".join(words[1:])
-                inside_folder(info[words[0]], path.parent, path, f"line {lineno}: {words[0]}")
-            elif words[0] == "name":
-                info["name"] = " ".join(words[1:])
+                info["delete_verts"].extend(_delete_line(words))
+            else:
+                _header_line(words, info, path, lineno)
         except ValueError as exc:
             raise KisekaeError(f"line {lineno}: {exc}", path) from None
     if not refs:
         raise KisekaeError("no 'verts' section with vertex lines", path)
-    sets = [("scale", info["scales"], "{}_scale")] if info["scales"] else []
-    sets += [(k, axes, k + "_{}") for k, axes in info["shears"].items()]
-    for kind, axes, line in sets:
-        missing = [line.format("xyz"[n]) for n in range(3) if n not in axes]
-        if missing:
-            raise KisekaeError(f"{' and '.join(missing)} missing: the {kind} lines need all three axes", path)
+    _check_complete_sets(info, path)
     info["refs"] = np.asarray(refs, dtype=np.int64)
     info["weights"] = np.asarray(weights, dtype=np.float64)
     info["offsets"] = np.asarray(offsets, dtype=np.float64)
     info["delete_verts"] = np.asarray(info["delete_verts"], dtype=np.int64)
     info["obj_path"] = inside_folder(info["obj_file"] or (path.stem + ".obj"), path.parent, path, "obj_file")
     return info
+
+
+def _vertex_line(words: list, refs: list, weights: list, offsets: list) -> None:
+    """One vertex line: a single base vertex, or three base vertices, weights and an offset."""
+    if len(words) == 1:
+        refs.append([_index(words[0], "a vertex line")] * 3)
+        weights.append([1.0, 0.0, 0.0])
+        offsets.append([0.0, 0.0, 0.0])
+    elif len(words) == 9:
+        refs.append([_index(w, "a vertex line's first three numbers (base vertices)") for w in words[:3]])
+        weights.append([_number(w, "a vertex line's weights and offsets") for w in words[3:6]])
+        offsets.append([_number(w, "a vertex line's weights and offsets") for w in words[6:9]])
+    else:
+        raise ValueError(f"a vertex line needs 1 or 9 numbers, found {len(words)}")
+
+
+def _delete_line(words: list) -> list:
+    """Body vertices of one ``delete_verts`` line: single indices and ``a - b`` ranges (inclusive)."""
+    out = []
+    i = 0
+    while i < len(words):
+        if i + 2 < len(words) and words[i + 1] == "-":
+            a = _index(words[i], "delete_verts")
+            b = _index(words[i + 2], "delete_verts")
+            if b < a:
+                raise ValueError(f"delete_verts range {a} - {b} runs backwards")
+            out.extend(range(a, b + 1))
+            i += 3
+        else:
+            out.append(_index(words[i], "delete_verts"))
+            i += 1
+    return out
+
+
+def _header_line(words: list, info: dict, path: Path, lineno: int) -> None:
+    """A header line: a scale or shear axis, ``obj_file``, ``material`` or ``name`` (others are ignored)."""
+    if words[0] in ("x_scale", "y_scale", "z_scale"):
+        if len(words) != 4:
+            raise ValueError(f"{words[0]} needs 'a b d'")
+        a = _index(words[1], words[0])
+        b = _index(words[2], words[0])
+        d = _number(words[3], words[0])
+        if d <= 0:
+            raise ValueError(f"{words[0]} reference distance must be > 0")
+        info["scales"]["xyz".index(words[0][0])] = (a, b, d)
+    elif words[0].rpartition("_")[0] in SHEAR_SETS and words[0][-1] in "xyz":
+        if len(words) != 5:
+            raise ValueError(f"{words[0]} needs 'a b x1 x2'")
+        a = _index(words[1], words[0])
+        b = _index(words[2], words[0])
+        x1 = _number(words[3], words[0])
+        x2 = _number(words[4], words[0])
+        if x1 == x2:
+            raise ValueError(f"{words[0]} reference coordinates must differ")
+        info["shears"].setdefault(words[0][:-2], {})["xyz".index(words[0][-1])] = (a, b, x1, x2)
+    elif words[0] in ("obj_file", "material"):
+        if len(words) < 2:
+            raise ValueError(f"'{words[0]}' needs a file name")
+        info[words[0]] = " ".join(words[1:])
+        inside_folder(info[words[0]], path.parent, path, f"line {lineno}: {words[0]}")
+    elif words[0] == "name":
+        info["name"] = " ".join(words[1:])
+
+
+def _check_complete_sets(info: dict, path) -> None:
+    """A scale set or shear set that the file gives must have all three axes."""
+    sets = [("scale", info["scales"], "{}_scale")] if info["scales"] else []
+    sets += [(k, axes, k + "_{}") for k, axes in info["shears"].items()]
+    for kind, axes, line in sets:
+        missing = [line.format("xyz"[n]) for n in range(3) if n not in axes]
+        if missing:
+            raise KisekaeError(f"{' and '.join(missing)} missing: the {kind} lines need all three axes", path)
 
 
 def _index(word: str, what: str) -> int:
