@@ -84,6 +84,70 @@ def comparison_sheet(cells, *, row_labels=None, col_labels=None, captions=None, 
     """
     from PIL import Image, ImageDraw
 
+    rows = _check_grid(cells, row_labels, col_labels, captions, font_size)
+    ncol = max(len(r) for r in rows)
+    scaled, cw = _scaled_images(rows, cell_width)
+    font, tfont = _font(int(font_size)), _font(round(font_size * 4 / 3))
+    lw, row_text, col_text, cap_text = _texts(font, row_labels, col_labels, captions, label_width, pad, cw)
+    line_h = int(font_size) + 8
+    row_h, cap_h = _row_heights(scaled, row_text, cap_text, line_h)
+    title_h = 2 * int(font_size) if title else 0
+    top = title_h + (max(len(t) for t in col_text) * line_h if col_text else 0)
+    sheet = Image.new("RGB", (lw + ncol * (cw + pad) + pad, top + sum(h + c + pad for h, c in zip(row_h, cap_h)) + pad),
+                      tuple(background))
+    draw = ImageDraw.Draw(sheet)
+    if title:
+        draw.text((pad, 6), title, fill=(0, 0, 0), font=tfont)
+    for j, lines in enumerate(col_text or []):
+        for k, line in enumerate(lines):
+            draw.text((lw + pad + j * (cw + pad), title_h + k * line_h + 2), line, fill=(40, 40, 40), font=font)
+    y = top + pad
+    for i, r in enumerate(scaled):
+        _draw_row(sheet, draw, font, r, y, row_h[i], line_h, lw, pad, cw, row_text[i] if row_text else None,
+                  cap_text[i] if cap_text else None)
+        y += row_h[i] + cap_h[i] + pad
+    return sheet
+
+
+def _scaled_images(rows, cell_width):
+    """``(rows of PIL images scaled to the cell width or None, cell width)``; the width defaults to the
+    first image's."""
+    from PIL import Image
+
+    imgs = [[None if c is None else _as_image(c, f"cells[{i}][{j}]") for j, c in enumerate(r)]
+            for i, r in enumerate(rows)]
+    first = next(c for r in imgs for c in r if c is not None)
+    cw = int(cell_width or first.width)
+    return [[None if c is None else c.resize((cw, max(1, round(c.height * cw / c.width))), Image.LANCZOS)
+             for c in r] for r in imgs], cw
+
+
+def _row_heights(scaled, row_text, cap_text, line_h: int):
+    """``(picture height per row, at least its label's lines; caption strip height per row)``, pixels."""
+    cap_h = [max([len(t) for t in r] or [0]) * line_h for r in cap_text] if cap_text else [0] * len(scaled)
+    row_h = [max([c.height for c in r if c is not None] or [1]) for r in scaled]
+    row_h = [max(h, len(t) * line_h) for h, t in zip(row_h, row_text)] if row_text else row_h
+    return row_h, cap_h
+
+
+def _texts(font, row_labels, col_labels, captions, label_width, pad: int, cw: int):
+    """``(label column width, row label lines, column label lines, caption lines)``, each text wrapped to
+    its width (the label column fits the widest label unless ``label_width`` is given)."""
+    from PIL import Image, ImageDraw
+
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    if row_labels is not None and label_width is None:
+        label_width = int(np.ceil(max(measure.textlength(line, font=font) for t in row_labels
+                                      for line in str(t).split("\n")))) + 2 * pad
+    lw = int(label_width) if row_labels is not None else 0
+    row_text = [_wrap(measure, t, font, lw - 2 * pad) for t in row_labels] if row_labels is not None else None
+    col_text = [_wrap(measure, t, font, cw) for t in col_labels] if col_labels is not None else None
+    cap_text = [[_wrap(measure, t, font, cw) if t else [] for t in r] for r in captions] if captions else None
+    return lw, row_text, col_text, cap_text
+
+
+def _check_grid(cells, row_labels, col_labels, captions, font_size) -> list:
+    """The rows of ``cells`` as lists, after checking that labels and captions fit the grid."""
     rows = [list(r) for r in cells]
     if not rows or not any(c is not None for r in rows for c in r):
         raise KisekaeError("no images to lay out", "cells")
@@ -97,52 +161,22 @@ def comparison_sheet(cells, *, row_labels=None, col_labels=None, captions=None, 
         raise KisekaeError("must have the shape of cells (one caption per cell, None for none)", "captions")
     if isinstance(font_size, bool) or not isinstance(font_size, (int, np.integer)) or not 6 <= font_size <= 200:
         raise KisekaeError(f"must be an integer from 6 to 200 pixels, got {font_size!r}", "font_size")
-    imgs = [[None if c is None else _as_image(c, f"cells[{i}][{j}]") for j, c in enumerate(r)]
-            for i, r in enumerate(rows)]
-    first = next(c for r in imgs for c in r if c is not None)
-    cw = int(cell_width or first.width)
-    scaled = [[None if c is None else c.resize((cw, max(1, round(c.height * cw / c.width))), Image.LANCZOS)
-               for c in r] for r in imgs]
-    font, tfont = _font(int(font_size)), _font(round(font_size * 4 / 3))
-    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
-    line_h = int(font_size) + 8
-    if row_labels is not None and label_width is None:
-        label_width = int(np.ceil(max(measure.textlength(line, font=font) for t in row_labels
-                                      for line in str(t).split("\n")))) + 2 * pad
-    lw = int(label_width) if row_labels is not None else 0
-    row_text = [_wrap(measure, t, font, lw - 2 * pad) for t in row_labels] if row_labels is not None else None
-    col_text = [_wrap(measure, t, font, cw) for t in col_labels] if col_labels is not None else None
-    cap_text = [[_wrap(measure, t, font, cw) if t else [] for t in r] for r in captions] if captions else None
-    cap_h = [max([len(t) for t in r] or [0]) * line_h for r in cap_text] if cap_text else [0] * len(rows)
-    row_h = [max([c.height for c in r if c is not None] or [1]) for r in scaled]
-    row_h = [max(h, len(t) * line_h) for h, t in zip(row_h, row_text)] if row_text else row_h
-    title_h = 2 * int(font_size) if title else 0
-    top = title_h + (max(len(t) for t in col_text) * line_h if col_text else 0)
-    width = lw + ncol * (cw + pad) + pad
-    height = top + sum(h + c + pad for h, c in zip(row_h, cap_h)) + pad
-    sheet = Image.new("RGB", (width, height), tuple(background))
-    draw = ImageDraw.Draw(sheet)
-    if title:
-        draw.text((pad, 6), title, fill=(0, 0, 0), font=tfont)
-    if col_text is not None:
-        for j, lines in enumerate(col_text):
-            for k, line in enumerate(lines):
-                draw.text((lw + pad + j * (cw + pad), title_h + k * line_h + 2), line, fill=(40, 40, 40), font=font)
-    y = top + pad
-    for i, r in enumerate(scaled):
-        if row_text is not None:
-            y0 = y + row_h[i] // 2 - len(row_text[i]) * line_h // 2
-            for k, line in enumerate(row_text[i]):
-                draw.text((pad, y0 + k * line_h + 4), line, fill=(40, 40, 40), font=font)
-        for j, c in enumerate(r):
-            x = lw + pad + j * (cw + pad)
-            if c is not None:
-                sheet.paste(c, (x, y))
-            if cap_text is not None:
-                for k, line in enumerate(cap_text[i][j]):
-                    draw.text((x, y + row_h[i] + k * line_h + 2), line, fill=(0, 0, 0), font=font)
-        y += row_h[i] + cap_h[i] + pad
-    return sheet
+    return rows
+
+
+def _draw_row(sheet, draw, font, row, y, row_h, line_h, lw, pad, cw, label_lines, caption_lines) -> None:
+    """One row at height ``y``: its label centred in the label column, its cells, their captions below."""
+    if label_lines is not None:
+        y0 = y + row_h // 2 - len(label_lines) * line_h // 2
+        for k, line in enumerate(label_lines):
+            draw.text((pad, y0 + k * line_h + 4), line, fill=(40, 40, 40), font=font)
+    for j, c in enumerate(row):
+        x = lw + pad + j * (cw + pad)
+        if c is not None:
+            sheet.paste(c, (x, y))
+        if caption_lines is not None:
+            for k, line in enumerate(caption_lines[j]):
+                draw.text((x, y + row_h + k * line_h + 2), line, fill=(0, 0, 0), font=font)
 
 
 def label(image, text: str, *, color=(0, 0, 0)):
