@@ -50,62 +50,16 @@ def _add_pop(record, avatar, pose, positions, previous):
 
 
 def run(args) -> int:
-    from ..qa.check import check_pose, format_table, json_record, self_contact_pose
+    from ..qa.check import format_table, json_record
 
     check_outputs([args.json] if args.json else [], force=args.force)
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
     records = []
-    fix = args.fix or args.layered
     params = push_params(args)
     previous = {}
     for pose in poses:
-        before = check_pose(avatar, pose, garments)
-        if args.self_contact:
-            body = json_record(self_contact_pose(avatar, pose))
-            for r in before:
-                r.update({k: v for k, v in body.items() if k.startswith("body_")})
-        if args.pixels:
-            from ..render.report import add_poke_pixels
-
-            add_poke_pixels(avatar, pose, before)
-        stages = []
-        if fix:
-            from ..fit.fix import fix_pose
-
-            fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
-            stages.append(("after", {k: v.positions for k, v in fixed.items()},
-                           {k: v.metrics for k, v in fixed.items()}))
-        if args.runtime:
-            from ..fit.runtime import runtime_pose
-
-            corrected = runtime_pose(avatar, pose, garments, params)
-            stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
-        if not stages:
-            records.extend(before)
-            continue
-        for r in before:
-            r["stage"] = "before"
-        per_stage = []
-        for stage, positions, metrics in stages:
-            after = check_pose(avatar, pose, garments, posed_garments=positions)
-            if args.pixels:
-                add_poke_pixels(avatar, pose, after, positions)
-                if stage == "runtime":
-                    from ..fit.runtime import covered_skin_triangles
-
-                    cull = {g: covered_skin_triangles(avatar, g) for g in garments}
-                    add_poke_pixels(avatar, pose, after, positions, cull=cull, key="poke_through_pixels_culled")
-            for a in after:
-                a["stage"] = stage
-                a.update(metrics[a["garment"]])
-                if stage == "after" and args.layered:
-                    a["layered"] = True
-                if stage == "runtime" and args.bvh:
-                    _add_pop(a, avatar, pose, positions[a["garment"]], previous)
-            per_stage.append(after)
-        for rows in zip(before, *per_stage):  # per garment: before, then each stage
-            records.extend(rows)
+        records.extend(_pose_records(args, avatar, pose, garments, params, previous))
     print(format_table(records))
     if args.pixels:
         from ..render.report import format_pixel_table
@@ -115,3 +69,66 @@ def run(args) -> int:
         Path(args.json).write_text(json.dumps([json_record(r) for r in records], indent=1))
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def _pose_records(args, avatar, pose, garments, params, previous: dict) -> list:
+    """The records of one pose: ``before`` per garment, each followed by its fixed stages."""
+    from ..qa.check import check_pose, json_record, self_contact_pose
+
+    before = check_pose(avatar, pose, garments)
+    if args.self_contact:
+        body = json_record(self_contact_pose(avatar, pose))
+        for r in before:
+            r.update({k: v for k, v in body.items() if k.startswith("body_")})
+    if args.pixels:
+        from ..render.report import add_poke_pixels
+
+        add_poke_pixels(avatar, pose, before)
+    stages = _fixed_stages(args, avatar, pose, garments, params)
+    if not stages:
+        return before
+    for r in before:
+        r["stage"] = "before"
+    per_stage = [_stage_records(args, avatar, pose, garments, stage, positions, metrics, previous)
+                 for stage, positions, metrics in stages]
+    return [r for rows in zip(before, *per_stage) for r in rows]  # per garment: before, then each stage
+
+
+def _fixed_stages(args, avatar, pose, garments, params) -> list:
+    """``[(stage, positions by garment, metrics by garment)]`` of ``--fix``/``--layered`` and ``--runtime``."""
+    stages = []
+    if args.fix or args.layered:
+        from ..fit.fix import fix_pose
+
+        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
+        stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
+    if args.runtime:
+        from ..fit.runtime import runtime_pose
+
+        corrected = runtime_pose(avatar, pose, garments, params)
+        stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
+    return stages
+
+
+def _stage_records(args, avatar, pose, garments, stage, positions, metrics, previous: dict) -> list:
+    """The check of one fixed stage, with its metrics (and pixels, pop) per garment."""
+    from ..qa.check import check_pose
+
+    after = check_pose(avatar, pose, garments, posed_garments=positions)
+    if args.pixels:
+        from ..render.report import add_poke_pixels
+
+        add_poke_pixels(avatar, pose, after, positions)
+        if stage == "runtime":
+            from ..fit.runtime import covered_skin_triangles
+
+            cull = {g: covered_skin_triangles(avatar, g) for g in garments}
+            add_poke_pixels(avatar, pose, after, positions, cull=cull, key="poke_through_pixels_culled")
+    for a in after:
+        a["stage"] = stage
+        a.update(metrics[a["garment"]])
+        if stage == "after" and args.layered:
+            a["layered"] = True
+        if stage == "runtime" and args.bvh:
+            _add_pop(a, avatar, pose, positions[a["garment"]], previous)
+    return after
