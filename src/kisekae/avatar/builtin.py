@@ -70,7 +70,7 @@ def _cached(rig: str) -> Avatar:
 def rig_bone_names(rig: str) -> list:
     """Bone names of a built-in rig (``game_engine`` or ``cmu_mb``), without building the avatar."""
     if rig not in RIGS:
-        raise KisekaeError(f"unknown rig {rig!r}; built-in rigs are {', '.join(RIGS)}", "--rig")
+        raise KisekaeError(f"unknown rig {rig!r}; built-in rigs are {', '.join(RIGS)}", "rig")
     return [str(n) for n in _data()[f"{rig}_names"]]
 
 
