@@ -25,12 +25,16 @@ class SkinnedMesh:
         For parts of a MakeHuman base mesh: each vertex's index in the base mesh.
     covered_hint : (M,) int array or None
         Body vertex ids that the garment's author marked as hidden (``.mhclo`` ``delete_verts``).
+    deform : callable or None
+        A per-vertex step after skinning, ``deform(points (N, 3), skin_matrices) -> (N, 3)``, e.g. the
+        body's joint-plane contact (:meth:`Avatar.with_body_contact`). None: plain skinning.
     """
 
     mesh: Mesh
     skin: Skin
     source_index: np.ndarray | None = None
     covered_hint: np.ndarray | None = None
+    deform: object = None
 
     def __post_init__(self):
         if self.skin.n_vertices != self.mesh.n_vertices:
@@ -43,8 +47,11 @@ class SkinnedMesh:
         return self.mesh.name
 
     def posed(self, skin_matrices: np.ndarray) -> np.ndarray:
-        """(N, 3) float32 posed positions for ``(B, 4, 4)`` skinning matrices."""
-        return lbs(self.mesh.vertices, self.skin.indices, self.skin.weights, skin_matrices)
+        """(N, 3) float32 posed positions for ``(B, 4, 4)`` skinning matrices (then :attr:`deform`, if set)."""
+        x = lbs(self.mesh.vertices, self.skin.indices, self.skin.weights, skin_matrices)
+        if self.deform is None:
+            return x
+        return np.asarray(self.deform(x, skin_matrices), dtype=np.float32)
 
 
 @dataclass
@@ -80,6 +87,29 @@ class Avatar:
         if garment.name in self.garments or garment.name == "body":
             raise KisekaeError("a garment with this name already exists", garment.name)
         self.garments[garment.name] = garment
+
+    def with_body_contact(self, gap: float | None = None, band: float | None = None) -> "Avatar":
+        """This avatar with the joint-plane contact after the body's skinning (:mod:`kisekae.avatar.contact`).
+
+        Parameters
+        ----------
+        gap : float, metres left between the two sides of a bent joint (default ``contact.GAP``)
+        band : float, metres, width of the smooth map (default ``contact.BAND``)
+
+        Returns
+        -------
+        Avatar sharing skeleton and garments, whose ``body.posed`` applies the contact; this avatar is
+        unchanged.
+        """
+        from dataclasses import replace
+
+        from .contact import BAND, GAP, BodyContact, JointPlanes
+
+        planes = JointPlanes.from_skin(self.skeleton.parents, self.skeleton.rest, self.body.skin.indices,
+                                       self.body.skin.weights, self.body.mesh.vertices)
+        contact = BodyContact(planes, GAP if gap is None else float(gap), BAND if band is None else float(band))
+        contact.check()
+        return replace(self, body=replace(self.body, deform=contact))
 
     def posed_vertices(self, name: str, pose: Pose) -> np.ndarray:
         """(N, 3) float32 positions of part ``name`` in ``pose``."""

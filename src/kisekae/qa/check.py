@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from ..avatar.avatar import Avatar
+from ..avatar.skinning import lbs
 from .penetration import BodyQuery, BodyTopology, penetration_stats
 from .selfcontact import BodySelfContact
 from .shape import shape_stats
@@ -43,15 +44,25 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
     ----------
     avatar : Avatar
     pose : Pose
-    body_vertices : (N, 3) or None, posed body positions to measure instead of plain skinning
+    body_vertices : (N, 3) or None, posed body positions to measure instead of the avatar's own
+        (its skinning, then its body ``deform`` such as the contact, if it has one)
 
     Returns
     -------
-    dict with the three fields, ``pose``, and the per-vertex ``buried`` mask (not a JSON field).
+    dict with the three fields, ``pose``, and the per-vertex ``buried`` mask (not a JSON field). When the
+    body has a ``deform`` and ``body_vertices`` is not given, also the same three fields of plain
+    skinning with the suffix ``_plain``, so the two can be compared.
     """
+    measure = body_self_contact(avatar)
+    out = {"pose": pose.name}
     if body_vertices is None:
-        body_vertices = avatar.body.posed(pose.skinning_matrices(avatar.skeleton))
-    return {"pose": pose.name, **body_self_contact(avatar).measure(body_vertices)}
+        m = pose.skinning_matrices(avatar.skeleton)
+        body_vertices = avatar.body.posed(m)
+        if avatar.body.deform is not None:
+            b = avatar.body
+            plain = measure.measure(lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m))
+            out.update({f"{k}_plain": v for k, v in plain.items() if k.startswith("body_")})
+    return {**out, **measure.measure(body_vertices)}
 
 
 def check_pose(avatar: Avatar, pose, garments, *, posed_garments: dict | None = None) -> list:
@@ -106,7 +117,8 @@ def format_table(records, columns=None) -> str:
                                       "strain_p99", "strain_max", "self_crossings", "max_push_m",
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
                                       "poke_through_pixels", "poke_through_pixels_culled", "pop_mm", "body_buried", "body_self_crossings",
-                                      "body_volume_change", "time_ms")
+                                      "body_volume_change", "body_buried_plain", "body_self_crossings_plain",
+                                      "body_volume_change_plain", "time_ms")
                           if any(c in r for r in records)]
     heads = {"inside_fraction": "inside %", "max_depth_m": "max depth mm", "p95_depth_m": "p95 depth mm",
              "max_push_m": "max push mm", "moved_fraction": "moved %", "inside_count": "inside",
@@ -114,13 +126,15 @@ def format_table(records, columns=None) -> str:
              "poke_through_pixels": "poke px", "under_lower_layers": "under layers",
              "layer_crossings": "layer crossings", "body_buried": "body buried",
              "body_self_crossings": "body crossings", "body_volume_change": "body vol %",
+             "body_buried_plain": "plain buried", "body_self_crossings_plain": "plain crossings",
+             "body_volume_change_plain": "plain vol %",
              "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
              "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled"}
 
     def cell(c, v):
         if v is None or v == "":
             return ""
-        if c in ("inside_fraction", "moved_fraction", "body_volume_change"):
+        if c in ("inside_fraction", "moved_fraction", "body_volume_change", "body_volume_change_plain"):
             return f"{100 * v:.2f}"
         if c.endswith("_m"):
             return f"{1000 * v:.1f}"

@@ -1,0 +1,258 @@
+"""Joint-plane contact: a per-vertex step after skinning that keeps the two sides of a bent joint apart.
+
+Linear blend skinning folds the skin of a bent knee, hip or elbow into itself: the back of the calf
+passes into the back of the thigh. This step takes, for every joint whose two bones share a blend
+ring, the plane through the posed joint centre whose normal bisects the child bone's rest direction
+as each of the two bones carries it (``R_child d + R_parent d``). It is the contact surface of a
+hinge bend. A body vertex near the joint keeps to its own side of that plane:
+
+- its side is the child's when its weight on the child bone's subtree is at least 0.5;
+- its signed distance ``s`` to the plane (positive on its side) is mapped, when ``s < t + band``, to
+  ``t + band · exp((s − t − band) / band)`` with the target ``t = min(gap / 2, s_rest − band)``
+  (``s_rest``: the same distance at rest, against the rest plane) lowered by up to the ring radius
+  as the vertex's rest distance from the joint goes from 1 to ``ring_factor`` ring radii.
+
+The map is increasing and moves every vertex of one joint along the same direction, so by itself it
+turns no face over; ``t <= s_rest − band`` leaves the rest pose exactly unchanged, and far from every
+joint nothing moves. ``gap`` leaves room for cloth between the two sides. Each vertex has at most
+:data:`SLOTS` joints (its nearest), applied in joint order, which is what the HLSL core's
+``KisekaeContactPlanes`` does in the vertex stage.
+
+This is one candidate of several measured in ``docs/contact.md``: it removes most of the folds at
+knees and elbows (knee_bend: 62 buried body vertices → 3) but not the deepest ones of a crouch, and it
+does not give back the volume that skinning loses. It is off unless asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..errors import KisekaeError
+from ..validate import as_points
+
+#: Joints per vertex (the nearest ones).
+SLOTS = 4
+#: Default gap left between the two sides of a bent joint, metres.
+GAP = 0.004
+#: Default width of the smooth map, metres.
+BAND = 0.01
+#: Default reach of a joint, in ring radii.
+RING_FACTOR = 1.5
+#: Metres kept between a vertex's rest distance and its target, so that rounding never moves the rest pose.
+REST_SLACK = 1e-9
+
+
+@dataclass
+class JointPlanes:
+    """Rest-pose data of the joint-plane contact, built once per body (:meth:`from_skin`).
+
+    Attributes
+    ----------
+    child, parent : (J,) int32 bone ids of each joint
+    centre : (J, 3) float64 rest joint centre (the child's head), metres
+    direction : (J, 3) float64 unit rest direction of the child bone
+    radius : (J,) float64 ring radius: farthest rest vertex of the joint's blend ring, metres
+    slots : (N, SLOTS) int32 joint ids per vertex, -1 where unused, ascending
+    side : (N, SLOTS) float64 +1 (child side) or -1 (parent side)
+    rest : (N, 3) float64 rest body positions, metres
+    ring_factor : float
+    """
+
+    child: np.ndarray
+    parent: np.ndarray
+    centre: np.ndarray
+    direction: np.ndarray
+    radius: np.ndarray
+    slots: np.ndarray
+    side: np.ndarray
+    rest: np.ndarray
+    ring_factor: float = RING_FACTOR
+
+    @classmethod
+    def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
+                  ring_factor: float = RING_FACTOR, min_ring: int = 10) -> "JointPlanes":
+        """Find the joints with a blend ring and give every body vertex its nearest ones.
+
+        Parameters
+        ----------
+        parents : (B,) int parent bone ids (-1 for roots; parents first)
+        rest_matrices : (B, 4, 4) bone-to-world rest matrices; a bone's +Y axis points to its tail
+        skin_indices, skin_weights : (N, K) the body's skin
+        rest_vertices : (N, 3) rest positions, metres
+        ring_factor : float, reach of a joint in ring radii (> 1)
+        min_ring : int, fewest blended vertices (subtree weight strictly between 0.05 and 0.95) a joint needs
+        """
+        rest = as_points(rest_vertices, "body rest vertices").astype(np.float64)
+        parents = np.asarray(parents, dtype=np.int64)
+        mats = np.asarray(rest_matrices, dtype=np.float64)
+        nb = len(parents)
+        if mats.shape != (nb, 4, 4) or not np.all(np.isfinite(mats)):
+            raise KisekaeError(f"need {nb} finite (4, 4) rest matrices, got shape {mats.shape}", "rest_matrices")
+        if not (np.isfinite(ring_factor) and ring_factor > 1.0):
+            raise KisekaeError(f"must be a number above 1, got {ring_factor!r}", "ring_factor")
+        idx = np.asarray(skin_indices, dtype=np.int64)
+        w = np.asarray(skin_weights, dtype=np.float64)
+        if idx.shape != w.shape or len(idx) != len(rest) or (idx.size and (idx.min() < 0 or idx.max() >= nb)):
+            raise KisekaeError(f"skin {idx.shape} does not match {len(rest)} vertices and {nb} bones", "skin")
+        dense = np.zeros((len(rest), nb))
+        np.add.at(dense, (np.arange(len(rest))[:, None], idx), w)
+        subtree = np.eye(nb, dtype=bool)
+        for c in range(nb - 1, -1, -1):
+            if parents[c] >= 0:
+                subtree[parents[c]] |= subtree[c]
+        joints, reach = [], []
+        for c in range(nb):
+            p = parents[c]
+            if p < 0:
+                continue
+            sigma = dense[:, subtree[c]].sum(axis=1)
+            ring = (sigma > 0.05) & (sigma < 0.95)
+            if ring.sum() < min_ring:
+                continue
+            d = mats[c, :3, 1]
+            length = np.linalg.norm(d)
+            if length < 1e-9:
+                raise KisekaeError("bone has a zero-length axis", f"bone {c}")
+            centre = mats[c, :3, 3]
+            radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
+            dist = np.linalg.norm(rest - centre, axis=1) / radius
+            chain = (sigma > 0) | (dense[:, p] > 0)
+            joints.append((c, p, centre, d / length, radius, sigma))
+            reach.append(np.where(chain & (dist < ring_factor), dist, np.inf))
+        n_j = len(joints)
+        if n_j == 0:
+            raise KisekaeError("no joint has a blend ring: the skin gives every vertex to one bone", "skin")
+        reach = np.stack(reach, axis=1)  # (N, J)
+        nearest = np.argsort(reach, axis=1, kind="stable")[:, :SLOTS]
+        ok = np.take_along_axis(reach, nearest, axis=1) < np.inf
+        slots = np.where(ok, nearest, n_j)
+        slots.sort(axis=1)
+        slots = np.where(slots == n_j, -1, slots).astype(np.int32)
+        sigma = np.stack([j[5] for j in joints], axis=1)  # (N, J)
+        side = np.where(np.take_along_axis(sigma, np.maximum(slots, 0), axis=1) >= 0.5, 1.0, -1.0)
+        return cls(np.array([j[0] for j in joints], np.int32), np.array([j[1] for j in joints], np.int32),
+                   np.array([j[2] for j in joints]), np.array([j[3] for j in joints]),
+                   np.array([j[4] for j in joints]), slots, np.where(slots >= 0, side, 0.0), rest,
+                   float(ring_factor))
+
+    def posed(self, skin_matrices):
+        """Per-frame planes: ``(centre (J, 3), normal (J, 3), active (J,) bool)`` for ``(B, 4, 4)`` skinning matrices.
+
+        A joint folded by 180° (the two carried directions cancel) is inactive in that frame.
+        """
+        m = np.asarray(skin_matrices, dtype=np.float64)
+        rc, rp = m[self.child, :3, :3], m[self.parent, :3, :3]
+        centre = np.einsum("jab,jb->ja", rc, self.centre) + m[self.child, :3, 3]
+        normal = np.einsum("jab,jb->ja", rc, self.direction) + np.einsum("jab,jb->ja", rp, self.direction)
+        length = np.linalg.norm(normal, axis=1)
+        active = length > 1e-3
+        normal = normal / np.where(active, length, 1.0)[:, None]
+        return centre, normal, active
+
+
+def _check(points, planes: JointPlanes, gap, band):
+    p = np.array(as_points(points, "posed body vertices"), dtype=np.float64)
+    if len(p) != len(planes.rest):
+        raise KisekaeError(f"{len(p)} posed vertices for a body of {len(planes.rest)}", "points")
+    for name, v in (("gap", gap), ("band", band)):
+        if not np.isfinite(v) or v < 0 or (name == "band" and v == 0):
+            raise KisekaeError(f"must be a finite number {'above' if name == 'band' else 'at least'} 0, got {v!r}",
+                               name)
+    return p
+
+
+def contact_planes_numpy(points, planes: JointPlanes, skin_matrices, *, gap: float = GAP,
+                         band: float = BAND) -> np.ndarray:
+    """Joint-plane contact, NumPy reference (joint by joint over all its vertices).
+
+    Parameters
+    ----------
+    points : (N, 3) skinned body positions, metres
+    planes : JointPlanes of this body
+    skin_matrices : (B, 4, 4) the pose's skinning matrices
+    gap : float, room left between the two sides, metres
+    band : float, width of the smooth map, metres
+
+    Returns
+    -------
+    (N, 3) float64 positions, metres.
+    """
+    y = _check(points, planes, gap, band)
+    r = planes.rest
+    centre, normal, active = planes.posed(skin_matrices)
+    for j in range(len(planes.child)):
+        rows, k = np.nonzero(planes.slots == j)
+        if not active[j] or not len(rows):
+            continue
+        side = planes.side[rows, k]
+        s = ((y[rows] - centre[j]) @ normal[j]) * side
+        s_rest = ((r[rows] - planes.centre[j]) @ planes.direction[j]) * side
+        dist = np.linalg.norm(r[rows] - planes.centre[j], axis=1)
+        rad = planes.radius[j]
+        fade = np.clip((planes.ring_factor * rad - dist) / ((planes.ring_factor - 1.0) * rad), 0.0, 1.0)
+        target = np.minimum(0.5 * gap, s_rest - band - REST_SLACK) - (1.0 - fade) * rad
+        hit = s < target + band
+        mapped = np.where(hit, target + band * np.exp(np.minimum(s - target - band, 0.0) / band), s)
+        y[rows] += ((mapped - s) * side)[:, None] * normal[j]
+    return y
+
+
+@numba.njit(cache=True)
+def _contact_kernel(y, r, slots, side, centre, normal, active, rest_centre, rest_dir, radius, ring_factor, gap, band,
+                    slack):
+    for i in range(y.shape[0]):
+        for k in range(slots.shape[1]):
+            j = slots[i, k]
+            if j < 0 or not active[j]:
+                continue
+            sd = side[i, k]
+            s = ((y[i, 0] - centre[j, 0]) * normal[j, 0] + (y[i, 1] - centre[j, 1]) * normal[j, 1]
+                 + (y[i, 2] - centre[j, 2]) * normal[j, 2]) * sd
+            dx = r[i, 0] - rest_centre[j, 0]
+            dy = r[i, 1] - rest_centre[j, 1]
+            dz = r[i, 2] - rest_centre[j, 2]
+            s_rest = (dx * rest_dir[j, 0] + dy * rest_dir[j, 1] + dz * rest_dir[j, 2]) * sd
+            dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+            rad = radius[j]
+            fade = min(max((ring_factor * rad - dist) / ((ring_factor - 1.0) * rad), 0.0), 1.0)
+            target = min(0.5 * gap, s_rest - band - slack) - (1.0 - fade) * rad
+            if s < target + band:
+                move = (target + band * np.exp(min(s - target - band, 0.0) / band) - s) * sd
+                y[i, 0] += move * normal[j, 0]
+                y[i, 1] += move * normal[j, 1]
+                y[i, 2] += move * normal[j, 2]
+
+
+def contact_planes(points, planes: JointPlanes, skin_matrices, *, gap: float = GAP,
+                   band: float = BAND) -> np.ndarray:
+    """Joint-plane contact, Numba kernel (vertex by vertex); same contract as :func:`contact_planes_numpy`."""
+    y = _check(points, planes, gap, band)
+    centre, normal, active = planes.posed(skin_matrices)
+    _contact_kernel(y, planes.rest, planes.slots, planes.side, centre, normal, active, planes.centre, planes.direction,
+                    planes.radius, float(planes.ring_factor), float(gap), float(band), REST_SLACK)
+    return y
+
+
+@dataclass
+class BodyContact:
+    """The contact step as a body's ``deform`` (see :class:`kisekae.avatar.avatar.SkinnedMesh`).
+
+    Attributes
+    ----------
+    planes : JointPlanes
+    gap, band : float, metres
+    """
+
+    planes: JointPlanes
+    gap: float = GAP
+    band: float = BAND
+
+    def check(self) -> None:
+        """Raise :class:`KisekaeError` for a gap or band out of range."""
+        _check(self.planes.rest, self.planes, self.gap, self.band)
+
+    def __call__(self, points, skin_matrices) -> np.ndarray:
+        return contact_planes(points, self.planes, skin_matrices, gap=self.gap, band=self.band)

@@ -1,0 +1,134 @@
+"""Joint-plane contact of the body: NumPy against Numba, an analytic bent tube, invariances and errors."""
+
+import numpy as np
+import pytest
+
+from kisekae.avatar import load_builtin_avatar
+from kisekae.avatar.contact import GAP, JointPlanes, contact_planes, contact_planes_numpy
+from kisekae.avatar.poses import named_pose
+from kisekae.avatar.skeleton import axis_angle_matrix
+from kisekae.avatar.skinning import lbs_numpy
+from kisekae.errors import KisekaeError
+
+
+def tube(n_rings=81, n_around=24, radius=0.06, length=0.8):
+    """A straight tube along -Y from the origin, two bones (parent 0 to -0.4 m, child -0.4 to -0.8 m),
+    weights blending linearly over 10 cm around the joint."""
+    y = -np.linspace(0.0, length, n_rings)
+    a = np.linspace(0, 2 * np.pi, n_around, endpoint=False)
+    v = np.stack([np.repeat(np.cos(a)[None], n_rings, 0) * radius, np.repeat(y[:, None], n_around, 1),
+                  np.repeat(np.sin(a)[None], n_rings, 0) * radius], -1).reshape(-1, 3)
+    w_child = np.clip((-v[:, 1] - 0.35) / 0.1, 0, 1)
+    idx = np.stack([np.zeros(len(v)), np.ones(len(v))], 1).astype(np.int32)
+    wts = np.stack([1 - w_child, w_child], 1)
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    rest[:, :3, :3] = np.array([[1, 0, 0], [0, -1, 0], [0, 0, -1]])  # +Y axis of both bones points down the tube
+    rest[1, :3, 3] = (0, -0.4, 0)
+    return v, idx, wts, rest
+
+
+def bend(rest, degrees):
+    """Skinning matrices that turn the child about the joint's X axis."""
+    m = np.tile(np.eye(4), (2, 1, 1))
+    r = axis_angle_matrix((1.0, 0.0, 0.0), np.radians(degrees))
+    j = rest[1, :3, 3]
+    m[1, :3, :3] = r
+    m[1, :3, 3] = j - r @ j
+    return m
+
+
+def test_bent_tube_keeps_each_side_of_the_bisector_plane():
+    v, idx, wts, rest = tube()
+    planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)
+    assert len(planes.child) == 1 and planes.child[0] == 1 and planes.parent[0] == 0
+    # the ring (subtree weight strictly between 0.05 and 0.95) spans rings 0.36..0.44 m down: farthest at 4 cm, 6 cm out
+    assert planes.radius[0] == pytest.approx(np.hypot(0.04, 0.06), abs=1e-9)
+    m = bend(rest, 120.0)
+    x = lbs_numpy(v, idx, wts, m).astype(np.float64)
+    y = contact_planes(x, planes, m)
+    # the analytic contact plane: through the joint, normal bisecting the child's rest direction carried both ways
+    d = np.array([0.0, -1.0, 0.0])
+    n = d + m[1, :3, :3] @ d
+    n /= np.linalg.norm(n)
+    j = np.array([0.0, -0.4, 0.0])
+    side = np.where(wts[:, 1] >= 0.5, 1.0, -1.0)
+    s_rest = ((v - j) @ d) * side
+    dist = np.linalg.norm(v - j, axis=1)
+    inner = (dist <= planes.radius[0]) & (s_rest >= 0.01 + GAP / 2)  # target is gap/2 there
+    s = ((y - j) @ n) * side
+    assert inner.sum() > 100
+    assert s[inner].min() >= GAP / 2 - 1e-12
+    assert (((x - j) @ n) * side)[inner].min() < 0  # plain skinning folded them across the plane
+    far = dist >= planes.ring_factor * planes.radius[0]
+    np.testing.assert_array_equal(y[far], x[far])
+    moved = np.linalg.norm(y - x, axis=1) > 0
+    # every move is along the plane normal
+    np.testing.assert_allclose(np.cross(y[moved] - x[moved], n), 0, atol=1e-12)
+
+
+def test_rest_pose_is_unchanged_and_numpy_equals_numba():
+    av = load_builtin_avatar()
+    b, sk = av.body, av.skeleton
+    planes = JointPlanes.from_skin(sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    eye = np.tile(np.eye(4), (sk.n_bones, 1, 1))
+    rest = b.mesh.vertices.astype(np.float64)
+    np.testing.assert_array_equal(contact_planes(rest, planes, eye), rest)
+    for name in ("crouch", "arms_forward"):
+        m = named_pose(sk, name).skinning_matrices(sk)
+        x = b.posed(m)
+        got = contact_planes(x, planes, m)
+        np.testing.assert_allclose(got, contact_planes_numpy(x, planes, m), atol=1e-9)
+        assert np.abs(got - x).max() > 0.01
+
+
+def test_moving_the_scene_10_m_moves_the_result_10_m():
+    v, idx, wts, rest = tube()
+    planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)
+    m = bend(rest, 110.0)
+    shifted = m.copy()
+    shifted[:, :3, 3] += (10.0, -3.0, 7.0)
+    y0 = contact_planes(lbs_numpy(v, idx, wts, m), planes, m)
+    y1 = contact_planes(lbs_numpy(v, idx, wts, shifted), planes, shifted)
+    np.testing.assert_allclose(y1 - (10.0, -3.0, 7.0), y0, atol=1e-6)
+
+
+def test_contact_body_has_fewer_buried_vertices_in_knee_bend():
+    from kisekae.qa.check import self_contact_pose
+
+    av = load_builtin_avatar().with_body_contact()
+    rec = self_contact_pose(av, named_pose(av.skeleton, "knee_bend"))
+    assert rec["body_buried_plain"] == 62  # plain skinning, docs/contact.md
+    assert rec["body_buried"] <= 5 and rec["body_self_crossings"] < rec["body_self_crossings_plain"] / 4
+    # the plain avatar is untouched by with_body_contact
+    plain = load_builtin_avatar()
+    assert plain.body.deform is None
+
+
+def test_bad_input_gets_clear_errors():
+    v, idx, wts, rest = tube()
+    with pytest.raises(KisekaeError, match="blend ring"):
+        JointPlanes.from_skin([-1, 0], rest, idx, np.stack([np.ones(len(v)), np.zeros(len(v))], 1), v)
+    with pytest.raises(KisekaeError, match="ring_factor"):
+        JointPlanes.from_skin([-1, 0], rest, idx, wts, v, ring_factor=1.0)
+    bad = rest.copy()
+    bad[1, 0, 0] = np.nan
+    with pytest.raises(KisekaeError, match="rest matrices"):
+        JointPlanes.from_skin([-1, 0], bad, idx, wts, v)
+    planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)
+    m = bend(rest, 90.0)
+    x = lbs_numpy(v, idx, wts, m)
+    x[3, 1] = np.nan
+    with pytest.raises(KisekaeError, match="posed body vertices"):
+        contact_planes(x, planes, m)
+    with pytest.raises(KisekaeError, match="gap"):
+        contact_planes(lbs_numpy(v, idx, wts, m), planes, m, gap=-0.001)
+    with pytest.raises(KisekaeError, match="points"):
+        contact_planes(v[:10], planes, m)
+
+
+def test_cli_contact_reports_both_bodies(capsys):
+    from kisekae.cli import main
+
+    assert main(["check", "--pose", "knee_bend", "--garment", "skirt", "--self-contact", "--contact"]) == 0
+    out = capsys.readouterr().out
+    assert "plain buried" in out and "body buried" in out
