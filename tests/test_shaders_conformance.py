@@ -26,7 +26,8 @@ def test_checks_cover_every_function_and_source(checks):
                  "tension", "tight look", "wound loop", "flat-cost", "morph", "nested", "bound push",
                  "skin push (capsules, then bound)", "wrinkle weights", "wrinkle normal blend", "tight look anime",
                  "tight look realistic", "wound decode article8", "wound decode delta16", "wound decode half",
-                 "wound decode delta8", "wound decode float"):
+                 "wound decode delta8", "wound decode float", "body contact crouch one joint a pass",
+                 "body contact knee_bend all slots"):
         assert part in names
     for src in ("constants", "texture", "structured"):
         assert f"[{src}]" in names

@@ -29,6 +29,7 @@ GROUPS = {
     "kisekae_tension.hlsl": ("tension",),
     "kisekae_wrinkle.hlsl": ("wrinkle",),
     "kisekae_wound.hlsl": ("wound", "wound_decode"),
+    "kisekae_contact.hlsl": ("contact",),
 }
 
 
@@ -71,6 +72,8 @@ def _group_checks(group):
     elif group == "wound_decode":  # one encoding at a time, so that detection can stop early
         for name in C.WOUND_DECODE_ORDER:
             yield C.wound_decode_checks((name,))
+    elif group == "contact":
+        yield C.contact_checks(poses)
     else:
         yield C.wound_checks("constants")
 

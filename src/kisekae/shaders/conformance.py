@@ -662,6 +662,34 @@ def wound_checks(source: str = "constants"):
     return checks
 
 
+#: Body contact positions: the issue's conformance limit (the core measures about 1e-7 m on llvmpipe).
+TOL_CONTACT = 1e-5
+
+
+def contact_checks(poses=POSES):
+    """The body's joint-plane contact (``kisekae_contact.hlsl``) against :func:`kisekae.avatar.contact.contact_planes_numpy`
+    on the built-in body: one joint per dispatch (``KisekaeContactPlane``) and all slots at once
+    (``KisekaeContactPlanes`` with the joint table read through ``KISEKAE_LOAD_JOINT_PLANE``)."""
+    from ..avatar.builtin import load_builtin_avatar
+    from ..avatar.contact import JointPlanes, contact_planes_numpy
+    from ..avatar.poses import named_pose
+
+    av = load_builtin_avatar()
+    body, sk = av.body, av.skeleton
+    planes = _memo(("contact planes",), lambda: JointPlanes.from_skin(sk.parents, sk.rest, body.skin.indices,
+                                                                      body.skin.weights, body.mesh.vertices))
+    checks = []
+    for name in dict.fromkeys((*poses, "knee_bend")):
+        m = named_pose(sk, name).skinning_matrices(sk)
+        x = body.posed(m)
+        ref = contact_planes_numpy(x, planes, m)
+        checks.append(Check(f"body contact {name} one joint a pass", _err(X.gpu_contact_planes(x, planes, m), ref),
+                            TOL_CONTACT, len(x)))
+        checks.append(Check(f"body contact {name} all slots", _err(X.gpu_contact_planes_loop(x, planes, m), ref),
+                            TOL_CONTACT, len(x)))
+    return checks
+
+
 def run_checks(sources=("constants",), poses=POSES, core_dir=None):
     """Run every conformance check; returns a list of :class:`Check` (see the module table)."""
     with X.using_core(core_dir):
@@ -675,4 +703,5 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
         checks += wrinkle_checks()
         checks += tight_look_checks()
         checks += wound_decode_checks()
+        checks += contact_checks(poses)
     return checks

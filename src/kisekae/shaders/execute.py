@@ -40,6 +40,8 @@ MODES = {
     "wrinkle_weights": 11,
     "wrinkle_normals": 12,
     "wound_decode": 13,
+    "contact_plane": 14,
+    "contact_planes": 15,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -782,3 +784,64 @@ def gpu_wound_morph(positions, normals, target_positions, target_normals, p):
         in3=_vec4(n, target_normals),
     )
     return o0[:, :3], o1[:, :3]
+
+
+def gpu_contact_planes(points, planes, skin_matrices, *, gap: float | None = None, band: float | None = None):
+    """``KisekaeContactPlane`` on the GPU, slot by slot: the body contact of
+    :func:`kisekae.avatar.contact.contact_planes`.
+
+    Parameters
+    ----------
+    points : (N, 3) array_like, skinned body positions (m)
+    planes : kisekae.avatar.contact.JointPlanes
+    skin_matrices : (B, 4, 4) the pose's skinning matrices
+    gap, band : float, metres (defaults as the reference)
+
+    Returns
+    -------
+    (N, 3) float32 positions (m).
+    """
+    from ..avatar.contact import BAND, GAP, REST_SLACK
+
+    gap = GAP if gap is None else float(gap)
+    band = BAND if band is None else float(band)
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    n = len(p)
+    centre, normal, active = planes.posed(skin_matrices)
+    params = [[gap, band, planes.ring_factor, REST_SLACK]]
+    out = p.astype(np.float32)
+    for k in range(planes.slots.shape[1]):
+        j = planes.slots[:, k]
+        use = j >= 0
+        jj = np.where(use, j, 0)
+        o0, _ = _run("contact_plane", "constants", n, params=params,
+                     in0=_vec4(n, out, np.where(use, planes.side[:, k], 0.0)),
+                     in1=_vec4(n, planes.rest, planes.radius[jj]),
+                     in2=_vec4(n, centre[jj], active[jj].astype(np.float32)),
+                     in3=_vec4(n, normal[jj]), in4=_vec4(n, planes.centre[jj]), in5=_vec4(n, planes.direction[jj]))
+        out = o0[:, :3].copy()
+    return out
+
+
+def gpu_contact_planes_loop(points, planes, skin_matrices, *, gap: float | None = None, band: float | None = None):
+    """``KisekaeContactPlanes`` on the GPU: every slot of a vertex in one dispatch, the joint table read through
+    ``KISEKAE_LOAD_JOINT_PLANE``; same contract as :func:`gpu_contact_planes`."""
+    from ..avatar.contact import BAND, GAP, REST_SLACK
+
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    n = len(p)
+    centre, normal, active = planes.posed(skin_matrices)
+    nj = len(centre)
+    if n < 2 * nj:
+        raise KisekaeError(f"the harness packs the joint table into the point rows: need >= {2 * nj} points", "points")
+    table4 = np.zeros((n, 4), np.float32)
+    table4[0:2 * nj:2] = np.c_[centre, active.astype(np.float64)]
+    table4[1:2 * nj:2] = np.c_[normal, planes.radius]
+    table5 = np.zeros((n, 4), np.float32)
+    table5[0:2 * nj:2, :3] = planes.centre
+    table5[1:2 * nj:2, :3] = planes.direction
+    params = [[GAP if gap is None else float(gap), BAND if band is None else float(band), planes.ring_factor,
+               REST_SLACK]]
+    o0, _ = _run("contact_planes", "constants", n, params=params, in0=_vec4(n, p), in1=_vec4(n, planes.rest),
+                 in2=_vec4(n, np.maximum(planes.slots, 0)), in3=_vec4(n, planes.side), in4=table4, in5=table5)
+    return o0[:, :3]

@@ -278,3 +278,36 @@ def _write_cache(cdir: Path, items) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp_name, path)
+
+
+def compile_with_slang(source: str, entry: str, *, name: str = "kisekae_slang", include_dirs=None) -> None:
+    """Compile an HLSL compute shader through Slang's CPU target (``slangpy``), a second HLSL front-end.
+
+    Slang's rules are closer to DXC's than glslang's, so code that only glslang accepts is caught here.
+    The CPU target builds the kernel with the system C++ compiler (``g++``).
+
+    Parameters
+    ----------
+    source : str, HLSL source with a ``[numthreads]`` compute entry point
+    entry : str, the entry point's name (not ``main``: on the CPU target it would clash with C's)
+    name : str, module name
+    include_dirs : list of paths, default the core's folder
+
+    Raises
+    ------
+    KisekaeError
+        When slangpy is missing or Slang (or the C++ build) rejects the source, with Slang's message.
+    """
+    try:
+        import slangpy
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise KisekaeError("slangpy is not installed (pip install slangpy)", "slang") from exc
+    dirs = [str(d) for d in (include_dirs or [HLSL_DIR])]
+    device = slangpy.Device(type=slangpy.DeviceType.cpu, compiler_options={"include_paths": dirs})
+    try:
+        module = device.load_module_from_source(name, source)
+        device.create_compute_pipeline(device.link_program([module], [module.entry_point(entry)]))
+    except (RuntimeError, slangpy.SlangCompileError) as exc:
+        raise KisekaeError(f"Slang rejected the shader: {str(exc).strip()[:2000]}", name) from None
+    finally:
+        device.close()

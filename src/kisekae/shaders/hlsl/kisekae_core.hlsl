@@ -32,5 +32,6 @@
 #include "kisekae_tension.hlsl"
 #include "kisekae_wrinkle.hlsl"
 #include "kisekae_wound.hlsl"
+#include "kisekae_contact.hlsl"
 
 #endif // KISEKAE_CORE_HLSL

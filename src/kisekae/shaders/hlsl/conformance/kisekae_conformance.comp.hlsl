@@ -19,7 +19,31 @@
 #include "../kisekae_source_structured.hlsl"
 #endif
 #include "../kisekae_source_vertex_textures.hlsl"
+
+StructuredBuffer<float4> gIn0;
+StructuredBuffer<float4> gIn1;
+StructuredBuffer<float4> gIn2;
+StructuredBuffer<float4> gIn3;
+StructuredBuffer<float4> gIn4;
+StructuredBuffer<float4> gIn5;
+RWStructuredBuffer<float4> gOut0;
+RWStructuredBuffer<float4> gOut1;
+
+// Mode 15 reads the body contact's joint table from gIn4 (posed centre + active, posed normal + radius) and gIn5
+// (rest centre, rest direction), two rows per joint.
+#define KISEKAE_LOAD_JOINT_PLANE(j, J) \
+    { \
+        float4 ja_ = gIn4[2u * (j)]; \
+        float4 jb_ = gIn4[2u * (j) + 1u]; \
+        J.centre = ja_.xyz; \
+        J.active = ja_.w; \
+        J.normal = jb_.xyz; \
+        J.radius = jb_.w; \
+        J.restCentre = gIn5[2u * (j)].xyz; \
+        J.restDir = gIn5[2u * (j) + 1u].xyz; \
+    }
 #include "../kisekae_core.hlsl"
+
 
 cbuffer KisekaeHarness
 {
@@ -30,14 +54,6 @@ cbuffer KisekaeHarness
     float4 gParams[8];   // function parameters, meaning depends on gMode
 };
 
-StructuredBuffer<float4> gIn0;
-StructuredBuffer<float4> gIn1;
-StructuredBuffer<float4> gIn2;
-StructuredBuffer<float4> gIn3;
-StructuredBuffer<float4> gIn4;
-StructuredBuffer<float4> gIn5;
-RWStructuredBuffer<float4> gOut0;
-RWStructuredBuffer<float4> gOut1;
 
 KisekaePushParams HarnessPushParams()
 {
@@ -257,6 +273,40 @@ void main(uint3 id : SV_DispatchThreadID)
         KisekaeWoundTarget((uint)x0.w, x0.xyz, x1, E, tp, tn, part);
         y0 = float4(tp, (float)part);
         y1 = float4(tn, 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(14)
+    if (gMode == 14u)
+    {
+        // body contact, one joint: x0 = (point, side), x1 = (rest point, ring radius), x2 = (posed centre, active),
+        // x3.xyz = posed normal, x4.xyz = rest centre, x5.xyz = rest direction;
+        // gParams[0] = (gap, band, ringFactor, restSlack)
+        KisekaeJointPlane J;
+        J.centre = x2.xyz;
+        J.active = x2.w;
+        J.normal = x3.xyz;
+        J.radius = x1.w;
+        J.restCentre = x4.xyz;
+        J.restDir = x5.xyz;
+        KisekaeContactParams C;
+        C.gap = gParams[0].x;
+        C.band = gParams[0].y;
+        C.ringFactor = gParams[0].z;
+        C.restSlack = gParams[0].w;
+        y0 = float4(KisekaeContactPlane(x0.xyz, x1.xyz, x0.w, J, C), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(15)
+    if (gMode == 15u)
+    {
+        // body contact, all of a vertex's joints: x0.xyz = point, x1.xyz = rest point, x2 = joint ids,
+        // x3 = sides (0 = unused slot); the joint table in gIn4/gIn5 (HarnessJointPlane); gParams[0] as mode 14
+        KisekaeContactParams C;
+        C.gap = gParams[0].x;
+        C.band = gParams[0].y;
+        C.ringFactor = gParams[0].z;
+        C.restSlack = gParams[0].w;
+        y0 = float4(KisekaeContactPlanes(x0.xyz, x1.xyz, uint4(x2), x3, C), 0.0);
     }
 #endif
     gOut0[i] = y0;
