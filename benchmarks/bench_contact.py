@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""The body's joint-plane contact (kisekae.avatar.contact) against plain Numba skinning, one core.
+
+Run: ``.venv/bin/python benchmarks/bench_contact.py``. For the built-in body (13,380 vertices) in each
+pose: plain Numba skinning (the baseline, same run), the contact step alone, skinning + contact, their
+ratio (the issue's gate: skinning + contact at most 3x plain skinning), and the NumPy reference of the
+step. Best-of-N wall and CPU time; the CPU's SIMD width is printed first (AVX2 and AVX-512 machines
+differ by up to 3x).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import measure, table  # noqa: E402
+from bench_frame import simd_report  # noqa: E402
+
+from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
+from kisekae.avatar.contact import JointPlanes, contact_planes, contact_planes_numpy  # noqa: E402
+from kisekae.avatar.poses import named_pose  # noqa: E402
+from kisekae.avatar.skinning import lbs  # noqa: E402
+
+
+def run(poses=("stand", "knee_bend", "crouch"), repeat: int = 15):
+    """Rows ``[pose, skinning ms, contact ms, both ms, ratio, NumPy contact ms]`` (CPU time)."""
+    av = load_builtin_avatar()
+    b, sk = av.body, av.skeleton
+    planes = JointPlanes.from_skin(sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    rows = []
+    for name in poses:
+        m = named_pose(sk, name).skinning_matrices(sk)
+        x = lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m)
+        _, skin = measure(lambda: lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m), repeat=repeat, number=5)
+        _, step = measure(lambda: contact_planes(x, planes, m), repeat=repeat, number=5)
+        _, both = measure(lambda: contact_planes(lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m), planes, m),
+                          repeat=repeat, number=5)
+        _, ref = measure(lambda: contact_planes_numpy(x, planes, m), repeat=3)
+        rows.append([name, f"{skin * 1e3:.3f}", f"{step * 1e3:.3f}", f"{both * 1e3:.3f}", f"{both / skin:.2f}",
+                     f"{ref * 1e3:.1f}"])
+    return rows
+
+
+def main():
+    for line in simd_report():
+        print(line)
+    rows = run()
+    print(table(rows, ["pose", "skinning ms", "contact ms", "skinning+contact ms", "ratio (gate <= 3)",
+                       "NumPy contact ms"]))
+
+
+if __name__ == "__main__":
+    main()
