@@ -132,3 +132,18 @@ def test_cli_contact_reports_both_bodies(capsys):
     assert main(["check", "--pose", "knee_bend", "--garment", "skirt", "--self-contact", "--contact"]) == 0
     out = capsys.readouterr().out
     assert "plain buried" in out and "body buried" in out
+
+
+def test_demo_section_pictures_and_numbers(tmp_path):
+    from kisekae.render.contact_report import CONTACT_POSES, body_contact_rows, section_body_contact
+
+    av = load_builtin_avatar()
+    rows, records = body_contact_rows(av, size=(160, 90))
+    assert len(rows) == len(CONTACT_POSES) and all(len(r) == 4 for r in rows)
+    for row in rows:  # plain and contact pictures differ where the contact moved the body
+        assert row[0].shape == (90, 160, 3) and np.abs(row[0].astype(int) - row[1]).sum() > 0
+    by = {(r["pose"], r["body"]): r for r in records}
+    for pose in CONTACT_POSES:
+        assert by[(pose, "contact")]["body_buried"] < by[(pose, "plain")]["body_buried"] / 2
+    html = section_body_contact({"avatar": av, "out": tmp_path})
+    assert "body_contact.png" in html and (tmp_path / "img" / "body_contact.png").stat().st_size > 10_000

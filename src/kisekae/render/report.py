@@ -29,6 +29,7 @@ from .htmlpage import picture, scroll_box
 from .poke import mark_pixels, poke_through, poke_through_report
 from .renderer import DrawItem, default_renderer
 from .scene import avatar_items, avatar_landmarks
+from .contact_report import section_body_contact
 from .shapes_report import section_body_shapes
 from .sheets import comparison_sheet, save_gif
 
@@ -525,6 +526,7 @@ SECTIONS = [
     ("pictures", section_pictures),
     ("before and after the fix", section_fix),
     ("body shapes", section_body_shapes),
+    ("body against itself", section_body_contact),
     ("poke-through pixels", section_poke),
     ("tension pictures", section_tension),
     ("wound morph", section_wound),
