@@ -10,7 +10,10 @@ CUBE is the mean of the ``joint-*`` group listed in ``mesh_metadata/basemesh_ver
 MEAN the mean of its vertices) and fits the sample ``.mhclo`` clothes with MakeHuman's
 ``proxy.getCoords`` (offsets times the diagonal of the scale lines). It prints, per shape, the
 largest difference to kisekae (base mesh, bone heads of both rigs, garments) and the bone heads
-that MakeHuman's own placement leaves outside its own body, with how far outside.
+that MakeHuman's own placement leaves outside its own body, with how far outside. A second table
+gives, per shape, the factor the sample clothes' scale lines put on their offsets and the body's
+height (both against the default shape ``BodyShape()``), and how much of each garment would be inside
+the body without its offsets (on its reference vertices alone).
 
 ``--target NAME`` (repeatable) also prints how that target moves the ``helper-tights`` and
 ``helper-skirt`` vertices against the body vertex nearest to each (along the body's normal): a
@@ -38,7 +41,7 @@ from kisekae.avatar.shape import TARGET_UNIT_M, BodyShape, parse_body
 from kisekae.data import SAMPLE_GARMENTS, sample_path
 from kisekae.errors import KisekaeError
 from kisekae.io.makehuman import MH_SCALE
-from kisekae.io.mhclo import load_mhclo, parse_mhclo
+from kisekae.io.mhclo import fit_mhclo, load_mhclo, offset_scale, parse_mhclo
 from kisekae.io.obj import parse_obj
 from kisekae.qa.penetration import BodyQuery, BodyTopology
 from measure_body_shapes import EXTREMES, SHAPES
@@ -158,10 +161,15 @@ def check(wheel: Wheel, text: str) -> dict:
         for n, i, d in zip(names, inside, dist):
             if not i and n != "Root":
                 out["outside"][n] = float(d * 1e3)
+    out["height_m"] = float(np.ptp(av.body.mesh.vertices[:, 1]))
     for g in SAMPLE_GARMENTS:
         ours = load_mhclo(sample_path(g + ".mhclo"), av).mesh.vertices
         theirs = (fit_makehuman(sample_path(g + ".mhclo"), dm) - ground) * MH_SCALE
         out[g + "_mm"] = float(np.abs(ours - theirs).max() * 1e3)
+        info = parse_mhclo(sample_path(g + ".mhclo"))
+        out[g + "_scale"] = offset_scale(info, av.base_vertices)
+        bare = fit_mhclo(dict(info, offsets=np.zeros_like(info["offsets"])), av.base_vertices)
+        out[g + "_bare_inside"] = float(q.inside(bare).mean())
     return out
 
 
@@ -204,11 +212,23 @@ def main(argv=None) -> int:
         print("| shape | base mesh mm | bone heads mm | " + " | ".join(f"{g} mm" for g in SAMPLE_GARMENTS)
               + " | MakeHuman's heads outside its body (mm outside) |")
         print("|---|---|---|" + "---|" * len(SAMPLE_GARMENTS) + "---|")
-        for text in shapes:
+        records = []
+        for text in ["default"] + [t for t in shapes if t != "default"]:
             r = check(wheel, text)
+            records.append(r)
+            if text not in shapes:
+                continue
             outside = ", ".join(f"{n} ({d:.1f})" for n, d in r["outside"].items()) or "none"
             print(f"| `{text}` | {r['mesh_mm']:.4f} | {r['heads_mm']:.4f} | "
                   + " | ".join(f"{r[g + '_mm']:.4f}" for g in SAMPLE_GARMENTS) + f" | {outside} |", flush=True)
+        ref = records[0]
+        print("\n| shape | height ÷ default | " + " | ".join(
+            f"{g}: offset scale ÷ default (x, y, z) / inside without offsets %" for g in SAMPLE_GARMENTS) + " |")
+        print("|---|---|" + "---|" * len(SAMPLE_GARMENTS))
+        for r in records if "default" in shapes else records[1:]:
+            cells = [f"{', '.join(f'{x:.3f}' for x in r[g + '_scale'] / ref[g + '_scale'])} / "
+                     f"{r[g + '_bare_inside'] * 100:.2f}" for g in SAMPLE_GARMENTS]
+            print(f"| `{r['shape']}` | {r['height_m'] / ref['height_m']:.3f} | " + " | ".join(cells) + " |")
         if args.target:
             print("\n| target | helper | p5 mm | median mm | p95 mm |\n|---|---|---|---|---|")
             for name in args.target:
