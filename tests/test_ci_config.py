@@ -32,3 +32,14 @@ def test_readme_command_with_project_config_prints_the_passed_line(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^1 passed in [0-9.]+s", proc.stdout, re.M), proc.stdout
+
+
+def test_ci_runs_the_blender_and_oldest_numpy_tests():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "export KISEKAE_REQUIRE_VENVS=1" in run
+    assert ".venv-numpy-oldest/bin/python -m pytest -q $(cat .ci/oldest-numpy-tests)" in run
+    assert "KISEKAE_REQUIRE_BPY=1 .venv-blender/bin/python -m pytest -q -m blender tests/test_blender_addon.py" in run
+    listed = (ROOT / ".ci" / "oldest-numpy-tests").read_text().split()
+    assert listed and all((ROOT / t).is_file() for t in listed)
+    boot = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    assert '"bpy==5.0.1"' in boot and '"numpy==$NUMPY_MIN"' in boot

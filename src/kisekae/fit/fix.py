@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..avatar.avatar import Avatar
+from ..errors import KisekaeError
+from ..validate import as_points
 from ..qa.check import body_topology
 from ..qa.penetration import BodyQuery
 from .exact import UNNECESSARY, push_out_exact, signed_body_distance
@@ -49,8 +51,7 @@ def skinned_normals(part, skin_matrices) -> np.ndarray:
     """(N, 3) rest normals of a skinned part carried into the pose by its blended skinning rotation."""
     a = np.einsum("nk,nkij->nij", part.skin.weights.astype(np.float64),
                   np.asarray(skin_matrices, dtype=np.float64)[part.skin.indices][:, :, :3, :3])
-    n = np.einsum("nij,nj->ni", a, part.mesh.normals.astype(np.float64))
-    return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+    return blended_normals(part.mesh.normals, a)
 
 
 def params_for(name: str, params: PushParams | None) -> PushParams:
@@ -96,9 +97,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         t0 = time.perf_counter()
         x = part.posed(m)
         mk = masks.get(name, {})
-        new, info = push_out_exact(query, x, part.mesh.edges, p, tightness=mk.get("tightness"),
-                                   softness=mk.get("softness"), uvs=part.mesh.uvs.get("uv0"),
-                                   directions=skinned_normals(part, m), garment_faces=part.mesh.faces)
+        new, info = _push(query, part.mesh, x, p, skinned_normals(part, m), mk)
         contact = info["contact"].copy()
         if layered and fixed_layers:
             body_only = new.astype(np.float64).copy()
@@ -119,18 +118,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
                 new[back] = body_only[back]
             info["contact"] = contact
             info["unresolved"] = query.inside(new) & contact
-        push = np.linalg.norm(new.astype(np.float64) - x, axis=1)
-        info["push"] = push
-        elapsed = (time.perf_counter() - t0) * 1e3
-        clear = ~info["contact"]
-        metrics = {
-            "max_push_m": float(push.max(initial=0.0)),
-            "moved_fraction": float(np.mean(push > 1e-5)) if len(push) else 0.0,
-            "moved_unnecessarily": int(np.sum(clear & (push >= UNNECESSARY))),
-            "unresolved": int(info["unresolved"].sum()),
-            "time_ms": elapsed,
-        }
-        out[name] = FixResult(new.astype(np.float32), metrics, info)
+        out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
                                              outward_hint=lambda pts: signed_body_distance(query, pts)[1]))
@@ -139,3 +127,76 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
             out[name].metrics.update(layer_stats(out[name].positions, avatar.part(name).mesh.edges,
                                                  fixed_layers[:i]))
     return out
+
+
+def _push(query, mesh, x, params, directions, masks):
+    return push_out_exact(query, x, mesh.edges, params, tightness=masks.get("tightness"),
+                          softness=masks.get("softness"), uvs=mesh.uvs.get("uv0"), directions=directions,
+                          garment_faces=mesh.faces)
+
+
+def _result(new, x, info, t0) -> FixResult:
+    push = np.linalg.norm(new.astype(np.float64) - x, axis=1)
+    info["push"] = push
+    elapsed = (time.perf_counter() - t0) * 1e3
+    clear = ~info["contact"]
+    metrics = {
+        "max_push_m": float(push.max(initial=0.0)),
+        "moved_fraction": float(np.mean(push > 1e-5)) if len(push) else 0.0,
+        "moved_unnecessarily": int(np.sum(clear & (push >= UNNECESSARY))),
+        "unresolved": int(info["unresolved"].sum()),
+        "time_ms": elapsed,
+    }
+    return FixResult(new.astype(np.float32), metrics, info)
+
+
+def blended_normals(normals, blend) -> np.ndarray:
+    """Rest normals carried by per-vertex blended skinning rotations, as unit vectors.
+
+    Parameters
+    ----------
+    normals : (N, 3) float
+        Rest vertex normals.
+    blend : (N, 3, 3) float
+        Each vertex's weighted sum of its bones' skinning matrices (upper-left 3x3).
+
+    Returns
+    -------
+    (N, 3) float64 unit vectors (zero vectors stay zero).
+    """
+    n = np.einsum("nij,nj->ni", np.asarray(blend, dtype=np.float64), np.asarray(normals, dtype=np.float64))
+    return n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+
+
+def fix_garment(query: BodyQuery, mesh, posed, params: PushParams | None = None, *, directions=None,
+                masks: dict | None = None) -> FixResult:
+    """Fix one garment against one posed body, from plain arrays (no avatar, no layers).
+
+    :func:`fix_pose` runs the same solver for each garment of an avatar; the Blender extension
+    calls this with meshes read from Blender.
+
+    Parameters
+    ----------
+    query : BodyQuery
+        The posed body.
+    mesh : kisekae.avatar.mesh.Mesh
+        The garment at rest (metres): welded edges (quad sides), triangles, UVs for texture masks.
+    posed : (N, 3) float
+        The garment in the pose, metres.
+    params : PushParams, optional
+        Defaults: :class:`PushParams` (no skirt mode; see :func:`params_for`).
+    directions : (N, 3) float, optional
+        Preferred outward directions (the rest normals carried by skinning, :func:`blended_normals`).
+    masks : dict, optional
+        ``{"tightness": ..., "softness": ...}`` per-vertex arrays or UV textures.
+
+    Returns
+    -------
+    FixResult
+    """
+    t0 = time.perf_counter()
+    x = as_points(posed, "posed garment vertices", dtype=np.float32)
+    if len(x) != mesh.n_vertices:
+        raise KisekaeError(f"has {len(x)} vertices but the rest mesh has {mesh.n_vertices}", "posed garment")
+    new, info = _push(query, mesh, x, params or PushParams(), directions, masks or {})
+    return _result(new, x, info, t0)

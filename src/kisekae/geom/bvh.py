@@ -81,7 +81,10 @@ def build_bvh(vertices: np.ndarray, faces: np.ndarray, leaf_size: int = LEAF_SIZ
         c = cent[ids]
         axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
         mid = (e - s) // 2
-        part = np.argpartition(c[:, axis], mid)
+        # A stable sort, not argpartition: argpartition's order inside each half (and among equal
+        # centroids) depends on the NumPy version, which changed the leaves, the summation order of
+        # the winding number's far field and so the fix (up to 194 mm apart on NumPy 1.26 vs 2.4).
+        part = np.argsort(c[:, axis], kind="stable")
         order[s:e] = ids[part]
         # Push right first so the left child gets the next index (pre-order).
         stack.append((s + mid, e, node, 1))

@@ -65,6 +65,35 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
     return {**out, **measure.measure(body_vertices)}
 
 
+def check_garment(query: BodyQuery, mesh, skinned, points) -> dict:
+    """The check fields of one garment against one posed body, from plain arrays.
+
+    This is the record :func:`check_pose` makes for each garment, without the avatar: the
+    Blender extension calls it with meshes read from Blender.
+
+    Parameters
+    ----------
+    query : BodyQuery
+        The posed body.
+    mesh : kisekae.avatar.mesh.Mesh
+        The garment at rest (metres): its vertices, triangles, welded edges (quad sides) and weld.
+    skinned : (N, 3) float
+        The garment in the pose before any correction, metres.
+    points : (N, 3) float
+        The positions to check (``skinned`` itself, or a fixed garment), metres.
+
+    Returns
+    -------
+    dict
+        The fields of :func:`kisekae.qa.penetration.penetration_stats` (with the per-vertex
+        ``inside``, ``depth`` and per-edge ``crossing`` arrays) and of
+        :func:`kisekae.qa.shape.shape_stats`.
+    """
+    stats = penetration_stats(query, points, mesh.edges)
+    shape = shape_stats(mesh.vertices, skinned, points, mesh.faces, mesh.edges, mesh.weld)
+    return {**stats, **shape}
+
+
 def check_pose(avatar: Avatar, pose, garments, *, posed_garments: dict | None = None) -> list:
     """Check every garment in one pose.
 
@@ -92,9 +121,7 @@ def check_pose(avatar: Avatar, pose, garments, *, posed_garments: dict | None = 
         t = time.perf_counter()
         skinned = part.posed(m)
         pts = posed_garments[name] if posed_garments and name in posed_garments else skinned
-        stats = penetration_stats(query, pts, part.mesh.edges)
-        shape = shape_stats(part.mesh.vertices, skinned, pts, part.mesh.faces, part.mesh.edges, part.mesh.weld)
-        rec = {"pose": pose.name, "garment": name, **stats, **shape}
+        rec = {"pose": pose.name, "garment": name, **check_garment(query, part.mesh, skinned, pts)}
         rec["time_ms"] = (time.perf_counter() - t) * 1e3 + body_ms / max(len(garments), 1)
         records.append(rec)
     return records

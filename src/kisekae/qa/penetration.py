@@ -91,7 +91,7 @@ def penetration_stats(query: BodyQuery, points, edges) -> dict:
     -------
     dict with ``vertices``, ``inside_count``, ``inside_fraction``, ``max_depth_m``,
     ``p95_depth_m`` (0 when nothing is inside) and ``edge_crossings``, plus the per-vertex
-    ``inside`` mask and ``depth`` array (not JSON fields).
+    ``inside`` mask and ``depth`` array and the per-edge ``crossing`` mask (not JSON fields).
     """
     p = as_points(points, "garment vertices")
     inside = query.inside(p)
@@ -109,4 +109,5 @@ def penetration_stats(query: BodyQuery, points, edges) -> dict:
         "edge_crossings": int(crossings.sum()),
         "inside": inside,
         "depth": depth,
+        "crossing": np.asarray(crossings, dtype=bool),
     }
