@@ -28,9 +28,10 @@ def draw_report(layout, text):
     head.label(text="garment")
     for _, title, _ in COLUMNS:
         head.label(text=title)
+    several_frames = len({r.get("frame") for r in records}) > 1
     for r in records[:40]:
         row = box.row()
-        row.label(text=f"{r['garment']} {r['stage']}" + (f" f{r['frame']}" if r.get("frame") is not None else ""))
+        row.label(text=f"{r['garment']} {r['stage']}" + (f" f{r['frame']}" if several_frames else ""))
         for field, _, fmt in COLUMNS:
             row.label(text=_cell(field, fmt, r.get(field)))
     if len(records) > 40:
