@@ -13,7 +13,7 @@ from ..avatar.mesh import Mesh, triangulate_quads, vertex_normals
 from ..errors import KisekaeError
 from ..fit.fix import blended_normals, fix_garment, params_for
 from ..fit.pushout import PushParams
-from ..qa.check import check_garment  # noqa: F401  (the add-on's check calls it from here)
+from ..qa.check import check_garment
 from ..qa.penetration import BodyQuery, BodyTopology
 from ..validate import as_points
 

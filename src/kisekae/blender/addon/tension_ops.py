@@ -13,6 +13,8 @@ from . import meshio
 
 #: Per-object tension plans (rest-pose set-up), keyed by the object's full name.
 _PLANS: dict = {}
+#: The parameters last given to a plan (keyed by id of the plan; one entry).
+_PARAMS: dict = {}
 
 
 def rest_positions(obj, settings, context):
@@ -39,6 +41,7 @@ def build_plan(obj, context) -> TensionPlan:
     """Build (and keep) the object's plan from its rest source and Blender edges (no welding, as Blender)."""
     s = obj.kisekae_tension
     plan = TensionPlan(rest_positions(obj, s, context), edges=meshio.edges(obj), weld=False)
+    _PARAMS.clear()  # (a new plan may reuse a freed plan's id)
     _PLANS[obj.name_full] = plan
     return plan
 
@@ -46,7 +49,11 @@ def build_plan(obj, context) -> TensionPlan:
 def update_tension(obj, depsgraph, plan: TensionPlan) -> None:
     """Evaluate the plan on the object's evaluated positions and write compress, stretch and the colour."""
     s = obj.kisekae_tension
-    plan.set_params(s.falloff, s.stretch_area, s.compress_area, s.weight_limit)
+    params = (s.falloff, s.stretch_area, s.compress_area, s.weight_limit)
+    if _PARAMS.get(id(plan)) != params:  # validating them costs 0.1 ms; do it when they change
+        plan.set_params(*params)
+        _PARAMS.clear()
+        _PARAMS[id(plan)] = params
     out = plan.evaluate(meshio.evaluated_local(obj, depsgraph), name=obj.name)
     me = obj.data
     meshio.write_point_float(me, "compress", out.compress)
@@ -81,10 +88,26 @@ class KISEKAE_OT_tension(bpy.types.Operator):
         return {"FINISHED"}
 
 
+_BUSY = []
+
+
 @persistent
 def on_frame_change(scene, depsgraph=None):
-    """Recompute every object whose tension is live (playback, scrubbing, renders)."""
-    dg = depsgraph or bpy.context.evaluated_depsgraph_get()
+    """Recompute every object whose tension is live (playback, scrubbing, renders).
+
+    Building a plan with the rest from frame 0 changes the frame itself; the handler ignores
+    the frame changes it causes.
+    """
+    if _BUSY:
+        return
+    _BUSY.append(True)
+    try:
+        _update_live(scene, depsgraph or bpy.context.evaluated_depsgraph_get())
+    finally:
+        _BUSY.clear()
+
+
+def _update_live(scene, dg):
     for obj in scene.objects:
         if obj.type != "MESH" or not obj.kisekae_tension.live:
             continue
