@@ -106,7 +106,7 @@ def _loops(quads):
 
 def test_bvh_does_not_depend_on_numpy_partitioning():
     """Leaves hold their triangles in centroid order, ties by index (a stable sort), whatever the NumPy."""
-    from kisekae.qa.bvh import build_bvh
+    from kisekae.geom.bvh import build_bvh
 
     # a grid of equal-sized triangles: many equal centroid coordinates along the split axis (with
     # argpartition the leaves differed from this order on NumPy 2.4 and 1.26 alike, and differently)

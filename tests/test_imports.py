@@ -36,7 +36,9 @@ ALLOWED = {
     "render": BASE | {"geom", "avatar", "shaders", "io", "qa"} | EFFECTS,
     "batch": BASE | {"geom", "avatar", "io", "qa", "shaders", "render", "__init__"} | EFFECTS,
     "app": BASE | {"geom", "avatar", "io", "qa", "shaders", "render", "batch", "__init__"} | EFFECTS,
-    "cli": BASE | {"geom", "avatar", "io", "qa", "shaders", "render", "batch", "app", "__init__"} | EFFECTS,
+    # the Blender extension sits on top, beside cli; only its addon/ imports bpy
+    "blender": BASE | {"geom", "avatar", "qa", "__init__"} | EFFECTS,
+    "cli": BASE | {"geom", "avatar", "io", "qa", "shaders", "render", "batch", "app", "blender", "__init__"} | EFFECTS,
     "__main__": {"cli"},
     "__init__": {"errors"},
 }

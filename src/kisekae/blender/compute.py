@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..avatar.mesh import Mesh, triangulate_quads, vertex_normals
+from ..avatar.mesh import Mesh, triangulate_quads
 from ..errors import KisekaeError
 from ..fit.fix import blended_normals, fix_garment, params_for
 from ..fit.pushout import PushParams
+from ..geom.normals import vertex_normals
 from ..qa.check import check_garment
 from ..qa.penetration import BodyQuery, BodyTopology
 from ..validate import as_points
