@@ -38,6 +38,9 @@ fi
 # .venv-blender: headless Blender 5.0 (the bpy wheel; it needs Python 3.11 and brings Blender's NumPy 1.26.4)
 # and pytest, nothing of kisekae: the extension tests install kisekae from the extension's own wheels.
 PY311=$(command -v python3.11 || true)
+if [ -z "$PY311" ] && python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  PY311=python3
+fi
 if [ -z "$PY311" ]; then
   echo "bootstrap: python3.11 not found; the bpy wheel (Blender 5.0) needs Python 3.11" >&2
   exit 1
