@@ -6,7 +6,7 @@ import numpy as np
 
 
 def test_body_shape_section(tmp_path):
-    from kisekae.render.shapes_report import DEMO_BODIES, section_body_shapes
+    from kisekae.app.shapes_report import DEMO_BODIES, section_body_shapes
 
     assert len(DEMO_BODIES) == 5 and len(set(DEMO_BODIES)) == 5
     ctx = {"out": tmp_path, "body_shapes": ("gender=0,weight=1", "age=0.1875")}

@@ -135,7 +135,7 @@ def test_cli_contact_reports_both_bodies(capsys):
 
 
 def test_demo_section_pictures_and_numbers(tmp_path):
-    from kisekae.render.contact_report import CONTACT_POSES, body_contact_rows, section_body_contact
+    from kisekae.app.contact_report import CONTACT_POSES, body_contact_rows, section_body_contact
 
     av = load_builtin_avatar()
     rows, records = body_contact_rows(av, size=(160, 90))

@@ -32,8 +32,7 @@ ALLOWED = {
     "tension": BASE | {"geom", "avatar"},
     "wound": BASE | {"geom", "avatar"},
     "shaders": BASE | {"geom", "avatar"} | EFFECTS,
-    # io, qa: only until render/report.py and render/shapes_report.py move to app/ (issue 13, last step)
-    "render": BASE | {"geom", "avatar", "shaders", "io", "qa"} | EFFECTS,
+    "render": BASE | {"geom", "avatar", "shaders"} | EFFECTS,
     "batch": BASE | {"geom", "avatar", "io", "qa", "shaders", "render", "__init__"} | EFFECTS,
     "app": BASE | {"geom", "avatar", "io", "qa", "shaders", "render", "batch", "__init__"} | EFFECTS,
     # the Blender extension sits on top, beside cli; only its addon/ imports bpy

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kisekae.avatar.builtin import load_builtin_avatar
-from kisekae.render.report import section_pictures, section_poke
+from kisekae.app.report import section_pictures, section_poke
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def test_pictures_section_writes_a_sheet(ctx):
 
 
 def test_fix_section_uses_the_fix_and_the_pressure(ctx):
-    from kisekae.render.report import section_fix
+    from kisekae.app.report import section_fix
 
     html = section_fix(ctx)
     assert "fix_before_after.png" in html and (ctx["out"] / "img" / "fix_before_after.png").stat().st_size > 50_000
@@ -53,7 +53,7 @@ def test_fix_section_uses_the_fix_and_the_pressure(ctx):
 def test_wound_section_morphs_and_writes_a_gif(ctx):
     from PIL import Image
 
-    from kisekae.render.report import section_wound
+    from kisekae.app.report import section_wound
 
     html = section_wound(ctx)
     assert "wound.png" in html and "wound.gif" in html
@@ -69,7 +69,7 @@ def test_wound_section_morphs_and_writes_a_gif(ctx):
 def test_animation_section_interpolates(ctx):
     from PIL import Image
 
-    from kisekae.render.report import section_animation
+    from kisekae.app.report import section_animation
 
     html = section_animation(ctx)
     assert "bvh.gif" in html and "poses.gif" in html

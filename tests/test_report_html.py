@@ -85,7 +85,7 @@ def test_synthetic_report_fits_a_phone(tmp_path):
     <pre> and a long path, built by the report's own helpers, at 390 px."""
     from kisekae.app.demo import timings_table
     from kisekae.render.camera import VIEWS
-    from kisekae.render.report import SHEET_FONT_PX, _img, poke_table
+    from kisekae.app.report import SHEET_FONT_PX, _img, poke_table
     from kisekae.render.sheets import comparison_sheet
 
     cell = np.full((360, 640, 3), 200, np.uint8)
@@ -145,7 +145,7 @@ def test_demo_page_on_a_phone_and_a_desktop(tmp_path):
     the penetration table's times and the timings table."""
     from kisekae.app import demo
     from kisekae.cli import main
-    from kisekae.render.report import SHEET_FONT_PX
+    from kisekae.app.report import SHEET_FONT_PX
 
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--no-progress"]) == 0

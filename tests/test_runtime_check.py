@@ -63,7 +63,7 @@ def test_check_runtime_records_and_pop(tmp_path, capsys):
 
 
 def test_culling_covered_skin_removes_its_poke_through_pixels():
-    from kisekae.render.report import add_poke_pixels
+    from kisekae.app.report import add_poke_pixels
 
     av = load_builtin_avatar()
     pose = named_pose(av.skeleton, "crouch")

@@ -62,7 +62,7 @@ def run(args) -> int:
         records.extend(_pose_records(args, avatar, pose, garments, params, previous))
     print(format_table(records))
     if args.pixels:
-        from ..render.report import format_pixel_table
+        from ..app.report import format_pixel_table
 
         print(format_pixel_table(records))
     if args.json:
@@ -81,7 +81,7 @@ def _pose_records(args, avatar, pose, garments, params, previous: dict) -> list:
         for r in before:
             r.update({k: v for k, v in body.items() if k.startswith("body_")})
     if args.pixels:
-        from ..render.report import add_poke_pixels
+        from ..app.report import add_poke_pixels
 
         add_poke_pixels(avatar, pose, before)
     stages = _fixed_stages(args, avatar, pose, garments, params)
@@ -116,7 +116,7 @@ def _stage_records(args, avatar, pose, garments, stage, positions, metrics, prev
 
     after = check_pose(avatar, pose, garments, posed_garments=positions)
     if args.pixels:
-        from ..render.report import add_poke_pixels
+        from ..app.report import add_poke_pixels
 
         add_poke_pixels(avatar, pose, after, positions)
         if stage == "runtime":

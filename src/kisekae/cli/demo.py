@@ -20,7 +20,7 @@ def register(sub):
 def add_render_sections() -> None:
     """Append the renderer's sections (pictures, poke-through pixels, tension, animation) to the demo once."""
     from ..app import demo
-    from ..render.report import SECTIONS as RENDER_SECTIONS
+    from ..app.report import SECTIONS as RENDER_SECTIONS
 
     have = {fn for _, fn in demo.SECTIONS}
     demo.SECTIONS.extend(item for item in RENDER_SECTIONS if item[1] not in have)

@@ -23,15 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import materials as M
-from .camera import VIEWS, named_camera
-from .htmlpage import picture, scroll_box
-from .poke import mark_pixels, poke_through, poke_through_report
-from .renderer import DrawItem, default_renderer
-from .scene import avatar_items, avatar_landmarks
+from ..render import materials as M
+from ..render.camera import VIEWS, named_camera
+from ..render.htmlpage import picture, scroll_box
+from ..render.poke import mark_pixels, poke_through, poke_through_report
+from ..render.renderer import DrawItem, default_renderer
+from ..render.scene import avatar_items, avatar_landmarks
+from ..render.sheets import comparison_sheet, save_gif
 from .contact_report import section_body_contact
 from .shapes_report import section_body_shapes
-from .sheets import comparison_sheet, save_gif
 
 THUMB = (640, 360)
 POSES = ("stand", "leg_raise", "crouch")
@@ -333,7 +333,7 @@ def section_wound(ctx) -> str:
     from ..wound.bake import bake
     from ..wound.damage import damaged_builtin
 
-    from .renderer import WoundMorph
+    from ..render.renderer import WoundMorph
 
     av, out, r = ctx["avatar"], ctx["out"], default_renderer()
     body = av.body
@@ -409,7 +409,7 @@ def section_wound(ctx) -> str:
 def section_animation(ctx) -> str:
     """Smooth animated GIFs: the BVH excerpt with slerped in-betweens, and a loop over the named poses."""
     from ..avatar.builtin import load_builtin_avatar
-    from .animation import inbetween
+    from ..render.animation import inbetween
 
     out, r = ctx["out"], default_renderer()
     html_parts = ["<h2>Animation</h2>"]

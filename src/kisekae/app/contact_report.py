@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import materials as M
-from .camera import named_camera
-from .htmlpage import scroll_box
-from .renderer import default_renderer
-from .scene import avatar_landmarks, mesh_item
-from .sheets import comparison_sheet
+from ..render import materials as M
+from ..render.camera import named_camera
+from ..render.htmlpage import scroll_box
+from ..render.renderer import default_renderer
+from ..render.scene import avatar_landmarks, mesh_item
+from ..render.sheets import comparison_sheet
 
 #: Poses and close-up views of the section.
 CONTACT_POSES = ("crouch", "sit")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import html
 
-from .camera import VIEWS, named_camera
-from .poke import mark_pixels, poke_through
-from .renderer import default_renderer
-from .scene import avatar_items, avatar_landmarks
-from .htmlpage import scroll_box
-from .sheets import comparison_sheet
+from ..render.camera import VIEWS, named_camera
+from ..render.poke import mark_pixels, poke_through
+from ..render.renderer import default_renderer
+from ..render.htmlpage import scroll_box
+from ..render.scene import avatar_items, avatar_landmarks
+from ..render.sheets import comparison_sheet
 
 #: The five bodies of the section, in parse_body syntax.
 DEMO_BODIES = ("gender=0,weight=1", "gender=1,weight=0", "gender=1,muscle=1,weight=0.7", "age=0.1875",
