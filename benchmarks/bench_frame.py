@@ -15,7 +15,7 @@ Numba on one core except the tiny rig posing:
 
 The body contact stage of issue 16 is not on main yet and is not measured. In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
-(:func:`kisekae.fit.bound.push_out_runtime`: grid-culled Numba capsules, then the NumPy skin-bound
+(:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
 clearance and cap), and NumPy garment normals; the frame's positions are compared with
 ``push_out_runtime``'s. Each row is best-of-N wall and CPU time (:func:`_timing.measure`); on a busy
 machine wall time grows while CPU time does not, so both are printed. The CPU's SIMD width
@@ -220,7 +220,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
         rows.append([pose_name, "baseline: plain Numba skinning (body + garment)", f"{skin_only[0] * 1e3:.3f}",
                      f"{skin_only[1] * 1e3:.3f}", ""])
         rows.append([pose_name, "baseline: today's push_out_runtime (stages 3-4)", f"{today[0] * 1e3:.3f}",
-                     f"{today[1] * 1e3:.3f}", "grid-culled Numba capsules, NumPy normals, bound and cap"])
+                     f"{today[1] * 1e3:.3f}", "capsule plan built per call, NumPy normals, bound and cap"])
         rows.append([pose_name, "baseline: NumPy garment normals", f"{numpy_normals[0] * 1e3:.3f}",
                      f"{numpy_normals[1] * 1e3:.3f}", "kisekae.geom.normals.vertex_normals_numpy"])
     return rows, {"body_vertices": len(bv0), "garment_vertices": len(gv), "garment_faces": len(gf),
