@@ -36,7 +36,7 @@ from scipy.spatial import cKDTree
 
 from build_builtin_avatar import PREFIX, read_target
 from kisekae.avatar import load_builtin_avatar
-from kisekae.avatar.mesh import vertex_normals
+from kisekae.geom.normals import vertex_normals
 from kisekae.avatar.shape import TARGET_UNIT_M, BodyShape, parse_body
 from kisekae.data import SAMPLE_GARMENTS, sample_path
 from kisekae.errors import KisekaeError
