@@ -18,7 +18,8 @@ from _timing import measure, table  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
 from kisekae.io.bvh import load_bvh  # noqa: E402
-from kisekae.io.gltf import load_gltf, save_avatar  # noqa: E402
+from kisekae.io.gltf import load_gltf  # noqa: E402
+from kisekae.io.gltf_write import save_avatar  # noqa: E402
 
 BVH = Path(__file__).resolve().parents[1] / "src" / "kisekae" / "data" / "samples" / "cmu_35_01_excerpt.bvh"
 DT = {5121: np.uint8, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}

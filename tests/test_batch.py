@@ -386,7 +386,7 @@ def test_gltf_body_and_gltf_garment(tmp_path):
     """A glTF export of the built-in avatar as a body, and its skirt as a separate glTF garment, give
     the built-in rows; a glTF garment on a skeleton without its bones fails with a clear error."""
     from kisekae.avatar.builtin import load_builtin_avatar
-    from kisekae.io.gltf import save_avatar
+    from kisekae.io.gltf_write import save_avatar
 
     glb = tmp_path / "mh.glb"
     save_avatar(glb, load_builtin_avatar())
@@ -418,7 +418,7 @@ def test_gltf_garment_rest_pose_must_match(tmp_path):
 
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.batch.garments import load_gltf_garment
-    from kisekae.io.gltf import save_avatar
+    from kisekae.io.gltf_write import save_avatar
 
     av = load_builtin_avatar()
     moved = load_builtin_avatar()

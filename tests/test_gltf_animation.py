@@ -360,7 +360,7 @@ def test_info_warns_about_what_is_not_applied(tmp_path, capsys):
 
 def test_box_animated_poses_survive_export(tmp_path):
     """Poses with bone offsets (here a second root that moves) are written as translation channels."""
-    from kisekae.io.gltf import save_avatar
+    from kisekae.io.gltf_write import save_avatar
 
     asset = load_gltf(build_box_animated(tmp_path / "b.glb"), body="outer_box", fps=8)
     poses = asset.animations[0].poses

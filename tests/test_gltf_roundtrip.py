@@ -12,7 +12,8 @@ import pytest
 
 from kisekae.avatar.capsules import CapsuleRig
 from kisekae.io.bvh import load_bvh
-from kisekae.io.gltf import avatar_parts, load_gltf, save_avatar, save_gltf
+from kisekae.io.gltf import load_gltf
+from kisekae.io.gltf_write import avatar_parts, save_avatar, save_gltf
 
 ROOT = Path(__file__).resolve().parents[1]
 BVH = ROOT / "src" / "kisekae" / "data" / "samples" / "cmu_35_01_excerpt.bvh"

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from test_gltf_kit import Kit
 
 from kisekae.errors import KisekaeError
-from kisekae.io.gltf import load_gltf, save_avatar
+from kisekae.io.gltf import load_gltf
+from kisekae.io.gltf_write import save_avatar
 from kisekae.io.gltf_read import Limits, load_document, resolve_uri
 
 

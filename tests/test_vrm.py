@@ -10,7 +10,8 @@ import pytest
 from test_gltf_kit import Kit, cylinder, quat, trs
 
 from kisekae.errors import KisekaeError
-from kisekae.io.gltf import load_gltf, save_avatar
+from kisekae.io.gltf import load_gltf
+from kisekae.io.gltf_write import save_avatar
 from kisekae.avatar.humanoid import VRM1_REQUIRED, guess_humanoid
 from kisekae.fit.humanoid import humanoid_capsules
 

@@ -126,7 +126,7 @@ def _write_json(path, seq, verts, part: str, mode: str, params: dict) -> None:
 
 def _write_glb(path, avatar, part: str, poses, seq) -> None:
     """The avatar with the poses as animation, frame 0's maps as COLOR_0 and every frame as custom attributes."""
-    from ..io.gltf import save_avatar
+    from ..io.gltf_write import save_avatar
 
     color = np.concatenate([seq.compress[0][:, None], seq.stretch[0][:, None],
                             np.zeros((len(seq.compress[0]), 1)), np.ones((len(seq.compress[0]), 1))], axis=1)

@@ -1,1 +1,2 @@
-"""Readers and writers: Wavefront OBJ, MakeHuman (base mesh, rigs, weights, .mhclo), BVH motion."""
+"""Readers and writers: Wavefront OBJ, MakeHuman (base mesh, rigs, weights, .mhclo), BVH motion, glTF/GLB/VRM
+(``gltf`` reads, ``gltf_write`` writes), mesh arrays."""

@@ -1,4 +1,4 @@
-"""glTF 2.0 / GLB / VRM import and export of skinned avatars.
+"""glTF 2.0 / GLB / VRM import of skinned avatars (the export is :mod:`kisekae.io.gltf_write`).
 
 Import (:func:`load_gltf`) turns a file into an :class:`~kisekae.avatar.Avatar` plus what the
 avatar model has no place for (morph targets, extra vertex attributes, animations that can be
@@ -6,19 +6,12 @@ evaluated at any time (:mod:`kisekae.io.gltf_animation`), VRM humanoid data, the
 Every value the file declares is checked first (:mod:`kisekae.io.gltf_read`). What is read but
 not applied is listed in :attr:`GltfAsset.warnings` (and by ``kisekae info``).
 
-Export (:func:`save_gltf`) writes plain arrays (:class:`ExportPart` per mesh) with pygltflib;
-:func:`avatar_parts` builds those parts from an avatar, so the outputs of the fit, tension and
-wound stages can be passed in as arrays.
-
 Conventions: metres, glTF frame (+Y up, character facing +Z). VRM 0.x models face -Z; they are
 turned 180 degrees about Y on import unless ``vrm0_turn=False``.
 """
 
 from __future__ import annotations
 
-import io
-import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,9 +19,7 @@ import numpy as np
 
 from ..avatar.avatar import Avatar, SkinnedMesh
 from ..avatar.capsules import CapsuleRig
-from ..avatar.humanoid import guess_humanoid
 from ..avatar.mesh import Mesh
-from ..avatar.pose import Pose
 from ..avatar.skeleton import Skeleton
 from ..avatar.skinning import Skin, lbs
 from ..errors import KisekaeError
@@ -56,7 +47,6 @@ from .gltf_read import (
     get_str,
     index_into,
     load_document,
-    matrix_quaternion,
     polar_rotation,
     trs_matrix,
 )
@@ -312,6 +302,22 @@ def _primitive_arrays(doc: GltfDocument, mi: int, pi: int, prim: dict) -> dict |
     return out
 
 
+def _merged_attribute(parts: list, key: str, w: str, src) -> np.ndarray:
+    """Attribute ``key`` of every primitive, one after the other; zeros where a primitive lacks it."""
+    cols = max(p[key].shape[1] if p.get(key) is not None and p[key].ndim == 2 else 1 for p in parts if key in p)
+    blocks = []
+    for p in parts:
+        a = p.get(key)
+        if a is None:
+            a = np.zeros((len(p["POSITION"]), cols) if cols > 1 or key.startswith(("JOINTS", "WEIGHTS")) else
+                         (len(p["POSITION"]),))
+        blocks.append(np.asarray(a, dtype=np.float64 if not key.startswith("JOINTS") else np.int64))
+    try:
+        return np.concatenate(blocks)
+    except ValueError:
+        raise KisekaeError(f"{w}: primitives disagree on the shape of attribute {key}", src) from None
+
+
 def _read_mesh(doc: GltfDocument, mi: int) -> dict:
     """All triangle primitives of mesh ``mi`` merged into one vertex array."""
     mesh = doc.array("meshes")[mi]
@@ -342,20 +348,9 @@ def _read_mesh(doc: GltfDocument, mi: int) -> dict:
         "primitive_offsets": offsets,
     }
     for key in sorted(keys):
-        cols = max(p[key].shape[1] if p.get(key) is not None and p[key].ndim == 2 else 1 for p in parts if key in p)
-        blocks = []
-        for p in parts:
-            a = p.get(key)
-            if a is None:
-                a = np.zeros((len(p["POSITION"]), cols) if cols > 1 or key.startswith(("JOINTS", "WEIGHTS")) else
-                             (len(p["POSITION"]),))
-            blocks.append(np.asarray(a, dtype=np.float64 if not key.startswith("JOINTS") else np.int64))
-        try:
-            merged[key] = np.concatenate(blocks)
-        except ValueError:
-            raise KisekaeError(f"{w}: primitives disagree on the shape of attribute {key}", doc.src) from None
-    names = get_dict(mesh, "extras", w, doc.src).get("targetNames") if isinstance(mesh.get("extras"), dict) else None
+        merged[key] = _merged_attribute(parts, key, w, doc.src)
     k = len(merged["targets"])
+    names = get_dict(mesh, "extras", w, doc.src).get("targetNames") if isinstance(mesh.get("extras"), dict) else None
     if not (isinstance(names, list) and len(names) == k and all(isinstance(s, str) for s in names)):
         names = [f"target{i}" for i in range(k)]
     merged["target_names"] = names
@@ -421,270 +416,342 @@ def load_gltf(path, *, body: str | None = None, garments=None, mapping: dict | N
         For every malformed, unsafe or unsupported input.
     """
     doc = load_document(path, limits)
-    src = doc.src
     if fps is not None and (not np.isfinite(fps) or fps <= 0 or fps > 1000):
         raise KisekaeError(f"fps must be in (0, 1000], got {fps}", "fps")
-    nodes = doc.array("nodes")
-    meshes = doc.array("meshes")
-    skins = doc.array("skins")
-    parents, order = node_hierarchy(doc)
-    n_nodes = len(nodes)
-    notes, warnings = [], []
-    ext = get_dict(doc.json, "extensions", "glTF", src)
-    vrm = vrm_mod.read_vrm(ext, n_nodes, src)
-    root = None
-    if vrm is not None and vrm.version == "0" and vrm0_turn:
-        root = np.diag([-1.0, 1.0, -1.0, 1.0])
-        notes.append("VRM 0.x model turned 180 degrees about +Y to face +Z")
-
-    trs_base, local = [], np.empty((n_nodes, 4, 4))
-    for i in range(n_nodes):
-        t, q, s, mat = node_trs(doc, i)
-        trs_base.append((t, q, s))
-        local[i] = mat if mat is not None else trs_matrix(t, q, s)
-    world = node_world_matrices(parents, order, local, trs_base, {}, 1, root)[0]
-
-    # --- scene nodes
-    scenes = doc.array("scenes")
-    in_scene = np.zeros(n_nodes, bool)
-    if scenes:
-        si = get_int(doc.json, "scene", "glTF", src, default=0, hi=len(scenes))
-        for k, r in enumerate(get_list(scenes[si], "nodes", f"scenes[{si}]", src, limits)):
-            r = index_into(r, n_nodes, "nodes", f"scenes[{si}].nodes[{k}]", src)
-            in_scene[r] = True
-    else:
-        in_scene[parents < 0] = True
-    for j in order:
-        if parents[j] >= 0 and in_scene[parents[j]]:
-            in_scene[j] = True
-    mesh_nodes = []
-    for j in order:
-        if in_scene[j] and "mesh" in nodes[j]:
-            index_into(nodes[j]["mesh"], len(meshes), "meshes", f"nodes[{j}].mesh", src)
-            mesh_nodes.append(int(j))
-
-    # --- skins and skeleton
-    skin_data = []
-    for si, sk in enumerate(skins):
-        w = f"skins[{si}]"
-        joints = get_list(sk, "joints", w, src, limits)
-        if not joints:
-            raise KisekaeError(f"{w}.joints is empty", src)
-        joints = [index_into(j, n_nodes, "nodes", f"{w}.joints[{k}]", src) for k, j in enumerate(joints)]
-        if len(set(joints)) != len(joints):
-            raise KisekaeError(f"{w}.joints lists a node twice", src)
-        if "inverseBindMatrices" in sk:
-            ibm = accessor_as(doc, sk["inverseBindMatrices"], f"{w}.inverseBindMatrices", types=("MAT4",),
-                              count=len(joints))
-        else:
-            ibm = np.tile(np.eye(4), (len(joints), 1, 1))
-        if root is not None:
-            ibm = ibm @ np.linalg.inv(root)
-        skin_data.append((joints, ibm))
-    used_skins = sorted({get_int(nodes[j], "skin", f"nodes[{j}]", src, hi=len(skins))
-                         for j in mesh_nodes if "skin" in nodes[j]})
-    skin_order = used_skins + [s for s in range(len(skins)) if s not in used_skins]
-    rest_of = {}
-    for s in skin_order:
-        for j, m in zip(*skin_data[s]):
-            if j not in rest_of:
-                det = np.linalg.det(m[:3, :3])
-                if not np.isfinite(det) or abs(det) < 1e-12:
-                    raise KisekaeError(f"skins[{s}] has a singular inverse bind matrix for joint nodes[{j}]", src)
-                rest_of[j] = np.linalg.inv(m)
-    joint_nodes = _bone_order(rest_of, skin_order, skin_data, parents, order)
-
-    # --- animation channels, read before the skeleton: unskinned meshes they move get bones
-    anim_channels = [read_channels(doc, ai) for ai in range(len(doc.array("animations")))]
-    moved = {c.node for _, chans, _ in anim_channels for c in chans if c.path != "weights"}
-    bone_set = set(joint_nodes)
-    node_bones, static_outside = [], False
-    for j in mesh_nodes:
-        if "skin" in nodes[j]:
-            continue
-        p, animated = j, False
-        while p >= 0 and p not in bone_set:
-            animated = animated or int(p) in moved
-            p = parents[p]
-        if animated:
-            node_bones.append(j)
-            bone_set.add(j)
-        elif p < 0:
-            static_outside = True
-    # bones: skin joints, then a static 'root' (files without skins whose static meshes need one),
-    # then one bone per animated unskinned mesh node; -1 marks the static bone
-    bone_nodes = list(joint_nodes)
-    if not joint_nodes and (static_outside or not node_bones):
-        bone_nodes.append(-1)
-        notes.append("no skin in the file: one 'root' bone added")
-    bone_nodes += node_bones
-    bone_of_node = {j: b for b, j in enumerate(bone_nodes) if j >= 0}
-    names_used, bone_names, bparents = set(), [], []
-    rest = np.empty((len(bone_nodes), 4, 4))
-    fix = np.tile(np.eye(4), (len(bone_nodes), 1, 1))
-    for b, j in enumerate(bone_nodes):
-        if j < 0:
-            nm, rest[b], p = "root", np.eye(4), -1
-        else:
-            nm = get_str(nodes[j], "name", f"nodes[{j}]", src)
-            if j in rest_of:
-                rest[b] = rest_of[j]
-            else:  # a mesh node: its rigid world frame at rest (any scale stays in its vertices)
-                nm = nm or get_str(meshes[nodes[j]["mesh"]], "name", f"meshes[{nodes[j]['mesh']}]", src)
-                rest[b] = np.eye(4)
-                rest[b, :3, :3] = polar_rotation(world[j, :3, :3])
-                rest[b, :3, 3] = world[j, :3, 3]
-                fix[b] = np.linalg.inv(world[j]) @ rest[b]
-            nm = nm or f"node{j}"
-            p = parents[j]
-            while p >= 0 and p not in bone_of_node:
-                p = parents[p]
-        base, k = nm, 1
-        while nm in names_used:
-            nm, k = f"{base}.{k}", k + 1
-        names_used.add(nm)
-        bone_names.append(nm)
-        bparents.append(bone_of_node[int(p)] if p >= 0 else -1)
-    tails = _tails(rest, np.asarray(bparents))
-    skeleton = Skeleton(bone_names, np.asarray(bparents, dtype=np.int32), rest.astype(np.float32), tails)
-    static_bone = bone_nodes.index(-1) if -1 in bone_nodes else 0
-
-    # bind-space correction per skin: A = rest_j @ IBM_j must be one matrix for all joints
-    skin_fix = {}
-    for s in used_skins:
-        joints, ibm = skin_data[s]
-        a = np.stack([rest_of[j] @ m for j, m in zip(joints, ibm)])
-        if not np.allclose(a, a[0], atol=1e-4 * max(1.0, float(np.abs(a[0]).max()))):
-            raise KisekaeError(f"skins[{s}] disagrees with another skin on the bind pose of its joints", src)
-        skin_fix[s] = a[0]
-
-    # --- parts
-    parts, part_nodes, taken = {}, {}, set()
-    outside = []
-    for j in mesh_nodes:
-        node = nodes[j]
-        mi = node["mesh"]
-        merged = _read_mesh(doc, mi)
-        for mode in merged.get("skipped_modes", []):
-            warnings.append(f"nodes[{j}]: {_MODE_NAMES.get(mode, mode)} primitives are not read (triangles only)")
-        if merged.get("target_attributes"):
-            warnings.append(f"nodes[{j}]: morph target {'/'.join(merged['target_attributes'])} deltas are not "
-                            "applied (positions only)")
-        if "faces" not in merged or len(merged["faces"]) == 0:
-            notes.append(f"nodes[{j}]: mesh has no triangles, skipped")
-            continue
-        k_targets = len(merged["targets"])
-        if k_targets and "weights" in node:
-            merged["default_weights"] = get_numbers(node, "weights", k_targets, f"nodes[{j}]", src)
-        nname = get_str(node, "name", f"nodes[{j}]", src)
-        mname = get_str(meshes[mi], "name", f"meshes[{mi}]", src)
-        pname = nname or mname or f"mesh{mi}"
-        base, k = pname, 1
-        while pname in taken or pname == "":
-            pname, k = f"{base}.{k}", k + 1
-        taken.add(pname)
-        where = f"nodes[{j}] ({pname})"
-        n = len(merged["POSITION"])
-        if "skin" in node:
-            s = int(node["skin"])
-            joints = skin_data[s][0]
-            skin = _skin_rows(merged, np.asarray([bone_of_node[x] for x in joints]), src, where)
-            xf = skin_fix[s] if root is None else skin_fix[s] @ root  # bind-space vertices turn with the model
-        else:
-            p = j
-            while p >= 0 and p not in bone_of_node:
-                p = parents[p]
-            if p >= 0:
-                b = bone_of_node[int(p)]
-                # where the mesh sits in the bone's frame in the scene, placed on the bone's bind pose
-                xf = rest[b] @ np.linalg.inv(world[p] @ fix[b]) @ world[j]
-            else:
-                b, xf = static_bone, world[j]
-                if joint_nodes:
-                    outside.append((pname, bone_names[b]))
-            skin = Skin(np.full((n, 1), b, np.int32), np.ones((n, 1), np.float32))
-        parts[pname] = (merged, skin, xf, j, nname, mname)
-        part_nodes[pname] = j
-    if not parts:
-        raise KisekaeError("the file has no triangle mesh in its scene", src)
-
-    roles = _assign_roles(parts, doc, body, garments, mapping, src)
-    asset = GltfAsset(avatar=None, node_of_bone=np.asarray(bone_nodes, dtype=np.int64), part_nodes=part_nodes,
-                      notes=notes, warnings=warnings, vrm=vrm)
-    extras = doc.json.get("extras") if isinstance(doc.json.get("extras"), dict) else {}
-    ours = extras.get(EXTRAS_KEY) if isinstance(extras.get(EXTRAS_KEY), dict) else {}
-    asset.extras = ours
-    built = {}
-    for pname, (merged, skin, xf, j, nname, mname) in parts.items():
-        role = roles.get(pname)
-        if role is None or role == "ignore":
-            asset.ignored.append(pname)
-            continue
-        v = merged["POSITION"]
-        for wt, d in zip(merged["default_weights"], merged["targets"]):  # the shape at rest (glTF: base + sum w d)
-            if wt != 0:
-                v = v + wt * d
-        v = v @ xf[:3, :3].T + xf[:3, 3]
-        if not np.all(np.isfinite(v)):
-            raise KisekaeError(f"nodes[{j}] ({pname}) has non-finite vertex positions after its transform", src)
-        faces = merged["faces"]
-        quads = _quads_from_extras(merged["extras"], faces)
-        uvs = {}
-        for k in (0, 1):
-            if f"TEXCOORD_{k}" in merged:
-                uvs[f"uv{k}"] = merged[f"TEXCOORD_{k}"].astype(np.float32)
-        mesh = Mesh(v.astype(np.float32), faces.astype(np.int32), quads, uvs, name=role)
-        built[role] = SkinnedMesh(mesh, skin)
-        lin = xf[:3, :3]
-        targets = {nm: (d @ lin.T).astype(np.float32) for nm, d in zip(merged["target_names"], merged["targets"])}
-        if targets:
-            asset.morph_targets[role] = targets
-            asset.morph_default_weights[role] = np.asarray(merged["default_weights"], np.float64)
-        extra_attr = {}
-        for key, a in merged.items():
-            if key.startswith(("COLOR_", "_")) or key == "NORMAL" or (key.startswith("TEXCOORD_") and key not in
-                                                                     ("TEXCOORD_0", "TEXCOORD_1")):
-                if key == "NORMAL":
-                    nrm = a @ np.linalg.inv(lin)
-                    ln = np.linalg.norm(nrm, axis=1, keepdims=True)
-                    a = np.divide(nrm, ln, out=np.zeros_like(nrm), where=ln > 0)
-                extra_attr[key] = a
-        if extra_attr:
-            asset.attributes[role] = extra_attr
-    if "body" not in built:
-        raise KisekaeError("no body mesh: name one with body=/mapping (parts: "
-                           f"{', '.join(parts)})", src)
-    body_part = built.pop("body")
-    rig_name = ours.get("rig", "") if isinstance(ours.get("rig", ""), str) else ""
-    name = ours.get("name") if isinstance(ours.get("name"), str) else Path(src).stem
-    asset.avatar = Avatar(skeleton, body_part, built, name=name, rig=rig_name)
-    asset.part_nodes = {roles[p]: n for p, n in part_nodes.items() if roles.get(p) not in (None, "ignore")}
-    for pname, bname in outside:
-        if roles.get(pname) not in (None, "ignore"):
-            warnings.append(f"{pname}: unskinned mesh outside the skeleton, bound rigidly to bone {bname!r} "
-                            "(it moves with that bone; in the file it stays still)")
-
-    # --- animations
-    rig = NodeRig(parents, order, local, trs_base, root, skeleton, np.asarray(bone_nodes, dtype=np.int64), fix,
-                  dict(asset.part_nodes), {r: len(t) for r, t in asset.morph_targets.items()},
-                  dict(asset.morph_default_weights))
-    _read_animations(asset, rig, anim_channels, doc, fps, warnings)
-    _warn_unapplied(asset, doc, parents, in_scene, warnings)
-
-    # --- capsules: ours (exact, tapered) first, else VRM colliders
-    if "capsules" in ours:
-        where = f"{src}: extras.{EXTRAS_KEY}.capsules"
-        try:
-            rig = CapsuleRig.from_json_dict(ours["capsules"], source=where)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            if isinstance(exc, KisekaeError):
-                raise
-            raise KisekaeError(f"malformed capsule rig ({type(exc).__name__}: {str(exc)[:80]})", where) from None
-        asset.capsules = rig.remap(skeleton.names) if rig.bone_names else rig
-    elif vrm is not None and vrm.colliders:
-        asset.capsules = vrm_mod.colliders_to_rig(vrm, bone_of_node, world, skeleton, src, parents)
+    imp = _Import(doc, vrm0_turn)
+    imp.scene_nodes()
+    imp.skins()
+    imp.bones()
+    imp.parts()
+    asset = imp.avatar(body, garments, mapping)
+    imp.animations(asset, fps)
+    imp.capsules(asset)
     asset.images = _images(doc)
     return asset
+
+
+class _Import:
+    """State of one :func:`load_gltf` call, with one method per step, in the order they run.
+
+    1. the node hierarchy, world matrices and the VRM data (construction);
+    2. :meth:`scene_nodes`: the nodes of the default scene and its mesh nodes;
+    3. :meth:`skins`: joints and inverse bind matrices, one rest matrix per joint node;
+    4. :meth:`bones`: the skeleton (skin joints, a static root, a bone per animated unskinned mesh)
+       and the bind-space correction of each skin;
+    5. :meth:`parts`: each mesh node's merged triangles, its skin and its transform to bind space;
+    6. :meth:`avatar`: roles (body, garments, ignored), meshes, morph targets, extra attributes;
+    7. :meth:`animations` and :meth:`capsules` (ours first, else VRM colliders).
+    """
+
+    def __init__(self, doc: GltfDocument, vrm0_turn: bool):
+        self.doc = doc
+        self.src = src = doc.src
+        self.nodes = doc.array("nodes")
+        self.meshes = doc.array("meshes")
+        self.skins_ = doc.array("skins")
+        self.parents, self.order = node_hierarchy(doc)
+        self.n_nodes = n_nodes = len(self.nodes)
+        self.notes, self.warnings = [], []
+        ext = get_dict(doc.json, "extensions", "glTF", src)
+        self.vrm = vrm_mod.read_vrm(ext, n_nodes, src)
+        self.root = None
+        if self.vrm is not None and self.vrm.version == "0" and vrm0_turn:
+            self.root = np.diag([-1.0, 1.0, -1.0, 1.0])
+            self.notes.append("VRM 0.x model turned 180 degrees about +Y to face +Z")
+        self.trs_base, self.local = [], np.empty((n_nodes, 4, 4))
+        for i in range(n_nodes):
+            t, q, s, mat = node_trs(doc, i)
+            self.trs_base.append((t, q, s))
+            self.local[i] = mat if mat is not None else trs_matrix(t, q, s)
+        self.world = node_world_matrices(self.parents, self.order, self.local, self.trs_base, {}, 1, self.root)[0]
+
+    def scene_nodes(self) -> None:
+        """``in_scene`` (the default scene's nodes and their descendants) and ``mesh_nodes`` in it."""
+        doc, src, nodes, parents = self.doc, self.src, self.nodes, self.parents
+        scenes = doc.array("scenes")
+        in_scene = np.zeros(self.n_nodes, bool)
+        if scenes:
+            si = get_int(doc.json, "scene", "glTF", src, default=0, hi=len(scenes))
+            for k, r in enumerate(get_list(scenes[si], "nodes", f"scenes[{si}]", src, doc.limits)):
+                r = index_into(r, self.n_nodes, "nodes", f"scenes[{si}].nodes[{k}]", src)
+                in_scene[r] = True
+        else:
+            in_scene[parents < 0] = True
+        for j in self.order:
+            if parents[j] >= 0 and in_scene[parents[j]]:
+                in_scene[j] = True
+        self.in_scene = in_scene
+        self.mesh_nodes = []
+        for j in self.order:
+            if in_scene[j] and "mesh" in nodes[j]:
+                index_into(nodes[j]["mesh"], len(self.meshes), "meshes", f"nodes[{j}].mesh", src)
+                self.mesh_nodes.append(int(j))
+
+    def skins(self) -> None:
+        """``skin_data`` (joints, inverse bind matrices), ``used_skins`` and ``rest_of`` joint node."""
+        doc, src = self.doc, self.src
+        self.skin_data = []
+        for si, sk in enumerate(self.skins_):
+            w = f"skins[{si}]"
+            joints = get_list(sk, "joints", w, src, doc.limits)
+            if not joints:
+                raise KisekaeError(f"{w}.joints is empty", src)
+            joints = [index_into(j, self.n_nodes, "nodes", f"{w}.joints[{k}]", src) for k, j in enumerate(joints)]
+            if len(set(joints)) != len(joints):
+                raise KisekaeError(f"{w}.joints lists a node twice", src)
+            if "inverseBindMatrices" in sk:
+                ibm = accessor_as(doc, sk["inverseBindMatrices"], f"{w}.inverseBindMatrices", types=("MAT4",),
+                                  count=len(joints))
+            else:
+                ibm = np.tile(np.eye(4), (len(joints), 1, 1))
+            if self.root is not None:
+                ibm = ibm @ np.linalg.inv(self.root)
+            self.skin_data.append((joints, ibm))
+        self.used_skins = sorted({get_int(self.nodes[j], "skin", f"nodes[{j}]", src, hi=len(self.skins_))
+                                  for j in self.mesh_nodes if "skin" in self.nodes[j]})
+        skin_order = self.used_skins + [s for s in range(len(self.skins_)) if s not in self.used_skins]
+        self.rest_of = {}
+        for s in skin_order:
+            for j, m in zip(*self.skin_data[s]):
+                if j not in self.rest_of:
+                    det = np.linalg.det(m[:3, :3])
+                    if not np.isfinite(det) or abs(det) < 1e-12:
+                        raise KisekaeError(f"skins[{s}] has a singular inverse bind matrix for joint nodes[{j}]",
+                                           src)
+                    self.rest_of[j] = np.linalg.inv(m)
+        self.joint_nodes = _bone_order(self.rest_of, skin_order, self.skin_data, self.parents, self.order)
+
+    def _animated_mesh_nodes(self):
+        """Unskinned mesh nodes that an animation moves (each gets a bone), and whether a static
+        unskinned mesh lies outside every bone. Reads the animation channels (kept for later)."""
+        self.anim_channels = [read_channels(self.doc, ai) for ai in range(len(self.doc.array("animations")))]
+        moved = {c.node for _, chans, _ in self.anim_channels for c in chans if c.path != "weights"}
+        bone_set = set(self.joint_nodes)
+        node_bones, static_outside = [], False
+        for j in self.mesh_nodes:
+            if "skin" in self.nodes[j]:
+                continue
+            p, animated = j, False
+            while p >= 0 and p not in bone_set:
+                animated = animated or int(p) in moved
+                p = self.parents[p]
+            if animated:
+                node_bones.append(j)
+                bone_set.add(j)
+            elif p < 0:
+                static_outside = True
+        return node_bones, static_outside
+
+    def bones(self) -> None:
+        """The skeleton: skin joints, then a static 'root' (files without skins whose static meshes need
+        one), then one bone per animated unskinned mesh node (-1 marks the static bone)."""
+        node_bones, static_outside = self._animated_mesh_nodes()
+        bone_nodes = list(self.joint_nodes)
+        if not self.joint_nodes and (static_outside or not node_bones):
+            bone_nodes.append(-1)
+            self.notes.append("no skin in the file: one 'root' bone added")
+        bone_nodes += node_bones
+        self.bone_nodes = bone_nodes
+        self.bone_of_node = {j: b for b, j in enumerate(bone_nodes) if j >= 0}
+        names_used, bone_names, bparents = set(), [], []
+        self.rest = np.empty((len(bone_nodes), 4, 4))
+        self.fix = np.tile(np.eye(4), (len(bone_nodes), 1, 1))
+        for b, j in enumerate(bone_nodes):
+            nm, p = self._bone_rest(b, j)
+            base, k = nm, 1
+            while nm in names_used:
+                nm, k = f"{base}.{k}", k + 1
+            names_used.add(nm)
+            bone_names.append(nm)
+            bparents.append(self.bone_of_node[int(p)] if p >= 0 else -1)
+        self.bone_names = bone_names
+        tails = _tails(self.rest, np.asarray(bparents))
+        self.skeleton = Skeleton(bone_names, np.asarray(bparents, dtype=np.int32), self.rest.astype(np.float32),
+                                 tails)
+        self.static_bone = bone_nodes.index(-1) if -1 in bone_nodes else 0
+        self._skin_fixes()
+
+    def _bone_rest(self, b: int, j: int):
+        """Name and parent node of bone ``b`` (node ``j``, -1 for the static root); sets its rest matrix
+        (and, for a mesh node, the correction from its world frame to the rigid rest frame)."""
+        nodes, src = self.nodes, self.src
+        if j < 0:
+            self.rest[b] = np.eye(4)
+            return "root", -1
+        nm = get_str(nodes[j], "name", f"nodes[{j}]", src)
+        if j in self.rest_of:
+            self.rest[b] = self.rest_of[j]
+        else:  # a mesh node: its rigid world frame at rest (any scale stays in its vertices)
+            nm = nm or get_str(self.meshes[nodes[j]["mesh"]], "name", f"meshes[{nodes[j]['mesh']}]", src)
+            self.rest[b] = np.eye(4)
+            self.rest[b, :3, :3] = polar_rotation(self.world[j, :3, :3])
+            self.rest[b, :3, 3] = self.world[j, :3, 3]
+            self.fix[b] = np.linalg.inv(self.world[j]) @ self.rest[b]
+        p = self.parents[j]
+        while p >= 0 and p not in self.bone_of_node:
+            p = self.parents[p]
+        return nm or f"node{j}", p
+
+    def _skin_fixes(self) -> None:
+        """Bind-space correction per skin: ``A = rest_j @ IBM_j`` must be one matrix for all joints."""
+        self.skin_fix = {}
+        for s in self.used_skins:
+            joints, ibm = self.skin_data[s]
+            a = np.stack([self.rest_of[j] @ m for j, m in zip(joints, ibm)])
+            if not np.allclose(a, a[0], atol=1e-4 * max(1.0, float(np.abs(a[0]).max()))):
+                raise KisekaeError(f"skins[{s}] disagrees with another skin on the bind pose of its joints", self.src)
+            self.skin_fix[s] = a[0]
+
+    def parts(self) -> None:
+        """``parts``: part name -> (merged mesh, skin, transform to bind space, node, node name, mesh name)."""
+        self.parts_, self.part_nodes, self.outside = {}, {}, []
+        taken = set()
+        for j in self.mesh_nodes:
+            merged = self._merged_mesh(j)
+            if merged is None:
+                continue
+            node, mi = self.nodes[j], self.nodes[j]["mesh"]
+            nname = get_str(node, "name", f"nodes[{j}]", self.src)
+            mname = get_str(self.meshes[mi], "name", f"meshes[{mi}]", self.src)
+            pname = nname or mname or f"mesh{mi}"
+            base, k = pname, 1
+            while pname in taken or pname == "":
+                pname, k = f"{base}.{k}", k + 1
+            taken.add(pname)
+            skin, xf = self._part_skin(j, merged, pname)
+            self.parts_[pname] = (merged, skin, xf, j, nname, mname)
+            self.part_nodes[pname] = j
+        if not self.parts_:
+            raise KisekaeError("the file has no triangle mesh in its scene", self.src)
+
+    def _merged_mesh(self, j: int):
+        """The merged triangles of mesh node ``j`` (None, with a note, when it has none)."""
+        node = self.nodes[j]
+        merged = _read_mesh(self.doc, node["mesh"])
+        for mode in merged.get("skipped_modes", []):
+            self.warnings.append(f"nodes[{j}]: {_MODE_NAMES.get(mode, mode)} primitives are not read "
+                                 "(triangles only)")
+        if merged.get("target_attributes"):
+            self.warnings.append(f"nodes[{j}]: morph target {'/'.join(merged['target_attributes'])} deltas are not "
+                                 "applied (positions only)")
+        if "faces" not in merged or len(merged["faces"]) == 0:
+            self.notes.append(f"nodes[{j}]: mesh has no triangles, skipped")
+            return None
+        k_targets = len(merged["targets"])
+        if k_targets and "weights" in node:
+            merged["default_weights"] = get_numbers(node, "weights", k_targets, f"nodes[{j}]", self.src)
+        return merged
+
+    def _part_skin(self, j: int, merged: dict, pname: str):
+        """Skin and transform to bind space of part ``pname`` (node ``j``): its glTF skin, or rigidly its
+        nearest bone ancestor (or the static bone)."""
+        node, n = self.nodes[j], len(merged["POSITION"])
+        if "skin" in node:
+            s = int(node["skin"])
+            joints = self.skin_data[s][0]
+            skin = _skin_rows(merged, np.asarray([self.bone_of_node[x] for x in joints]), self.src,
+                              f"nodes[{j}] ({pname})")
+            # bind-space vertices turn with the model
+            return skin, (self.skin_fix[s] if self.root is None else self.skin_fix[s] @ self.root)
+        p = j
+        while p >= 0 and p not in self.bone_of_node:
+            p = self.parents[p]
+        if p >= 0:
+            b = self.bone_of_node[int(p)]
+            # where the mesh sits in the bone's frame in the scene, placed on the bone's bind pose
+            xf = self.rest[b] @ np.linalg.inv(self.world[p] @ self.fix[b]) @ self.world[j]
+        else:
+            b, xf = self.static_bone, self.world[j]
+            if self.joint_nodes:
+                self.outside.append((pname, self.bone_names[b]))
+        return Skin(np.full((n, 1), b, np.int32), np.ones((n, 1), np.float32)), xf
+
+    def avatar(self, body, garments, mapping) -> GltfAsset:
+        """The asset with its avatar: each part with a role becomes a body or garment mesh."""
+        src, parts = self.src, self.parts_
+        roles = _assign_roles(parts, self.doc, body, garments, mapping, src)
+        asset = GltfAsset(avatar=None, node_of_bone=np.asarray(self.bone_nodes, dtype=np.int64),
+                          part_nodes=self.part_nodes, notes=self.notes, warnings=self.warnings, vrm=self.vrm)
+        extras = self.doc.json.get("extras") if isinstance(self.doc.json.get("extras"), dict) else {}
+        ours = extras.get(EXTRAS_KEY) if isinstance(extras.get(EXTRAS_KEY), dict) else {}
+        asset.extras = ours
+        built = {}
+        for pname, (merged, skin, xf, j, nname, mname) in parts.items():
+            role = roles.get(pname)
+            if role is None or role == "ignore":
+                asset.ignored.append(pname)
+                continue
+            built[role] = _built_part(asset, role, merged, skin, xf, f"nodes[{j}] ({pname})", src)
+        if "body" not in built:
+            raise KisekaeError("no body mesh: name one with body=/mapping (parts: "
+                               f"{', '.join(parts)})", src)
+        body_part = built.pop("body")
+        rig_name = ours.get("rig", "") if isinstance(ours.get("rig", ""), str) else ""
+        name = ours.get("name") if isinstance(ours.get("name"), str) else Path(src).stem
+        asset.avatar = Avatar(self.skeleton, body_part, built, name=name, rig=rig_name)
+        asset.part_nodes = {roles[p]: n for p, n in self.part_nodes.items() if roles.get(p) not in (None, "ignore")}
+        for pname, bname in self.outside:
+            if roles.get(pname) not in (None, "ignore"):
+                self.warnings.append(f"{pname}: unskinned mesh outside the skeleton, bound rigidly to bone {bname!r} "
+                                     "(it moves with that bone; in the file it stays still)")
+        return asset
+
+    def animations(self, asset: GltfAsset, fps) -> None:
+        """The file's animations as poses (and morph weights), and warnings for what nothing follows."""
+        rig = NodeRig(self.parents, self.order, self.local, self.trs_base, self.root, self.skeleton,
+                      np.asarray(self.bone_nodes, dtype=np.int64), self.fix, dict(asset.part_nodes),
+                      {r: len(t) for r, t in asset.morph_targets.items()}, dict(asset.morph_default_weights))
+        _read_animations(asset, rig, self.anim_channels, self.doc, fps, self.warnings)
+        _warn_unapplied(asset, self.doc, self.parents, self.in_scene, self.warnings)
+
+    def capsules(self, asset: GltfAsset) -> None:
+        """The capsule rig: ours (exact, tapered) first, else the VRM colliders."""
+        ours, src = asset.extras, self.src
+        if "capsules" in ours:
+            where = f"{src}: extras.{EXTRAS_KEY}.capsules"
+            try:
+                rig = CapsuleRig.from_json_dict(ours["capsules"], source=where)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                if isinstance(exc, KisekaeError):
+                    raise
+                raise KisekaeError(f"malformed capsule rig ({type(exc).__name__}: {str(exc)[:80]})", where) from None
+            asset.capsules = rig.remap(self.skeleton.names) if rig.bone_names else rig
+        elif self.vrm is not None and self.vrm.colliders:
+            asset.capsules = vrm_mod.colliders_to_rig(self.vrm, self.bone_of_node, self.world, self.skeleton, src,
+                                                      self.parents)
+
+
+def _built_part(asset: GltfAsset, role: str, merged: dict, skin: Skin, xf: np.ndarray, where: str, src) -> SkinnedMesh:
+    """The skinned mesh of one part in bind space (the rest shape with its default morph weights); its
+    morph targets and extra attributes (normals turned with it) go into ``asset``."""
+    v = merged["POSITION"]
+    for wt, d in zip(merged["default_weights"], merged["targets"]):  # the shape at rest (glTF: base + sum w d)
+        if wt != 0:
+            v = v + wt * d
+    v = v @ xf[:3, :3].T + xf[:3, 3]
+    if not np.all(np.isfinite(v)):
+        raise KisekaeError(f"{where} has non-finite vertex positions after its transform", src)
+    faces = merged["faces"]
+    quads = _quads_from_extras(merged["extras"], faces)
+    uvs = {f"uv{k}": merged[f"TEXCOORD_{k}"].astype(np.float32) for k in (0, 1) if f"TEXCOORD_{k}" in merged}
+    mesh = Mesh(v.astype(np.float32), faces.astype(np.int32), quads, uvs, name=role)
+    lin = xf[:3, :3]
+    targets = {nm: (d @ lin.T).astype(np.float32) for nm, d in zip(merged["target_names"], merged["targets"])}
+    if targets:
+        asset.morph_targets[role] = targets
+        asset.morph_default_weights[role] = np.asarray(merged["default_weights"], np.float64)
+    extra_attr = {}
+    for key, a in merged.items():
+        if key.startswith(("COLOR_", "_")) or key == "NORMAL" or (key.startswith("TEXCOORD_") and key not in
+                                                                 ("TEXCOORD_0", "TEXCOORD_1")):
+            if key == "NORMAL":
+                nrm = a @ np.linalg.inv(lin)
+                ln = np.linalg.norm(nrm, axis=1, keepdims=True)
+                a = np.divide(nrm, ln, out=np.zeros_like(nrm), where=ln > 0)
+            extra_attr[key] = a
+    if extra_attr:
+        asset.attributes[role] = extra_attr
+    return SkinnedMesh(mesh, skin)
 
 
 def _read_animations(asset: GltfAsset, rig: NodeRig, anim_channels, doc: GltfDocument, fps, warnings: list):
@@ -811,6 +878,22 @@ def _quads_from_extras(extras: dict, faces: np.ndarray):
     return np.stack([t0[:, 0], t0[:, 1], t0[:, 2], t1[:, 2]], axis=1).astype(np.int32)
 
 
+def _default_body(parts: dict, names_of) -> str:
+    """The body part when none is named: our exporter's role, else a part named "body" (any case),
+    else the part with most vertices."""
+    ours = {}
+    for p, (merged, *_rest) in parts.items():
+        info = merged["extras"].get(EXTRAS_KEY) if isinstance(merged["extras"], dict) else None
+        if isinstance(info, dict) and isinstance(info.get("role"), str):
+            ours[p] = info["role"]
+    body_like = [p for p, r in ours.items() if r == "body"]
+    if not body_like:
+        body_like = [p for p in parts if any(n.lower() == "body" for n in names_of(p))]
+    if not body_like:
+        body_like = [max(parts, key=lambda p: len(parts[p][0]["POSITION"]))]
+    return body_like[0]
+
+
 def _assign_roles(parts: dict, doc: GltfDocument, body, garments, mapping, src) -> dict:
     """Part name -> role ("body", a garment name, or "ignore")."""
     def names_of(p):
@@ -833,17 +916,7 @@ def _assign_roles(parts: dict, doc: GltfDocument, body, garments, mapping, src) 
             raise KisekaeError(f"no mesh or node named {body!r} (parts: {', '.join(parts)})", "body")
         roles.setdefault(hits[0], "body")
     if "body" not in roles.values():
-        ours = {}
-        for p, (merged, *_rest) in parts.items():
-            info = merged["extras"].get(EXTRAS_KEY) if isinstance(merged["extras"], dict) else None
-            if isinstance(info, dict) and isinstance(info.get("role"), str):
-                ours[p] = info["role"]
-        body_like = [p for p, r in ours.items() if r == "body"]
-        if not body_like:
-            body_like = [p for p in parts if any(n.lower() == "body" for n in names_of(p))]
-        if not body_like:
-            body_like = [max(parts, key=lambda p: len(parts[p][0]["POSITION"]))]
-        roles.setdefault(body_like[0], "body")
+        roles.setdefault(_default_body(parts, names_of), "body")
     if garments is not None:
         for g in garments:
             hits = [p for p in parts if g in names_of(p)]
@@ -934,468 +1007,3 @@ def describe(path, limits: Limits = DEFAULT_LIMITS) -> str:
     for w in asset.warnings:
         lines.append(f"  warning: {w}")
     return "\n".join(lines)
-
-
-# ============================================================================= export
-@dataclass
-class ExportPart:
-    """One skinned mesh to write.
-
-    Parameters
-    ----------
-    name : str
-        Node and mesh name; also the role on re-import (``"body"`` or a garment name).
-    vertices : (N, 3) float, metres, bind pose
-    faces : (F, 3) int triangles
-    joints, weights : (N, K) bone indices and weights (K <= 8; padded to 4 or 8)
-    quads : (Q, 4) int, optional; when given the first ``2Q`` faces must be their triangulation
-        (``(a,b,c), (a,c,d)``), recorded in the mesh extras so that import restores the quads
-    normals : (N, 3), optional (computed when absent)
-    uvs : dict ``"uv0"``/``"uv1"``/... -> (N, 2), written as TEXCOORD_n
-    colors : list of (N, 3|4) float in [0, 1], written as COLOR_0, COLOR_1, ...
-    attributes : dict ``"_NAME"`` -> (N,) or (N, 2..4) float, custom attributes
-    morph_targets : dict name -> (N, 3) position deltas, metres
-    material : int, optional index into the ``materials`` passed to :func:`save_gltf`
-    """
-
-    name: str
-    vertices: np.ndarray
-    faces: np.ndarray
-    joints: np.ndarray
-    weights: np.ndarray
-    quads: np.ndarray | None = None
-    normals: np.ndarray | None = None
-    uvs: dict = field(default_factory=dict)
-    colors: list = field(default_factory=list)
-    attributes: dict = field(default_factory=dict)
-    morph_targets: dict = field(default_factory=dict)
-    material: int | None = None
-
-
-class _Blob:
-    """Binary buffer builder: bufferViews and accessors on one GLB chunk."""
-
-    def __init__(self):
-        self.data = io.BytesIO()
-        self.views, self.accessors = [], []
-
-    def view(self, raw: bytes, target=None) -> int:
-        pad = -self.data.tell() % 4
-        self.data.write(b"\0" * pad)
-        v = {"buffer": 0, "byteOffset": self.data.tell(), "byteLength": len(raw)}
-        if target:
-            v["target"] = target
-        self.data.write(raw)
-        self.views.append(v)
-        return len(self.views) - 1
-
-    def accessor(self, a: np.ndarray, ctype: int, atype: str, *, target=None, minmax=False, normalized=False) -> int:
-        dt = {5121: "<u1", 5123: "<u2", 5125: "<u4", 5126: "<f4"}[ctype]
-        arr = np.ascontiguousarray(a, dtype=dt)
-        n = len(arr)
-        acc = {"bufferView": self.view(arr.tobytes(), target), "componentType": ctype, "count": n, "type": atype}
-        if normalized:
-            acc["normalized"] = True
-        if minmax:
-            flat = arr.reshape(n, -1)
-            acc["min"] = [float(x) if ctype == 5126 else int(x) for x in flat.min(axis=0)]
-            acc["max"] = [float(x) if ctype == 5126 else int(x) for x in flat.max(axis=0)]
-        self.accessors.append(acc)
-        return len(self.accessors) - 1
-
-
-def _unit_normals(n: np.ndarray) -> np.ndarray:
-    n = np.asarray(n, dtype=np.float64)
-    ln = np.linalg.norm(n, axis=1, keepdims=True)
-    out = np.divide(n, ln, out=np.tile([0.0, 1.0, 0.0], (len(n), 1)), where=ln > 1e-12)
-    return out
-
-
-def _png_bytes(image) -> tuple:
-    """(bytes, mimeType) of an image given as encoded PNG/JPEG bytes or an (H, W[, C]) uint8/float array."""
-    if isinstance(image, (bytes, bytearray)):
-        raw = bytes(image)
-        if raw[:8] == b"\x89PNG\r\n\x1a\n":
-            return raw, "image/png"
-        if raw[:3] == b"\xff\xd8\xff":
-            return raw, "image/jpeg"
-        raise KisekaeError("texture bytes are neither PNG nor JPEG", "textures")
-    from PIL import Image
-
-    a = np.asarray(image)
-    if a.dtype != np.uint8:
-        a = np.clip(np.round(np.asarray(a, dtype=np.float64) * 255.0), 0, 255).astype(np.uint8)
-    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (1, 2, 3, 4)):
-        raise KisekaeError(f"texture array must be (H, W) or (H, W, 1..4), got {a.shape}", "textures")
-    buf = io.BytesIO()
-    Image.fromarray(a.squeeze(-1) if a.ndim == 3 and a.shape[2] == 1 else a).save(buf, format="PNG")
-    return buf.getvalue(), "image/png"
-
-
-def save_gltf(path, names, parents, rest, parts, *, animations=None, capsules=None, textures=None,
-              materials=None, humanoid=None, extras=None, vrm_colliders: bool = True) -> dict:
-    """Write skinned meshes, a skeleton and animations as GLB (``.glb``/``.vrm``) or glTF JSON (``.gltf``).
-
-    Parameters
-    ----------
-    path : str or PathLike
-        ``.gltf`` writes JSON with the buffer embedded as a data URI; anything else writes GLB.
-    names : list of B str
-    parents : (B,) int, parents before children
-    rest : (B, 4, 4) bone-to-world rest matrices, metres. Inverse bind matrices are ``inv(rest)``;
-        joint nodes are placed at these rest transforms (any scale is dropped).
-    parts : list of ExportPart
-    animations : list of (name, times (T,), rotations (T, B, 3, 3), translations (T, 3)[, offsets (T, B, 3)])
-        Bone-local rotations, root translations and bone offsets (metres) as in
-        :class:`~kisekae.avatar.Pose`; written as LINEAR rotation channels for every bone and
-        translation channels for the roots and for bones with a non-zero offset.
-    capsules : CapsuleRig, optional
-        Written to ``extras.kisekae.capsules`` (exact) and, with ``vrm_colliders``, as
-        ``VRMC_springBone`` capsule colliders (one radius: ``max(r0, r1)``).
-    textures : dict name -> image (PNG/JPEG bytes or (H, W, C) array), optional
-    materials : list of dict, optional
-        glTF material objects; a texture slot may name a texture by string, e.g.
-        ``{"name": "wound", "pbrMetallicRoughness": {"baseColorTexture": {"index": "wound_mask",
-        "texCoord": 1}}}``. Textures not used by any material are listed in the root extras.
-    humanoid : dict VRM humanoid bone name -> bone index, optional
-        Writes a ``VRMC_vrm`` humanoid block (VRM 1.0).
-    extras : dict, optional
-        Merged into ``extras.kisekae``.
-
-    Returns
-    -------
-    dict summary: ``bytes``, ``nodes``, ``meshes``, ``accessors``, ``animations``.
-    """
-    import pygltflib
-
-    path = Path(path)
-    names = [str(n) for n in names]
-    parents = np.asarray(parents, dtype=np.int64)
-    rest = np.asarray(rest, dtype=np.float64)
-    b = len(names)
-    if parents.shape != (b,) or rest.shape != (b, 4, 4):
-        raise KisekaeError(f"{b} names but parents {parents.shape} and rest {rest.shape}", "skeleton")
-    if any(p >= i or p < -1 for i, p in enumerate(parents)):
-        raise KisekaeError("parents must come before children", "skeleton")
-    if not np.all(np.isfinite(rest)):
-        raise KisekaeError("non-finite rest matrix", "skeleton")
-    blob = _Blob()
-    # --- joints: node i = bone i
-    nodes = []
-    rest_rot = np.stack([polar_rotation(r[:3, :3]) for r in rest])
-    local_r, local_t = np.empty((b, 3, 3)), np.empty((b, 3))
-    for i, p in enumerate(parents):
-        if p >= 0:
-            local_r[i] = rest_rot[p].T @ rest_rot[i]
-            local_t[i] = rest_rot[p].T @ (rest[i, :3, 3] - rest[p, :3, 3])
-        else:
-            local_r[i], local_t[i] = rest_rot[i], rest[i, :3, 3]
-        nodes.append({"name": names[i], "translation": [float(x) for x in local_t[i]],
-                      "rotation": [float(x) for x in matrix_quaternion(local_r[i])]})
-    for i, p in enumerate(parents):
-        if p >= 0:
-            nodes[p].setdefault("children", []).append(i)
-    world_rest = np.tile(np.eye(4), (b, 1, 1))
-    world_rest[:, :3, :3], world_rest[:, :3, 3] = rest_rot, rest[:, :3, 3]
-    ibm = np.linalg.inv(world_rest)
-    ibm[:, 3] = [0, 0, 0, 1]
-    ibm_acc = blob.accessor(ibm.transpose(0, 2, 1).reshape(b, 16), 5126, "MAT4")
-    roots = [int(i) for i in np.nonzero(parents < 0)[0]]
-    skin = {"joints": list(range(b)), "inverseBindMatrices": ibm_acc, "skeleton": roots[0], "name": "skeleton"}
-
-    # --- textures, materials
-    tex_names, images, textures_j = {}, [], []
-    for tname, image in (textures or {}).items():
-        raw, mime = _png_bytes(image)
-        images.append({"name": str(tname), "bufferView": blob.view(raw), "mimeType": mime})
-        textures_j.append({"source": len(images) - 1, "sampler": 0, "name": str(tname)})
-        tex_names[str(tname)] = len(textures_j) - 1
-    mats = json.loads(json.dumps(materials or []))
-    used_tex = set()
-
-    def _link(obj):
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                if k == "index" and isinstance(v, str):
-                    if v not in tex_names:
-                        raise KisekaeError(f"material refers to unknown texture {v!r}", "materials")
-                    obj[k] = tex_names[v]
-                    used_tex.add(v)
-                else:
-                    _link(v)
-        elif isinstance(obj, list):
-            for v in obj:
-                _link(v)
-
-    _link(mats)
-    # --- meshes
-    meshes, mesh_nodes = [], []
-    for part in parts:
-        meshes.append(_export_mesh(blob, part, b, len(mats)))
-        mesh_nodes.append({"name": part.name, "mesh": len(meshes) - 1, "skin": 0})
-    node_base = len(nodes)
-    nodes.extend(mesh_nodes)
-    scene_nodes = roots + list(range(node_base, len(nodes)))
-
-    # --- animations
-    anims = []
-    for anim in animations or []:
-        if len(anim) not in (4, 5):
-            raise KisekaeError("an animation is (name, times, rotations, translations[, offsets])", "animations")
-        aname, times, rots, trans = anim[:4]
-        times = np.asarray(times, dtype=np.float64)
-        rots = np.asarray(rots, dtype=np.float64)
-        trans = np.asarray(trans, dtype=np.float64)
-        t_count = len(times)
-        offsets = np.zeros((t_count, b, 3)) if len(anim) == 4 or anim[4] is None else np.asarray(anim[4], np.float64)
-        if times.ndim != 1 or t_count == 0 or np.any(np.diff(times) <= 0) or times[0] < 0:
-            raise KisekaeError("animation times must be a non-empty, strictly increasing array of seconds >= 0",
-                               f"animation {aname}")
-        if rots.shape != (t_count, b, 3, 3) or trans.shape != (t_count, 3) or offsets.shape != (t_count, b, 3):
-            raise KisekaeError(f"expected rotations ({t_count}, {b}, 3, 3), translations ({t_count}, 3) and offsets "
-                               f"({t_count}, {b}, 3), got {rots.shape}, {trans.shape} and {offsets.shape}",
-                               f"animation {aname}")
-        if not (np.all(np.isfinite(rots)) and np.all(np.isfinite(trans)) and np.all(np.isfinite(offsets))):
-            raise KisekaeError("non-finite rotation, translation or offset", f"animation {aname}")
-        t_acc = blob.accessor(times, 5126, "SCALAR", minmax=True)
-        samplers, channels = [], []
-        for i in range(b):
-            q = np.stack([matrix_quaternion(local_r[i] @ polar_rotation(r)) for r in rots[:, i]])
-            # keep consecutive keys on the same hemisphere so LINEAR slerp takes the short way
-            for k in range(1, t_count):
-                if np.dot(q[k], q[k - 1]) < 0:
-                    q[k] = -q[k]
-            samplers.append({"input": t_acc, "output": blob.accessor(q, 5126, "VEC4"), "interpolation": "LINEAR"})
-            channels.append({"sampler": len(samplers) - 1, "target": {"node": i, "path": "rotation"}})
-        for i in range(b):
-            if parents[i] >= 0 and not np.any(offsets[:, i]):
-                continue  # a child bone that keeps its rest offset
-            tr = local_t[i][None, :] + offsets[:, i] + (trans if parents[i] < 0 else 0.0)
-            samplers.append({"input": t_acc, "output": blob.accessor(tr, 5126, "VEC3"), "interpolation": "LINEAR"})
-            channels.append({"sampler": len(samplers) - 1, "target": {"node": i, "path": "translation"}})
-        anims.append({"name": str(aname), "samplers": samplers, "channels": channels})
-
-    ours = {"exporter": "kisekae", "units": "metres"}
-    ours.update(extras or {})
-    if capsules is not None:
-        rig = capsules if not capsules.bone_names else capsules.remap(names)
-        ours["capsules"] = rig.to_json_dict()
-        if not rig.bone_names:
-            ours["capsules"]["bones"] = names
-    unused = sorted(set(tex_names) - used_tex)
-    if unused:
-        ours["textures"] = {t: tex_names[t] for t in unused}
-    doc = {
-        "asset": {"version": "2.0", "generator": "kisekae"},
-        "scene": 0,
-        "scenes": [{"nodes": scene_nodes}],
-        "nodes": nodes,
-        "meshes": meshes,
-        "skins": [skin],
-        "extras": {EXTRAS_KEY: ours},
-    }
-    if anims:
-        doc["animations"] = anims
-    if mats:
-        doc["materials"] = mats
-    if images:
-        doc["images"], doc["textures"] = images, textures_j
-        doc["samplers"] = [{"magFilter": 9729, "minFilter": 9987, "wrapS": 10497, "wrapT": 10497}]
-    extensions = {}
-    if capsules is not None and vrm_colliders and len(capsules):
-        extensions["VRMC_springBone"] = vrm_mod.springbone_extension(rig)
-    if humanoid:
-        extensions["VRMC_vrm"] = vrm_mod.vrm1_extension(humanoid, b, ours.get("name", path.stem))
-    if extensions:
-        doc["extensions"] = extensions
-        doc["extensionsUsed"] = sorted(extensions)
-    raw = blob.data.getvalue()
-    raw += b"\0" * (-len(raw) % 4)
-    doc["buffers"] = [{"byteLength": len(raw)}]
-    doc["bufferViews"], doc["accessors"] = blob.views, blob.accessors
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g = pygltflib.GLTF2.from_dict(doc)
-    if path.suffix.lower() == ".gltf":
-        import base64
-
-        g.buffers[0].uri = "data:application/octet-stream;base64," + base64.b64encode(raw).decode("ascii")
-        out = g.gltf_to_json().encode("utf-8")
-    else:
-        g.set_binary_blob(raw)
-        out = b"".join(g.save_to_bytes())
-    path.write_bytes(out)
-    return {"bytes": len(out), "nodes": len(nodes), "meshes": len(meshes), "accessors": len(blob.accessors),
-            "animations": len(anims)}
-
-
-def _export_mesh(blob: _Blob, part: ExportPart, n_bones: int, n_materials: int) -> dict:
-    from ..validate import as_faces, as_per_vertex, as_points
-
-    src = f"part {part.name}"
-    v = as_points(part.vertices, f"{src}.vertices")
-    n = len(v)
-    f = as_faces(part.faces, n, f"{src}.faces")
-    j = np.asarray(part.joints)
-    w = as_per_vertex(part.weights, n, f"{src}.weights")
-    if j.shape != w.shape or j.ndim != 2 or j.shape[1] > 8:
-        raise KisekaeError(f"joints {j.shape} and weights {w.shape} must both be (N, K<=8)", src)
-    if w.size and (np.any(w < 0) or np.any(w.sum(axis=1) <= 0)):
-        raise KisekaeError("weights must be >= 0 with a positive sum per vertex", src)
-    if j.size and (j.min() < 0 or j.max() >= n_bones):
-        raise KisekaeError(f"joint index out of range 0..{n_bones - 1}", src)
-    k = 4 if j.shape[1] <= 4 else 8
-    jj = np.zeros((n, k), np.int64)
-    ww = np.zeros((n, k))
-    # order by weight, merge duplicates, zero unused slots (validator rules)
-    dense_j, dense_w = j.astype(np.int64), w / w.sum(axis=1, keepdims=True)
-    o = np.argsort(-dense_w, axis=1, kind="stable")
-    dense_j, dense_w = np.take_along_axis(dense_j, o, 1), np.take_along_axis(dense_w, o, 1)
-    for c in range(dense_j.shape[1]):
-        for d in range(c):
-            same = (dense_j[:, c] == dense_j[:, d]) & (dense_w[:, c] > 0)
-            dense_w[same, d] += dense_w[same, c]
-            dense_w[same, c] = 0
-    jj[:, : dense_j.shape[1]] = np.where(dense_w > 0, dense_j, 0)
-    ww[:, : dense_w.shape[1]] = dense_w
-    ww32 = ww.astype(np.float32)
-    # push the float32 rounding error into the largest weight so rows sum to 1 in float32
-    ww32[:, 0] += np.float32(1.0) - ww32.sum(axis=1, dtype=np.float32)
-    attrs = {"POSITION": blob.accessor(v, 5126, "VEC3", target=34962, minmax=True)}
-    if part.normals is not None:
-        nrm = as_per_vertex(part.normals, n, f"{src}.normals")
-    else:
-        from ..geom.normals import vertex_normals
-
-        nrm = vertex_normals(v, f)
-    attrs["NORMAL"] = blob.accessor(_unit_normals(nrm), 5126, "VEC3", target=34962)
-    for key, uv in sorted(part.uvs.items()):
-        if not (key.startswith("uv") and key[2:].isdigit()):
-            raise KisekaeError(f"UV set names must be uv0, uv1, ..., got {key!r}", src)
-        attrs[f"TEXCOORD_{int(key[2:])}"] = blob.accessor(as_per_vertex(uv, n, f"{src}.{key}").reshape(n, 2),
-                                                          5126, "VEC2", target=34962)
-    for ci, c in enumerate(part.colors):
-        c = as_per_vertex(c, n, f"{src}.colors[{ci}]")
-        if c.ndim != 2 or c.shape[1] not in (3, 4):
-            raise KisekaeError(f"colors[{ci}] must be (N, 3) or (N, 4), got {c.shape}", src)
-        attrs[f"COLOR_{ci}"] = blob.accessor(np.clip(c, 0.0, 1.0), 5126, f"VEC{c.shape[1]}", target=34962)
-    for key, a in sorted(part.attributes.items()):
-        if not key.startswith("_") or not key[1:].replace("_", "").isalnum():
-            raise KisekaeError(f"custom attribute names must start with '_', got {key!r}", src)
-        a = as_per_vertex(a, n, f"{src}.{key}")
-        comps = 1 if a.ndim == 1 else a.shape[1]
-        if a.ndim > 2 or comps > 4:
-            raise KisekaeError(f"custom attribute {key} must be (N,) or (N, 1..4), got {a.shape}", src)
-        attrs[key] = blob.accessor(a, 5126, "SCALAR" if comps == 1 else f"VEC{comps}", target=34962)
-    for s in range(k // 4):
-        attrs[f"JOINTS_{s}"] = blob.accessor(jj[:, 4 * s:4 * s + 4], 5121 if n_bones <= 256 else 5123, "VEC4",
-                                             target=34962)
-        attrs[f"WEIGHTS_{s}"] = blob.accessor(ww32[:, 4 * s:4 * s + 4], 5126, "VEC4", target=34962)
-    ictype = 5123 if n < 65535 else 5125
-    prim = {"attributes": attrs, "indices": blob.accessor(f.reshape(-1), ictype, "SCALAR", target=34963),
-            "mode": 4}
-    mesh = {"name": part.name, "primitives": [prim], "extras": {EXTRAS_KEY: {"role": part.name}}}
-    if part.material is not None:
-        if not 0 <= int(part.material) < n_materials:
-            raise KisekaeError(f"material {part.material} does not exist ({n_materials} given)", src)
-        prim["material"] = int(part.material)
-    if part.quads is not None:
-        q = as_faces(part.quads, n, f"{src}.quads", corners=4)
-        tri = np.empty((2 * len(q), 3), np.int32)
-        tri[0::2], tri[1::2] = q[:, [0, 1, 2]], q[:, [0, 2, 3]]
-        if 2 * len(q) > len(f) or not np.array_equal(f[: 2 * len(q)], tri):
-            raise KisekaeError("faces must start with the (a,b,c),(a,c,d) triangulation of quads", src)
-        mesh["extras"][EXTRAS_KEY]["quadCount"] = int(len(q))
-    if part.morph_targets:
-        targets = []
-        for tname, d in part.morph_targets.items():
-            d = as_points(d, f"{src}.morph {tname}")
-            if len(d) != n:
-                raise KisekaeError(f"morph target {tname!r} has {len(d)} rows, mesh has {n}", src)
-            targets.append({"POSITION": blob.accessor(d, 5126, "VEC3", target=34962, minmax=True)})
-        prim["targets"] = targets
-        mesh["weights"] = [0.0] * len(targets)
-        mesh["extras"]["targetNames"] = [str(t) for t in part.morph_targets]
-    return mesh
-
-
-def avatar_parts(avatar: Avatar, *, vertices: dict | None = None, colors: dict | None = None,
-                 attributes: dict | None = None, uvs: dict | None = None, morph_targets: dict | None = None,
-                 materials: dict | None = None, parts=None) -> list:
-    """:class:`ExportPart` list for an avatar's body and garments, with per-part arrays added.
-
-    Parameters
-    ----------
-    avatar : Avatar
-    vertices : dict part -> (N, 3), optional
-        Replacement bind-pose positions, e.g. garments fixed by the push-out solver.
-    colors : dict part -> list of (N, 3|4), optional
-        COLOR_0, COLOR_1, ... (e.g. the wound bake's COLOR_0 and tension colours as COLOR_1).
-    attributes : dict part -> dict ``"_NAME"`` -> (N,) or (N, c), optional (e.g. ``_TENSION``)
-    uvs : dict part -> dict ``"uv1"`` -> (N, 2), optional, added to the mesh's own UV sets
-        (e.g. the wound bake's TEXCOORD_1)
-    morph_targets : dict part -> dict name -> (N, 3) deltas, optional (e.g. per-pose fixes)
-    materials : dict part -> material index, optional
-    parts : list of part names, optional (default: body then every garment)
-    """
-    out = []
-    for name in parts or ["body", *avatar.garments]:
-        sm = avatar.part(name)
-        m = sm.mesh
-        out.append(ExportPart(
-            name=name,
-            vertices=(vertices or {}).get(name, m.vertices),
-            faces=m.faces,
-            joints=sm.skin.indices,
-            weights=sm.skin.weights,
-            quads=m.quads,
-            normals=None if name in (vertices or {}) else m.normals,
-            uvs={**m.uvs, **(uvs or {}).get(name, {})},
-            colors=list((colors or {}).get(name, [])),
-            attributes=dict((attributes or {}).get(name, {})),
-            morph_targets=dict((morph_targets or {}).get(name, {})),
-            material=(materials or {}).get(name),
-        ))
-    return out
-
-
-def save_avatar(path, avatar: Avatar, *, poses=None, fps: float = 30.0, animation_name: str = "motion",
-                capsules=None, textures=None, materials=None, humanoid=None, **part_arrays) -> dict:
-    """Write an avatar (body + garments + skeleton), optional poses as one animation.
-
-    Parameters
-    ----------
-    path : str or PathLike (.glb, .vrm or .gltf)
-    avatar : Avatar
-    poses : list of Pose, optional
-        Written as keyframes ``i / fps`` seconds apart (LINEAR).
-    fps : float, frames per second of ``poses``
-    capsules, textures, materials, humanoid : see :func:`save_gltf`
-    **part_arrays : keyword arguments of :func:`avatar_parts` (``vertices``, ``colors``,
-        ``attributes``, ``uvs``, ``morph_targets``, ``materials``... by part name)
-
-    Returns
-    -------
-    dict, see :func:`save_gltf`
-    """
-    sk = avatar.skeleton
-    anims = []
-    if poses:
-        if not np.isfinite(fps) or fps <= 0:
-            raise KisekaeError(f"fps must be > 0, got {fps}", "fps")
-        for p in poses:
-            if len(p.rotations) != sk.n_bones:
-                raise KisekaeError(f"pose has {len(p.rotations)} bones, skeleton has {sk.n_bones}", p.name)
-        rots = np.stack([p.rotations for p in poses])
-        trans = np.stack([p.translation for p in poses])
-        offsets = None
-        if any(p.offsets is not None for p in poses):
-            offsets = np.stack([np.zeros((sk.n_bones, 3)) if p.offsets is None else p.offsets for p in poses])
-        anims.append((animation_name, np.arange(len(poses)) / float(fps), rots, trans, offsets))
-    part_materials = part_arrays.pop("part_materials", None)
-    parts = avatar_parts(avatar, materials=part_materials, **part_arrays)
-    if humanoid is None:
-        humanoid = guess_humanoid(sk.names)
-    return save_gltf(path, sk.names, sk.parents, sk.rest, parts, animations=anims, capsules=capsules,
-                     textures=textures, materials=materials, humanoid=humanoid or None,
-                     extras={"name": avatar.name, "rig": avatar.rig})
