@@ -16,7 +16,8 @@ from kisekae.render.htmlpage import READABLE_PX, html_page, picture, scroll_box
 
 PHONE = 390
 #: The demo's pictures with text drawn by comparison_sheet (the others are GIFs without text and a plot).
-SHEETS = ("avatar.png", "fix_before_after.png", "body_shapes_crouch.png", "poke_through.png", "tension.png",
+SHEETS = ("avatar.png", "fix_before_after.png", "body_shapes_crouch.png", "body_contact.png", "poke_through.png",
+          "tension.png",
           "wound.png")
 
 
