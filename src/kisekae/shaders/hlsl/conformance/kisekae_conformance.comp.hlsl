@@ -67,6 +67,17 @@ KisekaePushParams HarnessPushParams()
     return P;
 }
 
+// Body contact parameters of modes 14 and 15: gParams[0] = (gap, band, ringFactor, restSlack).
+KisekaeContactParams HarnessContactParams()
+{
+    KisekaeContactParams C;
+    C.gap = gParams[0].x;
+    C.band = gParams[0].y;
+    C.ringFactor = gParams[0].z;
+    C.restSlack = gParams[0].w;
+    return C;
+}
+
 KisekaeWrinkleParams HarnessWrinkleParams(uint row)
 {
     KisekaeWrinkleParams W;
@@ -288,12 +299,7 @@ void main(uint3 id : SV_DispatchThreadID)
         J.radius = x1.w;
         J.restCentre = x4.xyz;
         J.restDir = x5.xyz;
-        KisekaeContactParams C;
-        C.gap = gParams[0].x;
-        C.band = gParams[0].y;
-        C.ringFactor = gParams[0].z;
-        C.restSlack = gParams[0].w;
-        y0 = float4(KisekaeContactPlane(x0.xyz, x1.xyz, x0.w, J, C), 0.0);
+        y0 = float4(KisekaeContactPlane(x0.xyz, x1.xyz, x0.w, J, HarnessContactParams()), 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(15)
@@ -301,12 +307,7 @@ void main(uint3 id : SV_DispatchThreadID)
     {
         // body contact, all of a vertex's joints: x0.xyz = point, x1.xyz = rest point, x2 = joint ids,
         // x3 = sides (0 = unused slot); the joint table in gIn4/gIn5 (HarnessJointPlane); gParams[0] as mode 14
-        KisekaeContactParams C;
-        C.gap = gParams[0].x;
-        C.band = gParams[0].y;
-        C.ringFactor = gParams[0].z;
-        C.restSlack = gParams[0].w;
-        y0 = float4(KisekaeContactPlanes(x0.xyz, x1.xyz, uint4(x2), x3, C), 0.0);
+        y0 = float4(KisekaeContactPlanes(x0.xyz, x1.xyz, uint4(x2), x3, HarnessContactParams()), 0.0);
     }
 #endif
     gOut0[i] = y0;
