@@ -200,11 +200,4 @@ class KISEKAE_OT_check(bpy.types.Operator):
 CLASSES = (KISEKAE_OT_fix_clipping, KISEKAE_OT_check)
 
 
-def register():
-    for c in CLASSES:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(CLASSES):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

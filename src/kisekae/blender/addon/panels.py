@@ -105,11 +105,4 @@ class KISEKAE_PT_check(_Base, bpy.types.Panel):
 CLASSES = (KISEKAE_PT_tension, KISEKAE_PT_fix, KISEKAE_PT_check)
 
 
-def register():
-    for c in CLASSES:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(CLASSES):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(CLASSES)
