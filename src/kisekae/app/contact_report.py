@@ -32,7 +32,6 @@ def body_contact_rows(avatar, poses=CONTACT_POSES, views=CONTACT_VIEWS, size=CEL
     records : list of dict, per pose and body (``"plain"``, ``"contact"``): the self-contact numbers
     """
     from ..avatar.poses import named_pose
-    from ..avatar.skinning import lbs
     from ..qa.check import body_self_contact
 
     r = renderer or default_renderer()
@@ -43,7 +42,7 @@ def body_contact_rows(avatar, poses=CONTACT_POSES, views=CONTACT_VIEWS, size=CEL
     for name in poses:
         pose = named_pose(avatar.skeleton, name)
         m = pose.skinning_matrices(avatar.skeleton)
-        bodies = {"plain": lbs(body.mesh.vertices, body.skin.indices, body.skin.weights, m),
+        bodies = {"plain": body.skinned(m),
                   "contact": contact.body.posed(m)}
         lm = avatar_landmarks(avatar, pose)
         items = {}

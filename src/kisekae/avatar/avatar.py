@@ -46,9 +46,13 @@ class SkinnedMesh:
     def name(self) -> str:
         return self.mesh.name
 
+    def skinned(self, skin_matrices: np.ndarray) -> np.ndarray:
+        """(N, 3) float32 plain linear blend skinning for ``(B, 4, 4)`` skinning matrices (no :attr:`deform`)."""
+        return lbs(self.mesh.vertices, self.skin.indices, self.skin.weights, skin_matrices)
+
     def posed(self, skin_matrices: np.ndarray) -> np.ndarray:
         """(N, 3) float32 posed positions for ``(B, 4, 4)`` skinning matrices (then :attr:`deform`, if set)."""
-        x = lbs(self.mesh.vertices, self.skin.indices, self.skin.weights, skin_matrices)
+        x = self.skinned(skin_matrices)
         if self.deform is None:
             return x
         return np.asarray(self.deform(x, skin_matrices), dtype=np.float32)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..validate import as_points
+from .skinning import Skin
 
 #: Joints per vertex (the nearest ones).
 SLOTS = 4
@@ -97,8 +98,7 @@ class JointPlanes:
         w = np.asarray(skin_weights, dtype=np.float64)
         if idx.shape != w.shape or len(idx) != len(rest) or (idx.size and (idx.min() < 0 or idx.max() >= nb)):
             raise KisekaeError(f"skin {idx.shape} does not match {len(rest)} vertices and {nb} bones", "skin")
-        dense = np.zeros((len(rest), nb))
-        np.add.at(dense, (np.arange(len(rest))[:, None], idx), w)
+        dense = Skin(idx, w).dense(nb).astype(np.float64)
         subtree = np.eye(nb, dtype=bool)
         for c in range(nb - 1, -1, -1):
             if parents[c] >= 0:

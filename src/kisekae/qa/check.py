@@ -7,7 +7,6 @@ import time
 import numpy as np
 
 from ..avatar.avatar import Avatar
-from ..avatar.skinning import lbs
 from .penetration import BodyQuery, BodyTopology, penetration_stats
 from .selfcontact import BodySelfContact
 from .shape import shape_stats
@@ -59,8 +58,7 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
         m = pose.skinning_matrices(avatar.skeleton)
         body_vertices = avatar.body.posed(m)
         if avatar.body.deform is not None:
-            b = avatar.body
-            plain = measure.measure(lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m))
+            plain = measure.measure(avatar.body.skinned(m))
             out.update({f"{k}_plain": v for k, v in plain.items() if k.startswith("body_")})
     return {**out, **measure.measure(body_vertices)}
 

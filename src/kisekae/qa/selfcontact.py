@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..geom.crossings import edge_crossings
+from ..geom.edges import unique_edges
 from ..geom.normals import vertex_normals
 from ..validate import as_faces, as_points
 from .penetration import BodyQuery, BodyTopology
@@ -71,9 +72,7 @@ class BodySelfContact:
         n = len(self.rest_vertices)
         self.weld = np.arange(n) if self.weld is None else np.asarray(self.weld, dtype=np.int64)
         if self.edges is None:
-            e = np.sort(self.weld[np.concatenate([self.faces[:, [0, 1]], self.faces[:, [1, 2]],
-                                                  self.faces[:, [2, 0]]])], axis=1)
-            self.edges = np.unique(e[e[:, 0] != e[:, 1]], axis=0)
+            self.edges = unique_edges(self.faces, self.weld)
         self.edges = np.ascontiguousarray(self.edges, dtype=np.int64)
         self.topology = BodyTopology.from_mesh(self.rest_vertices, self.faces)
         self.rest_winding = self._probe_winding(self.rest_vertices)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..geom.bvh import build_bvh, refit
 from ..geom.crossings import edge_crossings
+from ..geom.edges import face_edges
 from ..geom.normals import face_normals
 from ..validate import as_faces, as_points
 
@@ -33,8 +34,8 @@ def face_adjacency(faces) -> np.ndarray:
     faces : (F, 3) int triangles; seam duplicates should be welded beforehand
     """
     f = np.asarray(faces, dtype=np.int64)
-    e = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
-    owner = np.tile(np.arange(len(f)), 3)
+    e = np.sort(face_edges(f), axis=1)
+    owner = np.repeat(np.arange(len(f)), f.shape[1])
     order = np.lexsort((e[:, 1], e[:, 0]))
     e, owner = e[order], owner[order]
     same = np.all(e[1:] == e[:-1], axis=1)
