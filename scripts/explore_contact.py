@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from numba.core.errors import NumbaPerformanceWarning
 
 from kisekae.avatar import load_builtin_avatar
+from kisekae.avatar.contact import JointPlanes, contact_planes_numpy
 from kisekae.avatar.poses import named_pose
 from kisekae.geom.bvh import build_bvh, refit
 from kisekae.geom.closest import surface_distance
@@ -188,50 +189,9 @@ def blended_projection(x, rest, idx, wts, minv, rot, grid, lo, h, iters, cap):
     return out
 
 
-def joint_planes(skeleton, dense_weights, rest, ring_factor=1.5):
-    """Per joint with a blend ring: child, parent, rest centre and direction, ring radius, side weight, slots."""
-    nb = len(skeleton.names)
-    sub = np.eye(nb, dtype=bool)
-    for c in range(nb - 1, -1, -1):
-        if skeleton.parents[c] >= 0:
-            sub[skeleton.parents[c]] |= sub[c]
-    out = []
-    for c in range(nb):
-        p = skeleton.parents[c]
-        if p < 0:
-            continue
-        sigma = dense_weights[:, sub[c]].sum(1)
-        ring = (sigma > 0.05) & (sigma < 0.95)
-        if ring.sum() < 10:
-            continue
-        j = skeleton.rest[c, :3, 3].astype(np.float64)
-        d = skeleton.rest[c, :3, 1].astype(np.float64)
-        d /= np.linalg.norm(d)
-        radius = np.linalg.norm(rest[ring] - j, axis=1).max()
-        dist = np.linalg.norm(rest - j, axis=1)
-        near = (dist < ring_factor * radius) & ((sigma > 0) | (dense_weights[:, p] > 0))
-        out.append((c, p, j, d, radius, sigma, near, (rest - j) @ d, dist))
-    return out
-
-
-def plane_contact(x, m, planes, gap, band, ring_factor=1.5):
-    """Candidate 3: keep each vertex near a joint on its side of the posed bisector plane."""
-    y = x.copy()
-    for c, p, j, d, radius, sigma, near, s_rest, dist in planes:
-        idx = np.nonzero(near)[0]
-        n = m[c, :3, :3] @ d + m[p, :3, :3] @ d
-        ln = np.linalg.norm(n)
-        if ln < 1e-3 or not len(idx):
-            continue
-        n /= ln
-        centre = m[c, :3, :3] @ j + m[c, :3, 3]
-        side = np.where(sigma[idx] >= 0.5, 1.0, -1.0)
-        s = ((y[idx] - centre) @ n) * side
-        fall = np.clip((ring_factor * radius - dist[idx]) / (0.5 * radius), 0, 1)
-        target = np.minimum(gap / 2, s_rest[idx] * side - band) - (1 - fall) * radius
-        mapped = np.where(s < target + band, target + band * np.exp(np.minimum(s - target - band, 0) / band), s)
-        y[idx] += ((mapped - s) * side)[:, None] * n
-    return y
+def plane_contact(x, m, planes, gap, band):
+    """Candidate 3, as landed in ``kisekae.avatar.contact`` (NumPy reference)."""
+    return contact_planes_numpy(x, planes, m, gap=gap, band=band)
 
 
 def cap_moves(x, y, cap):
@@ -296,7 +256,8 @@ def main():
         order = np.argsort(-body.skin.weights, 1)
         idx = np.take_along_axis(body.skin.indices, order, 1)
         wts = np.take_along_axis(body.skin.weights, order, 1).astype(np.float64)
-    planes = joint_planes(av.skeleton, body.skin.dense(len(av.skeleton.names)).astype(np.float64), rest)
+    sk = av.skeleton
+    planes = JointPlanes.from_skin(sk.parents, sk.rest, body.skin.indices, body.skin.weights, rest)
     print(f"{'pose':10s} {'buried':>12s} {'crossings':>12s} {'volume %':>16s} {'max move mm':>11s} {'flipped':>7s}")
     for name in POSES:
         m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
