@@ -100,7 +100,7 @@ def _fixed_stages(args, avatar, pose, garments, params) -> list:
     if args.fix or args.layered:
         from ..fit.fix import fix_pose
 
-        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
+        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered, method=args.fix_method)
         stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
     if args.runtime:
         from ..fit.runtime import runtime_pose

@@ -115,6 +115,9 @@ def add_push_args(p):
     g.add_argument("--skirt-bias", type=float, metavar="B", help="0..1 outward bulge for skirts (0.3 for skirts, else 0)")
     g.add_argument("--tightness", type=float, metavar="T", help="0..1 uniform tightness (0)")
     g.add_argument("--softness", type=float, metavar="S", help="0..1 uniform softness (0)")
+    g.add_argument("--fix-method", choices=("exact", "shape"), default="exact",
+                   help="exact: per-vertex projection onto the body's union (default); shape: the shape-preserving "
+                        "solve, which moves the garment as a smooth sheet (docs/fit.md)")
 
 
 def push_params(args):

@@ -60,7 +60,7 @@ def run(args) -> int:
     records = []
     for pose in tqdm(poses, desc="kisekae fit", unit="pose"):
         before = check_pose(avatar, pose, garments)
-        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered)
+        fixed = fix_pose(avatar, pose, garments, params, layered=args.layered, method=args.fix_method)
         after = check_pose(avatar, pose, garments, posed_garments={k: v.positions for k, v in fixed.items()})
         for b, a in zip(before, after):
             b["stage"], a["stage"] = "before", "after"

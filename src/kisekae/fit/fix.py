@@ -23,6 +23,11 @@ from ..qa.penetration import BodyQuery
 from .exact import UNNECESSARY, push_out_exact, signed_body_distance
 from .layers import LayerSurface, layer_stats, push_out_layers
 from .pushout import PushParams, cap_displacement
+from .shape_solve import solve_shape_preserving
+
+#: Fix methods: ``"exact"`` (per-vertex projections onto the union, :mod:`kisekae.fit.exact`) and
+#: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`).
+METHODS = ("exact", "shape")
 
 #: skirt_bias of the default parameters for skirt-like garments (the seed note's 0-0.7 range).
 SKIRT_BIAS = 0.3
@@ -64,7 +69,8 @@ def params_for(name: str, params: PushParams | None) -> PushParams:
 
 
 def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None, *, layered: bool = False,
-             masks: dict | None = None, thickness: dict | None = None, query: BodyQuery | None = None) -> dict:
+             masks: dict | None = None, thickness: dict | None = None, query: BodyQuery | None = None,
+             method: str = "exact") -> dict:
     """Fix every garment in one pose.
 
     Parameters
@@ -78,11 +84,14 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     masks : dict name -> {"tightness": ..., "softness": ...} (per-vertex arrays or UV textures)
     thickness : dict name -> cloth thickness in metres (default :data:`THICKNESS`)
     query : BodyQuery, optional, the posed body if already built
+    method : ``"exact"`` or ``"shape"`` (:data:`METHODS`)
 
     Returns
     -------
     dict name -> FixResult
     """
+    if method not in METHODS:
+        raise KisekaeError(f"unknown fix method {method!r}; choose one of {', '.join(METHODS)}", "method")
     m = pose.skinning_matrices(avatar.skeleton)
     if query is None:
         query = BodyQuery(body_topology(avatar), avatar.body.posed(m))
@@ -97,27 +106,12 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         t0 = time.perf_counter()
         x = part.posed(m)
         mk = masks.get(name, {})
-        new, info = _push(query, part.mesh, x, p, skinned_normals(part, m), mk)
-        contact = info["contact"].copy()
-        if layered and fixed_layers:
-            body_only = new.astype(np.float64).copy()
-            # Alternate: clear the layers beneath, then the body again; the total move stays capped.
-            for _ in range(2):
-                before = new.astype(np.float64)
-                for layer in fixed_layers:
-                    s, _n = layer.signed_distance(before)
-                    contact |= (s - layer.thickness) < p.margin
-                new, touched = push_out_layers(before, part.mesh.edges, fixed_layers, p)
-                contact |= touched
-                new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
-                contact |= info2["contact"]
-                new = cap_displacement(new.astype(np.float64), x, p.max_push)
-                # Never trade the body for a layer: a vertex the cap left inside the body goes
-                # back to where the body-only solve had it (outside the body, maybe under a layer).
-                back = query.inside(new)
-                new[back] = body_only[back]
-            info["contact"] = contact
-            info["unresolved"] = query.inside(new) & contact
+        if method == "shape":
+            new, info = _shape(query, part, x, p, skinned_normals(part, m), mk, fixed_layers)
+        else:
+            new, info = _push(query, part.mesh, x, p, skinned_normals(part, m), mk)
+            if layered and fixed_layers:
+                new, info = _exact_layers(query, part, x, new, info, p, m, fixed_layers)
         out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
@@ -127,6 +121,37 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
             out[name].metrics.update(layer_stats(out[name].positions, avatar.part(name).mesh.edges,
                                                  fixed_layers[:i]))
     return out
+
+
+def _shape(query, part, x, params, directions, masks, layers):
+    new, info = solve_shape_preserving(query, x, part.mesh, params, directions=directions, layers=layers,
+                                       tightness=masks.get("tightness"), softness=masks.get("softness"))
+    info["unresolved"] = query.inside(new) & info["contact"]
+    return new, info
+
+
+def _exact_layers(query, part, x, new, info, p, m, fixed_layers):
+    """The exact solver's layer pass: alternate clearing the layers beneath and the body."""
+    contact = info["contact"].copy()
+    body_only = new.astype(np.float64).copy()
+    # Alternate: clear the layers beneath, then the body again; the total move stays capped.
+    for _ in range(2):
+        before = new.astype(np.float64)
+        for layer in fixed_layers:
+            s, _n = layer.signed_distance(before)
+            contact |= (s - layer.thickness) < p.margin
+        new, touched = push_out_layers(before, part.mesh.edges, fixed_layers, p)
+        contact |= touched
+        new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
+        contact |= info2["contact"]
+        new = cap_displacement(new.astype(np.float64), x, p.max_push)
+        # Never trade the body for a layer: a vertex the cap left inside the body goes
+        # back to where the body-only solve had it (outside the body, maybe under a layer).
+        back = query.inside(new)
+        new[back] = body_only[back]
+    info["contact"] = contact
+    info["unresolved"] = query.inside(new) & contact
+    return new, info
 
 
 def _push(query, mesh, x, params, directions, masks):

@@ -1,0 +1,412 @@
+"""Shape-preserving fix: the garment leaves the body as a smooth sheet, not vertex by vertex.
+
+The exact push-out (:mod:`kisekae.fit.exact`) projects every contact vertex on its own, so where
+the body folds, neighbouring vertices land on different surfaces and the cloth crumples. This
+solver instead looks for the *displacement field* ``d`` (added to the skinned garment ``x_s``)
+that is as close to a rigid, smooth continuation of the skinned shape as possible, subject to
+every vertex staying outside the body (and the layers beneath) by its clearance:
+
+    minimise   Σ_edges |d_i − d_j|²                 (membrane: edge vectors as skinned)
+             + b Σ_i |(L d)_i|²                      (bending: the Laplacian of d; no cones)
+             + Σ_i (A_i / λ²) |d_i|²                (screening: the move dies off over λ)
+    subject to s(x_s + d) ≥ gap_i                    (signed distance to the body / layers)
+
+The inequality is handled by an active set (the contact vertices) with a stiff penalty toward
+each one's projection onto the feasible side, re-projected every iteration, and released when
+the shape terms alone would lift it off (the sign of its Lagrange multiplier). Each iteration is one
+sparse Cholesky-like solve (SciPy's SuperLU) on the welded garment. The field is smooth
+by construction, so no face flips and no edge stretches except where the body forces it; where the
+solve leaves a vertex inside (deeper than the penalty can hold), a last per-vertex projection
+closes the gap and is reported in ``info["forced"]``.
+
+Parameters of the seed note keep their meaning: ``margin`` and ``stiffness`` set the clearance
+(``gap = stiffness · (1 − tightness / 2) · margin`` as in the exact solver), ``max_push`` caps every
+target, ``skirt_bias`` tilts the push directions outward-horizontal and adds bending so skirts
+bridge between the legs, and ``softness`` lowers the bending locally (soft cloth drapes closer).
+
+References: the screened membrane + bending energy is the discrete thin-plate / Laplacian
+displacement smoothing of Botsch & Sorkine, "On linear variational surface deformation methods"
+(2008); the iterate-project-solve loop is projective dynamics (Bouaziz et al. 2014) with an active
+set for the unilateral contact.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import KisekaeError
+from ..validate import as_points
+from .exact import march_out, signed_body_distance
+from .pushout import PushParams, UP, bias_direction, resolve_mask
+
+#: Bending weight relative to the membrane term (per vertex, dimensionless).
+BENDING = 4.0
+#: Extra bending factor for skirts (times ``skirt_bias``): a skirt bridges rather than wraps.
+SKIRT_BENDING = 8.0
+#: Falloff length of a displacement (metres): the screening term's λ.
+FALLOFF = 0.06
+#: Relative residual and most iterations of the conjugate gradients in each solve.
+CG_TOL = 1e-11
+CG_ITERATIONS = 2000
+#: Most active-set iterations per solve.
+ITERATIONS = 30
+#: Samples along a crossing edge when looking for its deepest point.
+EDGE_SAMPLES = 9
+#: Spacing (metres) of those samples along long edges.
+EDGE_STEP = 0.002
+#: A vertex short of its clearance by less than this (metres) counts as clear: positions that
+#: sit on their constraint plane differ by rounding only, wherever the scene stands.
+SLACK = 1e-6
+#: Extra clearance (metres) aimed for beyond the gap, so the penalty's residual stays outside.
+OVERSHOOT = 2e-4
+
+
+def shape_operator(skinned, faces, edges, weld=None, *, bending: float | np.ndarray = BENDING,
+                   falloff: float = FALLOFF):
+    """The quadratic form of the shape energy over the welded vertices.
+
+    Parameters
+    ----------
+    skinned : (N, 3) float, the skinned garment, metres
+    faces : (F, 3) int triangles
+    edges : (E, 2) int unique welded edges
+    weld : (N,) int representative of each vertex (seam duplicates), or None
+    bending : float or (N,) per-vertex bending weight (dimensionless)
+    falloff : float, metres, the screening length λ
+
+    Returns
+    -------
+    reps : (R,) int, the representative vertices (sorted)
+    index : (N,) int, row of each vertex's representative in ``reps``
+    M : (R, R) scipy.sparse.csc_matrix, symmetric positive definite
+    """
+    x = as_points(skinned, "skinned garment")
+    n = len(x)
+    w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
+    reps, index = np.unique(w, return_inverse=True)
+    r = len(reps)
+    e = index[np.asarray(edges, dtype=np.int64).reshape(-1, 2)]
+    e = e[e[:, 0] != e[:, 1]]
+    if falloff <= 0 or not np.isfinite(falloff):
+        raise KisekaeError(f"must be > 0 metres, got {falloff!r}", "falloff")
+    ones = np.ones(len(e))
+    adj = sp.coo_matrix((np.r_[ones, ones], (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), (r, r)).tocsr()
+    adj.data[:] = 1.0
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    membrane = sp.diags(deg) - adj
+    lap = sp.eye(r) - sp.diags(1.0 / np.maximum(deg, 1.0)) @ adj
+    b = np.broadcast_to(np.asarray(bending, dtype=np.float64), (n,))
+    b_rep = np.zeros(r)
+    np.maximum.at(b_rep, index, b)
+    bend = lap.T @ sp.diags(b_rep) @ lap
+    f = index[np.asarray(faces, dtype=np.int64)]
+    area = 0.5 * np.linalg.norm(np.cross(x[reps][f[:, 1]] - x[reps][f[:, 0]], x[reps][f[:, 2]] - x[reps][f[:, 0]]), axis=1)
+    vertex_area = np.bincount(f.ravel(), np.repeat(area / 3.0, 3), minlength=r)
+    # Uniform edge weights read |grad d|² about 1.7 times per unit area on a regular mesh, so the
+    # screening of a vertex is twice its area over λ²: the move fades over λ whatever the resolution.
+    screen = sp.diags(2.0 * vertex_area / falloff**2)
+    M = (membrane + bend + screen).tocsc()
+    return reps, index, M
+
+
+class ShapeSolve:
+    """State of one :func:`solve_shape_preserving` call (one garment, one pose).
+
+    Attributes after :meth:`run`: ``positions`` (N, 3) float64, ``active`` (R,) bool contact set,
+    ``iterations``, ``forced`` (N,) bool vertices the final per-vertex projection had to move.
+    """
+
+    def __init__(self, query, skinned, mesh, params: PushParams, *, directions=None, layers=(), tightness=None,
+                 softness=None, up=UP, iterations: int = ITERATIONS, falloff: float = FALLOFF):
+        params.validate()
+        self.query = query
+        self.xs = as_points(skinned, "skinned garment")
+        n = len(self.xs)
+        if n != mesh.n_vertices:
+            raise KisekaeError(f"has {n} vertices but the rest mesh has {mesh.n_vertices}", "skinned garment")
+        self.params = params
+        uvs = mesh.uvs.get("uv0")
+        tight = resolve_mask(tightness, n, "tightness", uvs, default=params.tightness)
+        soft = resolve_mask(softness, n, "softness", uvs, default=params.softness)
+        bending = (BENDING + SKIRT_BENDING * params.skirt_bias) * (1.0 - 0.75 * soft)
+        self.reps, self.index, M = shape_operator(self.xs, mesh.faces, mesh.edges, mesh.weld,
+                                                       bending=bending, falloff=falloff)
+        self.M = M.tocsr()
+        self.x0 = self.xs[self.reps]
+        self.r = len(self.reps)
+        gap_v = params.stiffness * (1.0 - 0.5 * tight) * params.margin
+        self.gap = np.zeros(self.r)
+        np.maximum.at(self.gap, self.index, gap_v)
+        self.edges = np.unique(np.sort(self.index[np.asarray(mesh.edges, dtype=np.int64)], axis=1), axis=0)
+        self.edges = self.edges[self.edges[:, 0] != self.edges[:, 1]]
+        self.dirs = None
+        if directions is not None:
+            dirs = as_points(directions, "directions")
+            if len(dirs) != n:
+                raise KisekaeError(f"expected {n} directions, got {len(dirs)}", "directions")
+            dirs = dirs[self.reps]
+            self.dirs = dirs / np.maximum(np.linalg.norm(dirs, axis=1, keepdims=True), 1e-12)
+        self.layers = list(layers)
+        self.up = np.asarray(up, dtype=np.float64)
+        self.iterations = int(iterations)
+        self.dist0 = query.distance(self.x0)
+        self.inside0 = query.inside(self.x0)
+
+    # --- constraints -------------------------------------------------------------------------
+    def violations(self, y, idx):
+        """Signed clearance deficit and outward direction of points ``y[idx]``.
+
+        Returns ``(deficit, direction, inside)``: ``deficit > 0`` where the point is closer than its
+        gap to the body or to a layer beneath (metres), with the direction to move along.
+        """
+        p = y[idx]
+        s, nrm, inside = signed_body_distance(self.query, p)
+        deficit = self.gap[idx] + OVERSHOOT - s
+        direction = bias_direction(nrm, self.params.skirt_bias, self.up) if self.params.skirt_bias > 0 else nrm
+        for layer in self.layers:
+            sl, nl = layer.signed_distance(p)
+            dl = self.gap[idx] + layer.thickness + OVERSHOOT - sl
+            worse = dl > deficit
+            deficit = np.where(worse, dl, deficit)
+            direction = np.where(worse[:, None], nl, direction)
+        return deficit, direction, inside
+
+    def targets(self, y, idx):
+        """Feasible targets for the points ``y[idx]`` (themselves where already clear)."""
+        deficit, direction, inside = self.violations(y, idx)
+        self.last_direction = direction
+        t = y[idx].copy()
+        need = deficit > SLACK
+        t[need] += deficit[need, None] * direction[need]
+        # A target still inside the union (the closest surface is buried in another part): march
+        # along the outward direction and along the preferred one to where the union ends, and take
+        # the shorter way out.
+        check = np.flatnonzero(need & inside)
+        if check.size:
+            bad = check[self.query.inside(t[check])]
+            if bad.size:
+                t[bad] = self._march(y[idx[bad]], direction[bad], idx[bad])
+                self.last_direction[bad] = _unit(t[bad] - y[idx[bad]], direction[bad])
+        return self._cap(t, idx), need
+
+    def _cap(self, t, idx):
+        """Targets ``t`` of vertices ``idx`` pulled back to at most ``max_push`` from skinning."""
+        move = t - self.x0[idx]
+        ln = np.linalg.norm(move, axis=1)
+        over = ln > self.params.max_push
+        t[over] = self.x0[idx[over]] + move[over] * (self.params.max_push / ln[over])[:, None]
+        return t
+
+    def _march(self, p, direction, ids):
+        """Exit points (plus the gap) of rays from ``p``: the shorter of ``direction`` and ``self.dirs``."""
+        ways = [direction] if self.dirs is None else [direction, self.dirs[ids]]
+        best = p.copy()
+        best_len = np.full(len(p), np.inf)
+        for way in ways:
+            ex, dist = march_out(self.query, p, way, self.params.max_push)
+            better = dist < best_len
+            best[better] = ex[better] + (self.gap[ids[better]] + OVERSHOOT)[:, None] * way[better]
+            best_len[better] = dist[better]
+        return best
+
+    def crossing_targets(self, y):
+        """Targets for the ends of garment edges that cross the body.
+
+        Each crossing edge is sampled at interior points :data:`EDGE_STEP` apart (at least
+        :data:`EDGE_SAMPLES`); both ends move out
+        by the deepest sample's deficit (at least the
+        gap) along the crossed triangle's outward normal, so the chord clears the body over the
+        iterations.
+        """
+        cross, tri = self.query.crossing_edges(y, self.edges, return_triangles=True)
+        if not np.any(cross):
+            return np.zeros(0, np.int64), np.zeros((0, 3))
+        e = self.edges[cross]
+        longest = float(np.linalg.norm(y[e[:, 0]] - y[e[:, 1]], axis=1).max())
+        k = int(np.clip(np.ceil(longest / EDGE_STEP), EDGE_SAMPLES, 8 * EDGE_SAMPLES))
+        u = (np.arange(k) + 1.0) / (k + 1.0)
+        pts = y[e[:, 0], None, :] * (1.0 - u)[None, :, None] + y[e[:, 1], None, :] * u[None, :, None]
+        s, nrm, _inside = signed_body_distance(self.query, pts.reshape(-1, 3))
+        s = s.reshape(len(e), -1)
+        k = np.argmin(s, axis=1)
+        rows = np.arange(len(e))
+        lift = np.maximum(self.gap[e].max(axis=1) + OVERSHOOT - s[rows, k], self.gap[e].max(axis=1))
+        # Along the crossed triangle's outward normal: the chord rises above that triangle.
+        direction = self.query.face_normals[tri[cross]]
+        ends = e.ravel()
+        amount = np.repeat(lift, 2)
+        dirs = np.repeat(direction, 2, axis=0)
+        order = np.lexsort((-amount, ends))
+        ends, amount, dirs = ends[order], amount[order], dirs[order]
+        first = np.r_[True, ends[1:] != ends[:-1]]
+        ends = ends[first]
+        return ends, self._cap(y[ends] + amount[first, None] * dirs[first], ends)
+
+    # --- solve -------------------------------------------------------------------------------
+    def solve(self, active, target, normal, start=None):
+        """Displacement minimising the shape energy with each ``active`` vertex held on the plane
+        through its ``target`` with normal ``normal`` (it may slide along the plane).
+
+        The constraint is exact: an active vertex's displacement is ``b n + z`` with ``z`` in its
+        tangent plane, and the tangential part of every vertex comes from preconditioned conjugate
+        gradients on the projected system (no factorisation, warm-started from ``start``).
+        """
+        ids = np.flatnonzero(active)
+        n = normal[ids]
+        b = np.einsum("ij,ij->i", n, target[ids] - self.x0[ids])
+
+        def proj(x):
+            x[ids] -= np.einsum("ij,ij->i", x[ids], n)[:, None] * n
+            return x
+
+        base = np.zeros((self.r, 3))
+        base[ids] = b[:, None] * n
+        rhs = proj(-(self.M @ base))
+        z = proj(np.zeros_like(base) if start is None else start - base)
+        res = rhs - proj(self.M @ z)
+        inv_diag = 1.0 / self.M.diagonal()[:, None]
+        pre = proj(res * inv_diag)
+        p = pre.copy()
+        rz = float(np.vdot(res, pre))
+        stop = CG_TOL**2 * max(float(np.vdot(rhs, rhs)), 1e-30)
+        for _ in range(CG_ITERATIONS):
+            if float(np.vdot(res, res)) <= stop:
+                break
+            q = proj(self.M @ p)
+            alpha = rz / float(np.vdot(p, q))
+            z += alpha * p
+            res -= alpha * q
+            pre = proj(res * inv_diag)
+            rz, rz_old = float(np.vdot(res, pre)), rz
+            p = pre + (rz / rz_old) * p
+        return base + z
+
+    def near(self, d, active) -> np.ndarray:
+        """Vertices that may be closer than their gap after displacement ``d``.
+
+        The distance to the body is 1-Lipschitz, so a vertex that started outside at ``dist0`` and
+        moved by ``|d|`` is still outside and at least ``dist0 − |d|`` away: only vertices where
+        that bound is below the gap (plus active and initially inside ones) need a query.
+        """
+        bound = self.dist0 - np.linalg.norm(d, axis=1)
+        return np.flatnonzero(active | self.inside0 | (bound <= self.gap + OVERSHOOT + 1e-4))
+
+    def run(self):
+        y = self.x0.copy()
+        active = np.zeros(self.r, bool)
+        sticky = np.zeros(self.r, bool)
+        released = np.zeros(self.r, bool)
+        target = self.x0.copy()
+        normal = np.zeros_like(y)
+        d = np.zeros_like(y)
+        it = 0
+        for it in range(1, self.iterations + 1):
+            near = self.near(d, active)
+            t, need = self.targets(y, near)
+            newly = near[need]
+            # A vertex released before that needs the body again stays active from now on.
+            sticky[newly[released[newly]]] = True
+            self._release(d, near, active, sticky, need, released)
+            active[newly] = True
+            # Ends lifted over a crossing keep their lift plane unless the body itself needs them.
+            keep = sticky[near] & ~need
+            target[near[~keep]] = t[~keep]
+            normal[near[~keep]] = self.last_direction[~keep]
+            ce, ct = self.crossing_targets(y)
+            if ce.size:
+                active[ce] = True
+                sticky[ce] = True
+                target[ce] = y[ce]
+                target[ce] += ct - y[ce]
+                normal[ce] = _unit(target[ce] - y[ce], normal[ce])
+            if not newly.size and not ce.size and it > 1:
+                break
+            d = self.solve(active, target, normal, d)
+            y = self.x0 + d
+        self.iterations_used = it
+        forced = self.force_outside(y, active, target, normal)
+        self.active = active
+        self.positions = y[self.index]
+        self.forced = forced[self.index]
+        return self
+
+    def _release(self, d, near, active, sticky, need, released) -> None:
+        """Drop active vertices the shape terms alone would lift off (their multiplier's sign)."""
+        pick = active[near] & ~sticky[near] & ~need
+        ids = near[pick]
+        if not ids.size:
+            return
+        force = -(self.M @ d)[ids]
+        lift = np.einsum("ij,ij->i", force, self.last_direction[pick]) > 0
+        active[ids[lift]] = False
+        released[ids[lift]] = True
+
+    def force_outside(self, y, active, target, normal):
+        """Vertices still inside after the iterations: pin them to their projections and solve again
+        (twice), then, as a last resort, project the rest one by one (in place). Returns the mask of
+        vertices the last resort moved."""
+        forced = np.zeros(self.r, bool)
+        for attempt in range(3):
+            inside = np.zeros(self.r, bool)
+            near = self.near(y - self.x0, active)
+            inside[near] = self.query.inside(y[near])
+            idx = np.flatnonzero(inside)
+            if not idx.size:
+                break
+            t, need = self.targets(y, idx)
+            if attempt < 2:
+                active[idx[need]] = True
+                target[idx[need]] = t[need]
+                normal[idx] = self.last_direction
+                y[:] = self.x0 + self.solve(active, target, normal, y - self.x0)
+            else:
+                y[idx[need]] = t[need]
+                forced[idx[need]] = True
+        return forced
+
+
+def solve_shape_preserving(query, skinned, mesh, params: PushParams | None = None, *, directions=None, layers=(),
+                           tightness=None, softness=None, iterations: int = ITERATIONS, falloff: float = FALLOFF):
+    """Fix one garment against one posed body, keeping the garment's skinned shape.
+
+    Parameters
+    ----------
+    query : kisekae.qa.BodyQuery
+        The posed body (plain or contact-aware skinning).
+    skinned : (N, 3) float
+        The skinned garment, metres.
+    mesh : kisekae.avatar.mesh.Mesh
+        The garment at rest (faces, welded edges, weld, UVs for texture masks).
+    params : PushParams, optional
+        Clearance, cap, skirt bias and masks' defaults (module docstring).
+    directions : (N, 3) float, optional
+        Preferred outward directions (the skinned rest normals), used where the nearest body
+        surface is buried in another part.
+    layers : sequence of :class:`kisekae.fit.layers.LayerSurface`
+        Fixed garments beneath this one; it stays outside each by the gap plus their thickness.
+    tightness, softness : per-vertex arrays, UV textures or None (the params' defaults)
+    iterations : int, most active-set iterations
+    falloff : float, metres, how far a push spreads over the cloth
+
+    Returns
+    -------
+    positions : (N, 3) float64, metres
+    info : dict with ``contact`` (N,) bool (active at the end or moved by the last projection),
+        ``forced`` (N,) bool, ``iterations`` and ``time_ms``
+    """
+    t0 = time.perf_counter()
+    s = ShapeSolve(query, skinned, mesh, params or PushParams(), directions=directions, layers=layers,
+                   tightness=tightness, softness=softness, iterations=iterations, falloff=falloff).run()
+    contact = s.active[s.index] | s.forced
+    info = {"contact": contact, "forced": s.forced, "iterations": s.iterations_used,
+            "time_ms": (time.perf_counter() - t0) * 1e3}
+    return s.positions, info
+
+
+def _unit(v, fallback):
+    """Rows of ``v`` as unit vectors; ``fallback`` rows where ``v`` is (nearly) zero."""
+    ln = np.linalg.norm(v, axis=1, keepdims=True)
+    return np.where(ln > 1e-12, v / np.maximum(ln, 1e-300), fallback)
