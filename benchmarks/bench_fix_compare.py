@@ -6,7 +6,10 @@ For each (pose, garment) of the built-in avatar, in the same run:
 - ``skinning``: plain linear blend skinning (Numba), the garment as the engine leaves it;
 - ``shrinkwrap``: :func:`kisekae.fit.shrinkwrap.shrinkwrap` (Blender's Nearest Surface Point, Outside,
   2 mm offset) applied to the skinned garment;
-- ``fix``: :func:`kisekae.fit.fix.fix_pose`, what ``kisekae check --fix`` runs (skinning included).
+- ``fix``: :func:`kisekae.fit.fix.fix_pose`, what ``kisekae check --fix`` runs (skinning included);
+- ``shape``: the same call with ``method="shape"`` (:mod:`kisekae.fit.shape_solve`, ``--fix-method shape``).
+
+With ``--contact`` the avatar's body is the contact-aware one (:meth:`Avatar.with_body_contact`).
 
 Columns: wall and CPU time per (pose, garment) in ms (skinning and Shrinkwrap best of 5; the fix,
 which takes seconds, timed once after a warm-up); then what :func:`kisekae.qa.check.check_pose` says
@@ -57,7 +60,7 @@ def _once(fn):
 
 
 def compare(avatar, poses=POSES, garments=GARMENTS, repeat: int = 5) -> list:
-    """Rows of the comparison table (see the module docstring), three per (pose, garment).
+    """Rows of the comparison table (see the module docstring), four per (pose, garment).
 
     Parameters
     ----------
@@ -72,7 +75,8 @@ def compare(avatar, poses=POSES, garments=GARMENTS, repeat: int = 5) -> list:
     """
     sk = avatar.skeleton
     topo = body_topology(avatar)
-    fix_pose(avatar, named_pose(sk, poses[0]), [garments[0]])  # warm-up: Numba kernels of the solver
+    for method in ("exact", "shape"):  # warm-up: Numba kernels of the solvers
+        fix_pose(avatar, named_pose(sk, poses[0]), [garments[0]], method=method)
     rows = []
     for pose_name in poses:
         pose = named_pose(sk, pose_name)
@@ -86,8 +90,9 @@ def compare(avatar, poses=POSES, garments=GARMENTS, repeat: int = 5) -> list:
             results["skinning"] = (skinned, wall, cpu)
             wall, cpu = measure(lambda: shrinkwrap(query, skinned, SHRINKWRAP_OFFSET), repeat=repeat)
             results["shrinkwrap"] = (shrinkwrap(query, skinned, SHRINKWRAP_OFFSET), wall, cpu)
-            fixed, wall, cpu = _once(lambda: fix_pose(avatar, pose, [g], query=query))
-            results["fix"] = (fixed[g].positions, wall, cpu)
+            for label, method in (("fix", "exact"), ("shape", "shape")):
+                fixed, wall, cpu = _once(lambda: fix_pose(avatar, pose, [g], query=query, method=method))
+                results[label] = (fixed[g].positions, wall, cpu)
             for method, (pts, wall, cpu) in results.items():
                 rec = check_pose(avatar, pose, [g], posed_garments={g: pts})[0]
                 move = float(np.linalg.norm(np.asarray(pts, np.float64) - skinned, axis=1).max(initial=0.0))
@@ -103,11 +108,17 @@ def main(argv=None):
     ap.add_argument("--poses", default=",".join(POSES), help="comma-separated named poses")
     ap.add_argument("--garments", default=",".join(GARMENTS), help="comma-separated garments of the built-in avatar")
     ap.add_argument("--repeat", type=int, default=5, help="best-of count for skinning and Shrinkwrap")
+    ap.add_argument("--contact", action="store_true", help="on the contact-aware body (docs/contact.md)")
     args = ap.parse_args(argv)
     poses = [p for p in args.poses.split(",") if p]
     garments = [g for g in args.garments.split(",") if g]
-    rows = compare(load_builtin_avatar(), poses, garments, repeat=args.repeat)
-    print(f"plain skinning vs Shrinkwrap (nearest point, Outside, {SHRINKWRAP_OFFSET * 1e3:g} mm) vs fix_pose, "
+    avatar = load_builtin_avatar()
+    if args.contact:
+        avatar = avatar.with_body_contact()
+    rows = compare(avatar, poses, garments, repeat=args.repeat)
+    body = "contact-aware body" if args.contact else "plain skinning's body"
+    print(f"plain skinning vs Shrinkwrap (nearest point, Outside, {SHRINKWRAP_OFFSET * 1e3:g} mm) vs fix_pose "
+          f"(exact, shape) on the {body}, "
           f"built-in avatar, one core (NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}); "
           "counts by kisekae check, shape fields relative to the skinned garment")
     print(table(rows, HEADERS))

@@ -135,3 +135,13 @@ def test_fix_pose_shape_method_on_the_contact_body(avatar):
     assert out.metrics["max_push_m"] <= 0.1 + 1e-6
     with pytest.raises(KisekaeError, match="fix method"):
         fix_pose(av, pose, ["skirt"], method="cloth")
+
+
+def test_layered_shape_fix_keeps_the_skirt_over_the_tights(avatar):
+    """Layers: the skirt stays outside the fixed tights with the same shape terms (contact body, leg_raise)."""
+    av = avatar.with_body_contact()
+    pose = named_pose(av.skeleton, "leg_raise")
+    out = fix_pose(av, pose, ["tights", "skirt"], layered=True, method="shape")
+    skirt = out["skirt"].metrics
+    assert skirt["layer_crossings"] == 0 and skirt["under_lower_layers"] == 0
+    assert out["tights"].metrics["unresolved"] == 0 and skirt["unresolved"] == 0

@@ -154,6 +154,10 @@ class ShapeSolve:
         self.iterations = int(iterations)
         self.dist0 = query.distance(self.x0)
         self.inside0 = query.inside(self.x0)
+        for layer in self.layers:
+            sl, _n = layer.signed_distance(self.x0)
+            self.dist0 = np.minimum(self.dist0, np.abs(sl) - layer.thickness)
+            self.inside0 |= sl < 0
 
     # --- constraints -------------------------------------------------------------------------
     def violations(self, y, idx):
@@ -213,37 +217,66 @@ class ShapeSolve:
         return best
 
     def crossing_targets(self, y):
-        """Targets for the ends of garment edges that cross the body.
+        """Targets for the ends of garment edges that cross the body or a layer beneath.
 
         Each crossing edge is sampled at interior points :data:`EDGE_STEP` apart (at least
-        :data:`EDGE_SAMPLES`); both ends move out
-        by the deepest sample's deficit (at least the
-        gap) along the crossed triangle's outward normal, so the chord clears the body over the
-        iterations.
+        :data:`EDGE_SAMPLES`); both ends move out by the deepest sample's deficit (at least the gap),
+        so the chord clears the surface over the iterations: along each end's preferred direction
+        where that agrees with the surface's normal there (the crossed body triangle's, a layer's at
+        the deepest sample; :meth:`_lift_direction`).
         """
+        ends, amount, dirs = [], [], []
         cross, tri = self.query.crossing_edges(y, self.edges, return_triangles=True)
-        if not np.any(cross):
+        if np.any(cross):
+            e = self.edges[cross]
+            s, _n = self._deepest(y, e, lambda p: signed_body_distance(self.query, p)[:2])
+            ends.append(e.ravel())
+            amount.append(np.repeat(self._lift(e, s), 2))
+            dirs.append(self._lift_direction(e, self.query.face_normals[tri[cross]]))
+        for layer in self.layers:
+            cross = layer.crossing_edges(y, self.edges)
+            if np.any(cross):
+                e = self.edges[cross]
+                s, nrm = self._deepest(y, e, layer.signed_distance)
+                ends.append(e.ravel())
+                amount.append(np.repeat(self._lift(e, s - layer.thickness), 2))
+                dirs.append(self._lift_direction(e, nrm))
+        if not ends:
             return np.zeros(0, np.int64), np.zeros((0, 3))
-        e = self.edges[cross]
-        longest = float(np.linalg.norm(y[e[:, 0]] - y[e[:, 1]], axis=1).max())
-        k = int(np.clip(np.ceil(longest / EDGE_STEP), EDGE_SAMPLES, 8 * EDGE_SAMPLES))
-        u = (np.arange(k) + 1.0) / (k + 1.0)
-        pts = y[e[:, 0], None, :] * (1.0 - u)[None, :, None] + y[e[:, 1], None, :] * u[None, :, None]
-        s, nrm, _inside = signed_body_distance(self.query, pts.reshape(-1, 3))
-        s = s.reshape(len(e), -1)
-        k = np.argmin(s, axis=1)
-        rows = np.arange(len(e))
-        lift = np.maximum(self.gap[e].max(axis=1) + OVERSHOOT - s[rows, k], self.gap[e].max(axis=1))
-        # Along the crossed triangle's outward normal: the chord rises above that triangle.
-        direction = self.query.face_normals[tri[cross]]
-        ends = e.ravel()
-        amount = np.repeat(lift, 2)
-        dirs = np.repeat(direction, 2, axis=0)
+        ends, amount, dirs = np.concatenate(ends), np.concatenate(amount), np.concatenate(dirs)
         order = np.lexsort((-amount, ends))
         ends, amount, dirs = ends[order], amount[order], dirs[order]
         first = np.r_[True, ends[1:] != ends[:-1]]
         ends = ends[first]
         return ends, self._cap(y[ends] + amount[first, None] * dirs[first], ends)
+
+    def _lift_direction(self, e, surface_normal):
+        """(2E, 3) lift directions of the ends of edges ``e``: each end's preferred (cloth) direction
+        where it agrees with the crossed surface's normal, so a chord over a crease rises out of both
+        walls rather than into the opposite one; the surface normal elsewhere."""
+        fn = np.repeat(surface_normal, 2, axis=0)
+        if self.dirs is None:
+            return fn
+        pref = self.dirs[e.ravel()]
+        return np.where((np.einsum("ij,ij->i", pref, fn) > 0.2)[:, None], pref, fn)
+
+    def _lift(self, e, s):
+        """How far both ends of edges ``e`` go when their deepest sample has clearance ``s``."""
+        gap = self.gap[e].max(axis=1)
+        return np.maximum(gap + OVERSHOOT - s, gap)
+
+    @staticmethod
+    def _deepest(y, e, signed):
+        """Clearance and direction at the deepest interior sample of each edge ``e`` (rows)."""
+        longest = float(np.linalg.norm(y[e[:, 0]] - y[e[:, 1]], axis=1).max())
+        k = int(np.clip(np.ceil(longest / EDGE_STEP), EDGE_SAMPLES, 8 * EDGE_SAMPLES))
+        u = (np.arange(k) + 1.0) / (k + 1.0)
+        pts = y[e[:, 0], None, :] * (1.0 - u)[None, :, None] + y[e[:, 1], None, :] * u[None, :, None]
+        s, nrm = signed(pts.reshape(-1, 3))
+        s = np.asarray(s).reshape(len(e), -1)
+        j = np.argmin(s, axis=1)
+        rows = np.arange(len(e))
+        return s[rows, j], np.asarray(nrm).reshape(len(e), -1, 3)[rows, j]
 
     # --- solve -------------------------------------------------------------------------------
     def solve(self, active, target, normal, start=None):
