@@ -76,9 +76,15 @@ def test_fix_is_the_same_under_the_oldest_numpy(oldest_result, avatar, pose):
     for g in ("tights", "skirt"):
         theirs = np.asarray(oldest_result[pose][g], dtype=np.float32)
         diff = np.abs(theirs - fixed[g].positions).max()
-        assert diff == 0.0, f"{g}: fixed positions differ by up to {1000 * diff:.1f} mm between NumPy versions"
+        # The issues' bound: the same result within 1e-6 m under every allowed NumPy.
+        assert diff <= 1e-6, f"{g}: fixed positions differ by up to {1000 * diff:.4f} mm between NumPy versions"
     ours = [json_record(r) for r in check_pose(avatar, p, ["tights", "skirt"],
                                                posed_garments={g: fixed[g].positions for g in fixed})]
     for a, b in zip(ours, oldest_result[pose + "_check"]):
         a.pop("time_ms"), b.pop("time_ms")
-        assert a == b
+        assert a.keys() == b.keys()
+        for k in a:
+            if isinstance(a[k], float):
+                assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-9), k
+            else:
+                assert a[k] == b[k], k

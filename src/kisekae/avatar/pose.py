@@ -16,6 +16,9 @@ import numpy as np
 from ..errors import KisekaeError
 from .skeleton import Skeleton, axis_angle_matrix
 
+#: Grid the skinning matrices' entries are rounded to (see :meth:`Pose.skinning_matrices`).
+MATRIX_GRID = 1e-9
+
 
 def euler_xyz_matrix(rx: float, ry: float, rz: float) -> np.ndarray:
     """Blender's XYZ Euler mode: rotate about X, then Y, then Z (``Rz @ Ry @ Rx``), radians."""
@@ -90,8 +93,15 @@ class Pose:
         return out
 
     def skinning_matrices(self, skeleton: Skeleton) -> np.ndarray:
-        """(B, 4, 4) float64 ``posed @ inv(rest)`` for linear blend skinning."""
-        return self.world_matrices(skeleton) @ np.linalg.inv(skeleton.rest.astype(np.float64))
+        """(B, 4, 4) float64 ``posed @ inv(rest)`` for linear blend skinning.
+
+        The entries are rounded to :data:`MATRIX_GRID` (1e-9, so positions move by at most about a
+        nanometre): matrix products and inverses differ in their last bits between NumPy versions,
+        and the solvers downstream (closest faces of points deep in the body, active sets) react to
+        any change, so the same pose gives the same bits under every NumPy version.
+        """
+        m = self.world_matrices(skeleton) @ np.linalg.inv(skeleton.rest.astype(np.float64))
+        return np.round(m / MATRIX_GRID) * MATRIX_GRID
 
     def rotate_world(self, skeleton: Skeleton, bone: str | int, axis, degrees: float, source: str = "pose"):
         """Compose a rotation of ``degrees`` about a world axis of the rest pose onto ``bone``."""

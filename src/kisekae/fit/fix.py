@@ -25,9 +25,11 @@ from .layers import LayerSurface, layer_stats, push_out_layers
 from .pushout import PushParams, cap_displacement
 from .shape_solve import solve_shape_preserving
 
-#: Fix methods: ``"exact"`` (per-vertex projections onto the union, :mod:`kisekae.fit.exact`) and
-#: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`).
-METHODS = ("exact", "shape")
+#: Fix methods: ``"exact"`` (per-vertex projections onto the union, :mod:`kisekae.fit.exact`),
+#: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`) and ``"auto"`` (the
+#: default: the shape-preserving solve where it leaves no clipping, else the exact solver from the
+#: skinned garment; ``FixResult.metrics["method"]`` says which).
+METHODS = ("auto", "exact", "shape")
 
 #: skirt_bias of the default parameters for skirt-like garments (the seed note's 0-0.7 range).
 SKIRT_BIAS = 0.3
@@ -70,7 +72,7 @@ def params_for(name: str, params: PushParams | None) -> PushParams:
 
 def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None, *, layered: bool = False,
              masks: dict | None = None, thickness: dict | None = None, query: BodyQuery | None = None,
-             method: str = "exact") -> dict:
+             method: str = "auto") -> dict:
     """Fix every garment in one pose.
 
     Parameters
@@ -84,7 +86,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     masks : dict name -> {"tightness": ..., "softness": ...} (per-vertex arrays or UV textures)
     thickness : dict name -> cloth thickness in metres (default :data:`THICKNESS`)
     query : BodyQuery, optional, the posed body if already built
-    method : ``"exact"`` or ``"shape"`` (:data:`METHODS`)
+    method : ``"auto"`` (default), ``"exact"`` or ``"shape"`` (:data:`METHODS`)
 
     Returns
     -------
@@ -106,10 +108,14 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         t0 = time.perf_counter()
         x = part.posed(m)
         mk = masks.get(name, {})
-        if method == "shape":
+        new = None
+        if method in ("shape", "auto"):
             new, info = _shape(query, part, x, p, skinned_normals(part, m), mk, fixed_layers)
-        else:
+            if method == "auto" and not _clean(query, part, new, fixed_layers):
+                new = None
+        if new is None:
             new, info = _push(query, part.mesh, x, p, skinned_normals(part, m), mk)
+            info["method"] = "exact"
             if layered and fixed_layers:
                 new, info = _exact_layers(query, part, x, new, info, p, m, fixed_layers)
         out[name] = _result(new, x, info, t0)
@@ -127,7 +133,16 @@ def _shape(query, part, x, params, directions, masks, layers):
     new, info = solve_shape_preserving(query, x, part.mesh, params, directions=directions, layers=layers,
                                        tightness=masks.get("tightness"), softness=masks.get("softness"))
     info["unresolved"] = query.inside(new) & info["contact"]
+    info["method"] = "shape"
     return new, info
+
+
+def _clean(query, part, new, layers) -> bool:
+    """No vertex inside the body, no edge through it, no edge through a layer beneath."""
+    e = part.mesh.edges
+    if query.inside(new).any() or query.crossing_edges(new, e).any():
+        return False
+    return not any(layer.crossing_edges(new, e).any() for layer in layers)
 
 
 def _exact_layers(query, part, x, new, info, p, m, fixed_layers):
@@ -171,6 +186,7 @@ def _result(new, x, info, t0) -> FixResult:
         "moved_unnecessarily": int(np.sum(clear & (push >= UNNECESSARY))),
         "unresolved": int(info["unresolved"].sum()),
         "time_ms": elapsed,
+        "fix_method": info.get("method", "exact"),
     }
     return FixResult(new.astype(np.float32), metrics, info)
 

@@ -3,31 +3,32 @@
 The exact push-out (:mod:`kisekae.fit.exact`) projects every contact vertex on its own, so where
 the body folds, neighbouring vertices land on different surfaces and the cloth crumples. This
 solver instead looks for the *displacement field* ``d`` (added to the skinned garment ``x_s``)
-that is as close to a rigid, smooth continuation of the skinned shape as possible, subject to
-every vertex staying outside the body (and the layers beneath) by its clearance:
+that keeps the skinned shape, subject to every vertex staying outside the body (and the layers
+beneath) by its clearance:
 
-    minimise   Σ_edges |d_i − d_j|²                 (membrane: edge vectors as skinned)
-             + b Σ_i |(L d)_i|²                      (bending: the Laplacian of d; no cones)
-             + Σ_i (A_i / λ²) |d_i|²                (screening: the move dies off over λ)
+    minimise   Σ_edges |y_i − y_j − p_e|²           (edge springs: p_e is the edge's current
+                                                       direction at its skinned length)
+             + Σ_i b_i |(L d)_i|²                   (bending of the displacement: no cones)
+             + Σ_i (2 A_i / λ²) |d_i|²              (screening: the move dies off over λ)
     subject to s(x_s + d) ≥ gap_i                    (signed distance to the body / layers)
 
-The inequality is handled by an active set (the contact vertices) with a stiff penalty toward
-each one's projection onto the feasible side, re-projected every iteration, and released when
-the shape terms alone would lift it off (the sign of its Lagrange multiplier). Each iteration is one
-sparse Cholesky-like solve (SciPy's SuperLU) on the welded garment. The field is smooth
-by construction, so no face flips and no edge stretches except where the body forces it; where the
-solve leaves a vertex inside (deeper than the penalty can hold), a last per-vertex projection
-closes the gap and is reported in ``info["forced"]``.
+This is projective dynamics (Bouaziz et al. 2014): a local step puts every edge back to its
+skinned length along its current direction (the cloth may turn and bend, it may not stretch), a
+global step solves one sparse symmetric system, whose matrix (graph Laplacian + bending +
+screening) never changes. Contacts are an active set: each active vertex is held on the plane
+through its feasible target with the surface's outward normal, exactly (the solve runs in that
+plane's two tangent directions by projected conjugate gradients, so contact vertices slide), and
+is released when the shape terms alone would lift it off (the sign of its Lagrange multiplier).
+Garment edges that cross the body or a layer lift both ends until the chord clears. Where the
+iterations leave a vertex inside (the body overlaps itself deeper than any smooth sheet can
+clear), it is pinned to its projection and the system solved again; a last per-vertex projection
+closes what remains and is reported in ``info["forced"]``.
 
 Parameters of the seed note keep their meaning: ``margin`` and ``stiffness`` set the clearance
 (``gap = stiffness · (1 − tightness / 2) · margin`` as in the exact solver), ``max_push`` caps every
 target, ``skirt_bias`` tilts the push directions outward-horizontal and adds bending so skirts
 bridge between the legs, and ``softness`` lowers the bending locally (soft cloth drapes closer).
-
-References: the screened membrane + bending energy is the discrete thin-plate / Laplacian
-displacement smoothing of Botsch & Sorkine, "On linear variational surface deformation methods"
-(2008); the iterate-project-solve loop is projective dynamics (Bouaziz et al. 2014) with an active
-set for the unilateral contact.
+docs/fit.md gives the measurements behind the defaults.
 """
 
 from __future__ import annotations
@@ -39,27 +40,37 @@ import scipy.sparse as sp
 
 from ..errors import KisekaeError
 from ..validate import as_points
-from .exact import march_out, signed_body_distance
+from ..geom.bvh import build_bvh, refit
+from ..geom.crossings import edge_crossings
+from ..geom.normals import face_normals
+from .exact import exposed_body_edges, march_out, signed_body_distance
 from .pushout import PushParams, UP, bias_direction, resolve_mask
 
 #: Bending weight relative to the membrane term (per vertex, dimensionless).
-BENDING = 4.0
+BENDING = 1.0
 #: Extra bending factor for skirts (times ``skirt_bias``): a skirt bridges rather than wraps.
 SKIRT_BENDING = 8.0
 #: Falloff length of a displacement (metres): the screening term's λ.
-FALLOFF = 0.06
+FALLOFF = 0.15
 #: Relative residual and most iterations of the conjugate gradients in each solve.
-CG_TOL = 1e-11
+CG_TOL = 1e-9
 CG_ITERATIONS = 2000
+#: The springs count as settled when no vertex moves more than this (metres) between iterations.
+SETTLE = 1e-4
 #: Most active-set iterations per solve.
 ITERATIONS = 30
 #: Samples along a crossing edge when looking for its deepest point.
 EDGE_SAMPLES = 9
 #: Spacing (metres) of those samples along long edges.
-EDGE_STEP = 0.002
+EDGE_STEP = 0.004
 #: A vertex short of its clearance by less than this (metres) counts as clear: positions that
 #: sit on their constraint plane differ by rounding only, wherever the scene stands.
 SLACK = 1e-6
+#: Farthest move (metres) beyond the deepest penetration of the garment (issue 15's bound).
+EXTRA_MOVE = 0.02
+#: A contact is released only when the shape terms pull it off by more than this (metres of
+#: displacement-equivalent force): a vertex in balance keeps its contact whatever the rounding.
+RELEASE = 1e-7
 #: Extra clearance (metres) aimed for beyond the gap, so the penalty's residual stays outside.
 OVERSHOOT = 2e-4
 
@@ -135,13 +146,20 @@ class ShapeSolve:
         self.reps, self.index, M = shape_operator(self.xs, mesh.faces, mesh.edges, mesh.weld,
                                                        bending=bending, falloff=falloff)
         self.M = M.tocsr()
-        self.x0 = self.xs[self.reps]
+        self.origin = self.xs[0].copy()
+        self.x0 = self.snap(self.xs[self.reps])
         self.r = len(self.reps)
         gap_v = params.stiffness * (1.0 - 0.5 * tight) * params.margin
         self.gap = np.zeros(self.r)
         np.maximum.at(self.gap, self.index, gap_v)
         self.edges = np.unique(np.sort(self.index[np.asarray(mesh.edges, dtype=np.int64)], axis=1), axis=0)
         self.edges = self.edges[self.edges[:, 0] != self.edges[:, 1]]
+        f = self.index[np.asarray(mesh.faces, dtype=np.int64)]
+        self.faces = f[(f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])]
+        ne = len(self.edges)
+        self.G = sp.csr_matrix((np.r_[-np.ones(ne), np.ones(ne)], (np.r_[np.arange(ne), np.arange(ne)],
+                                np.r_[self.edges[:, 0], self.edges[:, 1]])), shape=(ne, self.r))
+        self.edge_length = np.linalg.norm(self.G @ self.x0, axis=1)
         self.dirs = None
         if directions is not None:
             dirs = as_points(directions, "directions")
@@ -158,6 +176,35 @@ class ShapeSolve:
             sl, _n = layer.signed_distance(self.x0)
             self.dist0 = np.minimum(self.dist0, np.abs(sl) - layer.thickness)
             self.inside0 |= sl < 0
+        # No target farther than the deepest penetration plus EXTRA_MOVE (nor than max_push): a
+        # vertex that could only get out farther away stays inside and is reported. Over layers the
+        # layers' own moves add up, so only max_push applies.
+        deepest = float(self.dist0[self.inside0].max(initial=0.0))
+        self.reach = params.max_push if self.layers else min(
+            params.max_push, deepest + float(self.gap.max(initial=0.0)) + EXTRA_MOVE)
+
+    def spring_force(self, y):
+        """(R, 3) pull of the edge springs at positions ``y``: the local step of projective dynamics.
+
+        Each welded edge wants its skinned length along its current direction, so the cloth may
+        turn and bend freely; only stretching and compressing cost. In displacement form the
+        membrane term ``|d_i − d_j − (p_e − Δx_e)|²`` has the same matrix as before and this force.
+        """
+        vec = self.G @ y
+        ln = np.linalg.norm(vec, axis=1, keepdims=True)
+        rest = self.G @ self.x0
+        goal = np.where(ln > 1e-12, vec * (self.edge_length[:, None] / np.maximum(ln, 1e-300)), rest)
+        return self.G.T @ (goal - rest)
+
+    def snap(self, x):
+        """Positions rounded to float32 steps around the garment's first vertex.
+
+        Sums inside NumPy (and so the last bits of a solve) differ between NumPy versions; the
+        active set and the closest faces of points deep in the body react to any change. Rounding
+        every iterate to a fixed grid (0.06 µm at 1 m from the origin) makes the result the same
+        under every NumPy version and wherever the body stands in the world.
+        """
+        return (np.asarray(x, dtype=np.float64) - self.origin).astype(np.float32).astype(np.float64) + self.origin
 
     # --- constraints -------------------------------------------------------------------------
     def violations(self, y, idx):
@@ -200,8 +247,8 @@ class ShapeSolve:
         """Targets ``t`` of vertices ``idx`` pulled back to at most ``max_push`` from skinning."""
         move = t - self.x0[idx]
         ln = np.linalg.norm(move, axis=1)
-        over = ln > self.params.max_push
-        t[over] = self.x0[idx[over]] + move[over] * (self.params.max_push / ln[over])[:, None]
+        over = ln > self.reach
+        t[over] = self.x0[idx[over]] + move[over] * (self.reach / ln[over])[:, None]
         return t
 
     def _march(self, p, direction, ids):
@@ -210,14 +257,15 @@ class ShapeSolve:
         best = p.copy()
         best_len = np.full(len(p), np.inf)
         for way in ways:
-            ex, dist = march_out(self.query, p, way, self.params.max_push)
+            ex, dist = march_out(self.query, p, way, self.reach)
             better = dist < best_len
             best[better] = ex[better] + (self.gap[ids[better]] + OVERSHOOT)[:, None] * way[better]
             best_len[better] = dist[better]
         return best
 
     def crossing_targets(self, y):
-        """Targets for the ends of garment edges that cross the body or a layer beneath.
+        """Targets for the ends of garment edges that cross the body or a layer beneath, and for the
+        corners of garment faces that skin pokes through (:meth:`_pierced`).
 
         Each crossing edge is sampled at interior points :data:`EDGE_STEP` apart (at least
         :data:`EDGE_SAMPLES`); both ends move out by the deepest sample's deficit (at least the gap),
@@ -241,6 +289,12 @@ class ShapeSolve:
                 ends.append(e.ravel())
                 amount.append(np.repeat(self._lift(e, s - layer.thickness), 2))
                 dirs.append(self._lift_direction(e, nrm))
+        # Skin through the middle of faces is looked for once no edge crosses (every surface
+        # intersection has body edges through garment faces too; those are handled above).
+        pierced = None if ends else self._pierced(y)
+        if pierced is not None:
+            for part, values in zip((ends, amount, dirs), pierced):
+                part.append(values)
         if not ends:
             return np.zeros(0, np.int64), np.zeros((0, 3))
         ends, amount, dirs = np.concatenate(ends), np.concatenate(amount), np.concatenate(dirs)
@@ -249,6 +303,26 @@ class ShapeSolve:
         first = np.r_[True, ends[1:] != ends[:-1]]
         ends = ends[first]
         return ends, self._cap(y[ends] + amount[first, None] * dirs[first], ends)
+
+    def _pierced(self, y):
+        """Corners of garment triangles that exposed skin pokes through (a kneecap through the
+        middle of a face, no garment edge crossing): ``(corners, lift, directions)`` or None. Each
+        corner rises along the face's outward normal until the bump's tip is a gap below it."""
+        faces = self.faces
+        bvh = build_bvh(y, faces)
+        vb = np.asarray(self.query.vertices, dtype=np.float64)
+        be = exposed_body_edges(self.query)
+        hit, tri = edge_crossings(vb, be, bvh, refit(bvh, y, faces), return_triangles=True)
+        if not hit.any():
+            return None
+        be, f = be[hit], faces[tri[hit]]
+        fn = face_normals(y, faces)[tri[hit]].astype(np.float64)
+        _s, nb, _in = signed_body_distance(self.query, y[f].mean(axis=1))
+        fn = np.where((np.einsum("ij,ij->i", fn, nb) < 0)[:, None], -fn, fn)
+        tip = np.maximum(np.einsum("ij,ij->i", vb[be[:, 0]] - y[f[:, 0]], fn),
+                         np.einsum("ij,ij->i", vb[be[:, 1]] - y[f[:, 0]], fn))
+        lift = np.maximum(tip, 0.0) + np.maximum(self.gap[f].max(axis=1), 1e-4)
+        return f.ravel(), np.repeat(lift, 3), np.repeat(fn, 3, axis=0)
 
     def _lift_direction(self, e, surface_normal):
         """(2E, 3) lift directions of the ends of edges ``e``: each end's preferred (cloth) direction
@@ -269,7 +343,7 @@ class ShapeSolve:
     def _deepest(y, e, signed):
         """Clearance and direction at the deepest interior sample of each edge ``e`` (rows)."""
         longest = float(np.linalg.norm(y[e[:, 0]] - y[e[:, 1]], axis=1).max())
-        k = int(np.clip(np.ceil(longest / EDGE_STEP), EDGE_SAMPLES, 8 * EDGE_SAMPLES))
+        k = int(np.clip(np.ceil(longest / EDGE_STEP), EDGE_SAMPLES, 3 * EDGE_SAMPLES))
         u = (np.arange(k) + 1.0) / (k + 1.0)
         pts = y[e[:, 0], None, :] * (1.0 - u)[None, :, None] + y[e[:, 1], None, :] * u[None, :, None]
         s, nrm = signed(pts.reshape(-1, 3))
@@ -279,9 +353,12 @@ class ShapeSolve:
         return s[rows, j], np.asarray(nrm).reshape(len(e), -1, 3)[rows, j]
 
     # --- solve -------------------------------------------------------------------------------
-    def solve(self, active, target, normal, start=None):
+    def solve(self, active, target, normal, start=None, force=None):
         """Displacement minimising the shape energy with each ``active`` vertex held on the plane
         through its ``target`` with normal ``normal`` (it may slide along the plane).
+
+        ``force`` (R, 3) is the linear term of the energy (the edge springs' pull,
+        :meth:`spring_force`): the solve minimises ``d·M d / 2 − force·d``.
 
         The constraint is exact: an active vertex's displacement is ``b n + z`` with ``z`` in its
         tangent plane, and the tangential part of every vertex comes from preconditioned conjugate
@@ -297,7 +374,7 @@ class ShapeSolve:
 
         base = np.zeros((self.r, 3))
         base[ids] = b[:, None] * n
-        rhs = proj(-(self.M @ base))
+        rhs = proj((0.0 if force is None else force) - self.M @ base)
         z = proj(np.zeros_like(base) if start is None else start - base)
         res = rhs - proj(self.M @ z)
         inv_diag = 1.0 / self.M.diagonal()[:, None]
@@ -336,6 +413,7 @@ class ShapeSolve:
         normal = np.zeros_like(y)
         d = np.zeros_like(y)
         it = 0
+        settled = False
         for it in range(1, self.iterations + 1):
             near = self.near(d, active)
             t, need = self.targets(y, near)
@@ -355,10 +433,14 @@ class ShapeSolve:
                 target[ce] = y[ce]
                 target[ce] += ct - y[ce]
                 normal[ce] = _unit(target[ce] - y[ce], normal[ce])
-            if not newly.size and not ce.size and it > 1:
+            if not newly.size and not ce.size and it > 1 and settled:
                 break
-            d = self.solve(active, target, normal, d)
-            y = self.x0 + d
+            f = self.spring_force(y)
+            d_new = self.solve(active, target, normal, d, f)
+            settled = float(np.abs(d_new - d).max(initial=0.0)) < SETTLE
+            d = d_new
+            y = self.snap(self.x0 + d)
+            d = y - self.x0
         self.iterations_used = it
         forced = self.force_outside(y, active, target, normal)
         self.active = active
@@ -372,8 +454,8 @@ class ShapeSolve:
         ids = near[pick]
         if not ids.size:
             return
-        force = -(self.M @ d)[ids]
-        lift = np.einsum("ij,ij->i", force, self.last_direction[pick]) > 0
+        force = (self.spring_force(self.x0 + d) - self.M @ d)[ids]
+        lift = np.einsum("ij,ij->i", force, self.last_direction[pick]) > RELEASE
         active[ids[lift]] = False
         released[ids[lift]] = True
 
@@ -394,7 +476,7 @@ class ShapeSolve:
                 active[idx[need]] = True
                 target[idx[need]] = t[need]
                 normal[idx] = self.last_direction
-                y[:] = self.x0 + self.solve(active, target, normal, y - self.x0)
+                y[:] = self.snap(self.x0 + self.solve(active, target, normal, y - self.x0, self.spring_force(y)))
             else:
                 y[idx[need]] = t[need]
                 forced[idx[need]] = True
