@@ -33,6 +33,17 @@ struct KisekaeContactParams
     float restSlack;    // metres kept between the rest distance and the target (1e-9)
 };
 
+// The parameters from one float4: gap (m), band (m), ringFactor, restSlack (m), as the data sources store them.
+KisekaeContactParams KisekaeMakeContactParams(float4 v)
+{
+    KisekaeContactParams C;
+    C.gap = v.x;
+    C.band = v.y;
+    C.ringFactor = v.z;
+    C.restSlack = v.w;
+    return C;
+}
+
 // One joint's contact for body vertex p (rest position pRest) on side `side` (+1 / -1).
 float3 KisekaeContactPlane(float3 p, float3 pRest, float side, KisekaeJointPlane J, KisekaeContactParams C)
 {

@@ -30,7 +30,8 @@ RWStructuredBuffer<float4> gOut0;
 RWStructuredBuffer<float4> gOut1;
 
 // Mode 15 reads the body contact's joint table from gIn4 (posed centre + active, posed normal + radius) and gIn5
-// (rest centre, rest direction), two rows per joint.
+// (rest centre, rest direction), two rows per joint (instead of the data source's table, if it has one).
+#undef KISEKAE_LOAD_JOINT_PLANE
 #define KISEKAE_LOAD_JOINT_PLANE(j, J) \
     { \
         float4 ja_ = gIn4[2u * (j)]; \
