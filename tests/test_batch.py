@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from hashlib import sha256
 import sqlite3
 from pathlib import Path
 
@@ -90,6 +91,60 @@ def test_settings_hash_follows_effective_settings(tmp_path):
     assert a.garment_settings("skirt") == {"margin": 0.002, "stiffness": 0.5, "skirt_bias": 0.3}
 
 
+def test_catalog_contact_setting(tmp_path):
+    """``contact``: the contact body by default, false for plain skinning, or a gap; it is part of each row's
+    settings hash and of the catalogue id, and a plain catalogue keeps the hashes it had before the setting."""
+    from kisekae.avatar.contact import GAP
+    from kisekae.batch.catalog import settings_hash
+
+    got = {}
+    for name, extra in (("default", ""), ("true", "contact = true\n"), ("false", "contact = false\n"),
+                        ("wide", "contact = 0.01\n"), ("zero", "contact = 0\n")):
+        got[name] = load_catalog(write_catalog(tmp_path, extra=extra, name=f"{name}.toml"), fix_available=False)
+    assert got["default"].contact == got["true"].contact == GAP and got["false"].contact is None
+    assert got["wide"].contact == 0.01 and got["zero"].contact == 0.0
+    assert got["default"].specs()["contact"] == GAP and got["false"].specs()["contact"] is None
+    hashes = {k: c.settings_hash("tights") for k, c in got.items()}
+    assert hashes["default"] == hashes["true"] and len({hashes[k] for k in ("true", "false", "wide", "zero")}) == 4
+    # plain skinning: the hash of the fit settings and stages alone, as stores written before the setting hold
+    plain_blob = json.dumps({"fit": {}, "stages": ["before"]}, sort_keys=True)
+    assert hashes["false"] == settings_hash({}, ("before",)) == sha256(plain_blob.encode()).hexdigest()[:16]
+    assert got["default"].catalog_id != got["false"].catalog_id != got["wide"].catalog_id
+
+
+@pytest.mark.parametrize("value", ['"yes"', "-0.001", "nan", "inf", "[0.01]", "{ gap = 0.01 }"])
+def test_catalog_contact_errors(tmp_path, value):
+    p = write_catalog(tmp_path, extra=f"contact = {value}\n")
+    with pytest.raises(KisekaeError) as e:
+        load_catalog(p)
+    assert str(e.value).startswith(f"{p}: contact: must be true (the contact body, gap 0.004 m), false (plain "
+                                   "skinning) or a gap in metres (a number >= 0), got ")
+
+
+def test_plain_catalogue_rows_match_plain_skinning(tmp_path):
+    """``contact = false`` gives the library's plain-skinning numbers; the default catalogue those of the contact
+    body, under another settings hash."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.avatar.poses import named_pose
+    from kisekae.qa.check import check_pose
+
+    rows = {}
+    for name, extra in (("plain", 'contact = false\nstages = ["before"]\n'), ("contact", 'stages = ["before"]\n')):
+        cat = load_catalog(write_catalog(tmp_path, garments=['name = "skirt"'], motions=['poses = ["crouch"]'],
+                                         extra=extra, name=f"{name}.toml"))
+        run_catalog(cat, tmp_path / f"{name}.sqlite", executor="inline", progress=False)
+        with Store(tmp_path / f"{name}.sqlite", readonly=True) as s:
+            (rows[name],) = s.rows()
+    av = load_builtin_avatar()
+    pose = named_pose(av.skeleton, "crouch")
+    for name, body in (("plain", av), ("contact", av.with_body_contact())):
+        want = check_pose(body, pose, ["skirt"])[0]
+        for m in ("inside_count", "max_depth_m", "edge_crossings"):
+            assert rows[name][m] == want[m], (name, m)
+    assert rows["plain"]["inside_count"] == 130 > rows["contact"]["inside_count"]
+    assert rows["plain"]["settings_hash"] != rows["contact"]["settings_hash"]
+
+
 @pytest.mark.parametrize("body, match", [
     ('[[bodies]]\nname = "mh"\nbuiltin = true\ncolour = 1', r"bodies\[0\]: unknown key\(s\) colour"),
     ('[[bodies]]\nbuiltin = true\nrig = "t_rex"', r"bodies\[0\]\.rig must be one of"),
@@ -149,7 +204,7 @@ def test_rows_match_direct_check(small):
     assert len(rows) == 12
     expected = {}
     for rig, poses in (("game_engine", None), ("cmu_mb", "walk")):
-        av = load_builtin_avatar(rig)
+        av = load_builtin_avatar(rig).with_body_contact()  # a catalogue poses the contact body by default
         av.add_garment(load_mhclo(SUIT, av))
         if poses is None:
             todo = [("stand", 0, named_pose(av.skeleton, "stand")), ("crouch", 0, named_pose(av.skeleton, "crouch"))]
@@ -365,7 +420,7 @@ def test_after_stage_matches_the_fix_solver(tmp_path):
     run_catalog(cat, tmp_path / "s.sqlite", executor="inline", progress=False)
     with Store(tmp_path / "s.sqlite", readonly=True) as s:
         rows = {r["garment"]: r for r in s.rows("stage = 'after'")}
-    av = load_builtin_avatar()
+    av = load_builtin_avatar().with_body_contact()  # a catalogue poses the contact body by default
     pose = named_pose(av.skeleton, "leg_raise")
     from kisekae.fit import PushParams
 

@@ -147,3 +147,136 @@ def test_demo_section_pictures_and_numbers(tmp_path):
         assert by[(pose, "contact")]["body_buried"] < by[(pose, "plain")]["body_buried"] / 2
     html = section_body_contact({"avatar": av, "out": tmp_path})
     assert "body_contact.png" in html and (tmp_path / "img" / "body_contact.png").stat().st_size > 10_000
+
+
+# -- the contact body as the default of the command line, and the rules that choose a skeleton's bone axes -----
+
+
+def _check_records(capsys, tmp_path, name, *flags):
+    from kisekae.cli import main
+
+    out = tmp_path / f"{name}.json"
+    assert main(["check", "--pose", "crouch", "--garment", "skirt", "--self-contact", *flags, "--json", str(out)]) == 0
+    capsys.readouterr()
+    import json
+
+    return json.loads(out.read_text())[0]
+
+
+def test_cli_default_is_the_contact_body_and_no_contact_is_plain(capsys, tmp_path):
+    from kisekae.qa.check import check_pose
+
+    default = _check_records(capsys, tmp_path, "default")
+    plain = _check_records(capsys, tmp_path, "plain", "--no-contact")
+    # the default body is the contact body: far fewer buried body vertices than plain skinning (docs/contact.md)
+    assert default["body_buried_plain"] == 296 and default["body_buried"] < default["body_buried_plain"] / 2
+    # --no-contact is plain skinning: the same plain numbers, and no second (plain) set beside them
+    assert plain["body_buried"] == default["body_buried_plain"]
+    assert plain["body_self_crossings"] == default["body_self_crossings_plain"]
+    assert not [k for k in plain if k.endswith("_plain")]
+    # and the garment numbers are those of the library's plain avatar and of its contact body
+    av = load_builtin_avatar()
+    pose = named_pose(av.skeleton, "crouch")
+    assert plain["inside_count"] == check_pose(av, pose, ["skirt"])[0]["inside_count"] == 130
+    assert default["inside_count"] == check_pose(av.with_body_contact(), pose, ["skirt"])[0]["inside_count"]
+    assert default["inside_count"] < plain["inside_count"]
+    # --contact GAP sets the gap: the same numbers as the library's contact body of that gap
+    wide = _check_records(capsys, tmp_path, "wide", "--contact", "0.03")
+    lib = av.with_body_contact(gap=0.03)
+    assert wide["inside_count"] == check_pose(lib, pose, ["skirt"])[0]["inside_count"] != default["inside_count"]
+    assert wide["body_buried"] != default["body_buried"] and wide["body_buried_plain"] == 296
+
+
+@pytest.mark.parametrize("argv", [
+    ["check"], ["fit"], ["tension"], ["wound", "hit", "--ray", "0", "1", "1", "0", "0", "-1"], ["demo"], ["preview"],
+])
+def test_every_posing_command_takes_contact_flags(argv):
+    from kisekae.cli import build_parser
+    from kisekae.cli.common import contact_gap
+
+    parser = build_parser()
+    assert contact_gap(parser.parse_args(argv)) == GAP
+    assert contact_gap(parser.parse_args(argv + ["--no-contact"])) is None
+    assert contact_gap(parser.parse_args(argv + ["--contact"])) == GAP
+    assert contact_gap(parser.parse_args(argv + ["--contact", "0.01"])) == 0.01
+
+
+def test_contact_and_no_contact_together_is_a_clear_error(capsys):
+    from kisekae.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--pose", "stand", "--contact", "0.01", "--no-contact"])
+    assert exc.value.code == 2
+    assert "argument --no-contact: not allowed with argument --contact" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("gap", ["abc", "-0.001", "nan", "inf"])
+def test_bad_gap_is_a_one_line_error(capsys, gap):
+    from kisekae.cli import main
+
+    assert main(["check", "--pose", "stand", "--garment", "skirt", f"--contact={gap}"]) == 2
+    err = capsys.readouterr().err
+    assert f"--contact: GAP must be a finite number of metres, at least 0, got '{gap}'" in err
+    assert "Traceback" not in err
+
+
+def test_contact_gap_setting():
+    from kisekae.avatar.contact import contact_gap
+
+    assert contact_gap(True) == GAP and contact_gap(False) is None and contact_gap(None) is None
+    assert contact_gap(0) == 0.0 and contact_gap(0.02) == 0.02 and isinstance(contact_gap(0), float)
+    for bad in ("yes", -0.001, float("nan"), float("inf"), [0.01]):
+        with pytest.raises(KisekaeError, match=r"^where: must be true .* false .* or a gap in metres"):
+            contact_gap(bad, "where")
+
+
+def test_rigid_body_keeps_plain_skinning(capsys):
+    from argparse import Namespace
+    from dataclasses import replace
+
+    from kisekae.avatar import SkinnedMesh, Skin
+    from kisekae.avatar.contact import NoBlendedJoint, apply_contact
+
+    av = load_builtin_avatar()
+    rigid = Skin(av.body.skin.indices[:, :1].copy(), np.ones((av.body.mesh.n_vertices, 1)))
+    body = SkinnedMesh(av.body.mesh, rigid)
+    stiff = replace(av, body=body)
+    with pytest.raises(NoBlendedJoint, match="no joint has a blend ring"):
+        stiff.with_body_contact()
+    assert apply_contact(stiff, GAP) is stiff and apply_contact(av, None) is av
+    assert apply_contact(av, 0.01).body.deform.gap == 0.01
+    # the command line says so on stderr, and goes on with plain skinning
+    from kisekae.cli.common import with_contact
+
+    assert with_contact(stiff, Namespace(contact=None, no_contact=False)) is stiff
+    assert "no joint of the body blends two bones; plain skinning" in capsys.readouterr().err
+
+
+def test_world_aligned_joints_take_their_direction_from_head_to_tail():
+    """VRM joints are aligned with the world axes, so a bone's +Y axis is not its direction: the planes must
+    come out as those of the same body whose +Y axes follow the bones (the built-in rig)."""
+    from dataclasses import replace
+
+    from kisekae.avatar import Skeleton
+    from kisekae.avatar.contact import bone_directions
+
+    av = load_builtin_avatar()
+    sk = av.skeleton
+    ours = bone_directions(sk.rest, sk.parents, sk.tails)
+    np.testing.assert_array_equal(ours, sk.rest[:, :3, 1])  # the built-in rig keeps its +Y axes, bit for bit
+    world = sk.rest.copy()
+    world[:, :3, :3] = np.eye(3)
+    vrm_like = replace(av, skeleton=Skeleton(sk.names, sk.parents, world, sk.tails))
+    a, b = av.with_body_contact(), vrm_like.with_body_contact()
+    np.testing.assert_allclose(b.body.deform.planes.direction, a.body.deform.planes.direction, atol=1e-5)
+    # the same skinning matrices give the same contact body (the deformation does not depend on the rest frames)
+    for name in ("crouch", "arms_up"):
+        m = named_pose(sk, name).skinning_matrices(sk)
+        x = av.body.skinned(m)
+        np.testing.assert_allclose(b.body.deform(x, m), a.body.deform(x, m), atol=1e-6)
+    # without tails, the children's heads give the direction (the mean head for a bone with several)
+    no_tails = bone_directions(world, sk.parents)
+    kids = [np.flatnonzero(sk.parents == c) for c in range(sk.n_bones)]
+    for c in [c for c in range(sk.n_bones) if len(kids[c]) == 1]:
+        d = sk.rest[kids[c][0], :3, 3] - sk.rest[c, :3, 3]
+        np.testing.assert_allclose(no_tails[c], d / np.linalg.norm(d), atol=1e-6)

@@ -50,8 +50,9 @@ def test_check_runtime_records_and_pop(tmp_path, capsys):
     assert [(r["pose"].split(":")[1], r["stage"]) for r in recs] == [("0", "before"), ("0", "runtime"),
                                                                      ("1", "before"), ("1", "runtime")]
     assert "pop_mm" not in recs[1] and "pop_mm" in recs[3]
-    # independent: the two frames' corrections computed here (clips use the cmu_mb rig by default)
-    av = load_builtin_avatar("cmu_mb")
+    # independent: the two frames' corrections computed here (clips use the cmu_mb rig by default, and the
+    # command line poses the contact body by default)
+    av = load_builtin_avatar("cmu_mb").with_body_contact()
     corr = []
     for pose in load_bvh(bvh, av.skeleton, "0:2").poses:
         fixed = runtime_pose(av, pose, ["skirt"])["skirt"][0]

@@ -83,3 +83,21 @@ def test_cli_glb_bake_round_trips(tmp_path):
         np.testing.assert_allclose(attrs[f"_STRETCH_{k}"], npz["stretch"][k], atol=1e-6)
     np.testing.assert_allclose(attrs["COLOR_0"][:, 0], npz["compress"][0], atol=1e-6)
     assert len(asset.animations[0].poses) == 2
+
+
+def test_cli_poses_the_contact_body_unless_no_contact(tmp_path, capsys, avatar):
+    """The default body is the joint-plane contact body; ``--no-contact`` is plain skinning. Each equals the
+    library's tension of that body."""
+    from kisekae.avatar.poses import named_pose
+
+    pose = named_pose(avatar.skeleton, "crouch")
+    plan = avatar_plan(avatar, "body")
+    got = {}
+    for name, flags in (("contact", []), ("plain", ["--no-contact"])):
+        assert main(["tension", "--pose", "crouch", "-o", str(tmp_path / name), *flags]) == 0
+        got[name] = np.load(tmp_path / name / "tension.npz")["ratio"][0]
+    capsys.readouterr()
+    for name, av in (("contact", avatar.with_body_contact()), ("plain", avatar)):
+        want = plan.evaluate(av.posed_vertices("body", pose)).ratio
+        np.testing.assert_allclose(got[name], want, rtol=1e-5)
+    assert np.abs(got["contact"] - got["plain"]).max() > 0.05  # the contact body folds the knees differently

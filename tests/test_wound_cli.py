@@ -78,6 +78,15 @@ def test_hit_cli_on_builtin_with_bake(tmp_path, capsys):
     assert z["morphed_bind"][untouched].tobytes() == np.ascontiguousarray(bind[untouched]).tobytes()
     moved = np.linalg.norm(z["morphed_bind"] - bind, axis=1)
     assert moved[~untouched].max() > 0.005  # the chest dent (25 mm deep) opens where the ray hit
+    # posed on the contact body (the default): skinning, then the same contact step as the unmorphed body
+    from kisekae.avatar.poses import named_pose
+    from kisekae.avatar.skinning import lbs_numpy
+
+    av = load_builtin_avatar().with_body_contact()
+    m = named_pose(av.skeleton, "crouch").skinning_matrices(av.skeleton)
+    skinned = lbs_numpy(z["morphed_bind"], av.body.skin.indices, av.body.skin.weights, m)
+    np.testing.assert_allclose(z["morphed_posed"], av.body.deform(skinned, m), atol=2e-6)
+    assert np.abs(z["morphed_posed"] - skinned).max() > 0.01  # the crouch's knees and hips really move
     with pytest.raises(KisekaeError, match="NaN"):
         run(["wound", "hit", "--ray", "nan", "1", "1", "0", "0", "-1", "-o", str(tmp_path / "nan.npz")])
 

@@ -30,12 +30,15 @@ def body_contact_rows(avatar, poses=CONTACT_POSES, views=CONTACT_VIEWS, size=CEL
     -------
     rows : list of lists of (H, W, 3) uint8, one row per pose: per view, plain then contact
     records : list of dict, per pose and body (``"plain"``, ``"contact"``): the self-contact numbers
+
+    ``avatar`` may be plain or already on the contact body (then its gap is the one shown); the plain pictures
+    are its plain skinning either way.
     """
     from ..avatar.poses import named_pose
     from ..qa.check import body_self_contact
 
     r = renderer or default_renderer()
-    contact = avatar.with_body_contact()
+    contact = avatar if avatar.body.deform is not None else avatar.with_body_contact()
     measure = body_self_contact(avatar)
     body = avatar.body
     rows, records = [], []
@@ -75,8 +78,9 @@ def section_body_contact(ctx) -> str:
     alt = (f"Close-ups of the {' and '.join(CONTACT_VIEWS)} in the {' and '.join(CONTACT_POSES)}, each under plain "
            f"skinning and with the joint-plane contact; buried body vertices glow ({nums}).")
     return ("<h2>The body against itself</h2><p>Linear blend skinning folds the skin of a bent joint into "
-            "itself. <code>kisekae.avatar.contact</code> (opt-in, <code>--contact</code>) keeps each side of a "
-            "joint's bisector plane apart; it does not yet remove every fold of a deep crouch, nor give back the "
+            "itself. <code>kisekae.avatar.contact</code> keeps each side of a joint's bisector plane apart; the "
+            "command line, batch catalogues and this demo pose bodies with it by default (<code>--no-contact</code> "
+            "for plain skinning). It does not yet remove every fold of a deep crouch, nor give back the "
             "volume skinning loses (docs/contact.md).</p>"
             + scroll_box(f"<table><thead>{head}</thead><tbody>{body}</tbody></table>")
             + _img(ctx["out"], "body_contact.png", sheet, alt))

@@ -2,7 +2,9 @@
 
 The page is assembled from *sections*: functions ``section(ctx) -> str`` (an HTML fragment)
 registered in :data:`SECTIONS`. ``ctx`` is a dict with ``out`` (the output folder, a Path),
-``avatar`` (game_engine rig), ``timings`` (name -> wall seconds) and ``cpu_timings`` (name -> CPU
+``avatar`` (game_engine rig, on the joint-plane contact body unless the demo runs with plain skinning),
+``contact`` (the contact gap in metres, None for plain skinning: sections that load avatars of their own
+pose them the same way, :func:`kisekae.avatar.contact.apply_contact`), ``timings`` (name -> wall seconds) and ``cpu_timings`` (name -> CPU
 seconds of this process, all its threads), both shown at the end, and anything a section stores
 for later ones. Each section is timed and shown with a progress bar. A section whose first call
 pays a one-time cost (Numba compiling or loading its kernels) does it first, untimed by its own
@@ -68,7 +70,7 @@ def timings_table(rows) -> str:
         f"<td class='num'>{total_cpu:.2f}</td></tr></tfoot></table>")
 
 
-def run_demo(out="demo-out", *, progress: bool = True, shape=None) -> Path:
+def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True) -> Path:
     """Run every section of :data:`SECTIONS` and write ``out/index.html``.
 
     Parameters
@@ -79,6 +81,10 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None) -> Path:
         Show progress bars on stderr.
     shape : kisekae.avatar.BodyShape, optional
         Shapes the built-in avatar.
+    contact : bool, float or None
+        The body every section poses (:func:`kisekae.avatar.contact.contact_gap`): True (default) the joint-plane
+        contact body with the default gap, a number that gap in metres, False or None plain linear blend skinning
+        (``kisekae demo --no-contact``).
 
     Returns
     -------
@@ -87,11 +93,13 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None) -> Path:
     """
     from .. import __version__
     from ..avatar.builtin import ATTRIBUTION, load_builtin_avatar
+    from ..avatar.contact import apply_contact, contact_gap
 
+    contact = contact_gap(contact, "contact")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = {"out": out, "avatar": load_builtin_avatar(shape=shape), "timings": {}, "cpu_timings": {},
-           "progress": progress}
+    ctx = {"out": out, "avatar": apply_contact(load_builtin_avatar(shape=shape), contact), "contact": contact,
+           "timings": {}, "cpu_timings": {}, "progress": progress}
     parts, rows = [], []
     bar = tqdm(SECTIONS, desc="kisekae demo", unit="step", disable=not progress)
     for title, fn in bar:
@@ -109,9 +117,13 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None) -> Path:
     for name, wall, cpu in rows:
         ctx["timings"][name], ctx["cpu_timings"][name] = wall, cpu
     body = f" (body shape {html.escape(shape.label())})" if shape is not None else ""
+    posed = ("Bodies are posed with the joint-plane contact after skinning (gap "
+             f"{1000 * contact:g} mm; <code>--no-contact</code>: plain linear blend skinning)." if contact is not None
+             else "Bodies are posed with plain linear blend skinning (<code>--no-contact</code>).")
     page = html_page(
         "kisekae demo",
-        f"<h1>kisekae {__version__} demo</h1><p>Built-in avatar{body}: {html.escape(ATTRIBUTION)}</p>" + "".join(parts)
+        f"<h1>kisekae {__version__} demo</h1><p>Built-in avatar{body}: {html.escape(ATTRIBUTION)}</p><p>{posed}</p>"
+        + "".join(parts)
         + "<h2>Timings</h2><p>Wall and CPU seconds per step (CPU: this process, all its threads).</p>"
         + timings_table(rows))
     index = out / "index.html"

@@ -62,7 +62,8 @@ class PreviewModel:
     Parameters
     ----------
     avatar : kisekae.avatar.Avatar, optional
-        Default: the built-in avatar (game_engine rig, tights + skirt).
+        Default: the built-in avatar (game_engine rig, tights + skirt) on the joint-plane contact body
+        (:meth:`kisekae.avatar.Avatar.with_body_contact`), as ``kisekae preview`` shows it.
     pose : str, default ``"crouch"``
         Named pose (:mod:`kisekae.avatar.poses`).
     view : str, default ``"three_quarter"``
@@ -83,7 +84,7 @@ class PreviewModel:
         if avatar is None:
             from ..avatar.builtin import load_builtin_avatar
 
-            avatar = load_builtin_avatar()
+            avatar = load_builtin_avatar().with_body_contact()
         if view not in VIEWS:
             raise KisekaeError(f"unknown view {view!r}; known: {', '.join(VIEWS)}", "view")
         self.avatar = avatar

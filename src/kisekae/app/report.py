@@ -409,6 +409,7 @@ def section_wound(ctx) -> str:
 def section_animation(ctx) -> str:
     """Smooth animated GIFs: the BVH excerpt with slerped in-betweens, and a loop over the named poses."""
     from ..avatar.builtin import load_builtin_avatar
+    from ..avatar.contact import apply_contact
     from ..render.animation import inbetween
 
     out, r = ctx["out"], default_renderer()
@@ -420,7 +421,7 @@ def section_animation(ctx) -> str:
     if clip_path.exists():
         from ..io.bvh import read_bvh, retarget
 
-        av = load_builtin_avatar("cmu_mb", ctx["avatar"].shape)
+        av = apply_contact(load_builtin_avatar("cmu_mb", ctx["avatar"].shape), ctx.get("contact"))
         clip = read_bvh(clip_path)
         keys = retarget(clip, av.skeleton, list(range(clip.n_frames)), name=clip_path.stem).poses
         steps = max(1, 24 // max(1, len(keys) - 1))

@@ -51,8 +51,8 @@ def _skin_inputs(skin, n: int):
 
 
 def morph_frames(vertices, normals, faces, target_positions, target_normals, p=None, *, steps: int = 5,
-                 invert: bool = False, tint: str = "p", skin=None, view: str = "three_quarter", size="480x480",
-                 preset: str = "realistic", renderer=None):
+                 invert: bool = False, tint: str = "p", skin=None, deform=None, view: str = "three_quarter",
+                 size="480x480", preset: str = "realistic", renderer=None):
     """Render the morph from 0 to 1.
 
     Parameters
@@ -68,6 +68,9 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
         times ``min(1, |target - start| / 5 mm)``, so only the parts whose shape changes are tinted
         (for a bake, where ``p`` is 1 everywhere).
     skin : optional ``(indices (N, K), weights (N, K), skin_matrices (B, 4, 4))`` to pose the mesh.
+    deform : optional callable ``deform(points (N, 3), skin_matrices) -> (N, 3)`` applied to the skinned positions
+        (a body's :attr:`~kisekae.avatar.SkinnedMesh.deform`, such as the joint-plane contact); the normals stay the
+        skinned ones, as in the engine's vertex stage. Needs ``skin``.
     view : str, a :data:`kisekae.render.VIEWS` name, default ``three_quarter`` (shows the character's
         left arm and the chest).
     size : resolution (``"WxH"``, a name from :data:`kisekae.render.RESOLUTIONS`), default 480x480.
@@ -89,6 +92,8 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
     w_img, h_img = resolution(size)
     if skin is not None:
         idx, wts, mats = _skin_inputs(skin, n)
+    elif deform is not None:
+        raise KisekaeError("a deform after skinning needs skin", "deform")
 
     def shape(weight):
         mp, mn = morph_numba(s, sn, tp, tn, weight, np.empty_like(s), np.empty_like(s))
@@ -96,6 +101,8 @@ def morph_frames(vertices, normals, faces, target_positions, target_normals, p=N
             return mp, mn
         op, on = np.empty_like(s), np.empty_like(s)
         lbs_with_normals(mp, mn, idx, wts, mats, op, on)
+        if deform is not None:
+            op = np.asarray(deform(op, mats), dtype=np.float32)
         return op, on
 
     weights = [(1.0 - t * pp if invert else t * pp).astype(np.float32) for t in ts]

@@ -104,13 +104,29 @@ class Avatar:
         -------
         Avatar sharing skeleton and garments, whose ``body.posed`` applies the contact; this avatar is
         unchanged.
+
+        Raises
+        ------
+        kisekae.avatar.contact.NoBlendedJoint
+            When no joint of the body blends two bones (:func:`kisekae.avatar.contact.apply_contact` returns the
+            avatar as it is instead).
+        KisekaeError
+            For a gap or band out of range.
+
+        Notes
+        -----
+        This is the recommended way to pose a body (docs/contact.md): it removes most of the folds that plain
+        skinning makes at bent knees, hips and elbows. :func:`kisekae.avatar.load_builtin_avatar` returns the plain
+        avatar; the command line, batch catalogues and the demo apply this step by default.
         """
         from dataclasses import replace
 
-        from .contact import BAND, GAP, BodyContact, JointPlanes
+        from .contact import BAND, GAP, BodyContact, JointPlanes, bone_directions
 
-        planes = JointPlanes.from_skin(self.skeleton.parents, self.skeleton.rest, self.body.skin.indices,
-                                       self.body.skin.weights, self.body.mesh.vertices)
+        sk = self.skeleton
+        planes = JointPlanes.from_skin(sk.parents, sk.rest, self.body.skin.indices, self.body.skin.weights,
+                                       self.body.mesh.vertices,
+                                       directions=bone_directions(sk.rest, sk.parents, sk.tails))
         contact = BodyContact(planes, GAP if gap is None else float(gap), BAND if band is None else float(band))
         contact.check()
         return replace(self, body=replace(self.body, deform=contact))

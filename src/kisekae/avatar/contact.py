@@ -20,7 +20,10 @@ joint nothing moves. ``gap`` leaves room for cloth between the two sides. Each v
 
 This is one candidate of several measured in ``docs/contact.md``: it removes most of the folds at
 knees and elbows (knee_bend: 62 buried body vertices → 3) but not the deepest ones of a crouch, and it
-does not give back the volume that skinning loses. It is off unless asked for.
+does not give back the volume that skinning loses. The library's avatars use plain skinning until
+asked (:meth:`kisekae.avatar.Avatar.with_body_contact`, or :func:`apply_contact` with a setting); the
+command line, batch catalogues and the demo use this step by default (``--no-contact`` and
+``contact = false`` turn it off).
 """
 
 from __future__ import annotations
@@ -44,6 +47,125 @@ BAND = 0.01
 RING_FACTOR = 1.5
 #: Metres kept between a vertex's rest distance and its target, so that rounding never moves the rest pose.
 REST_SLACK = 1e-9
+#: Cosine above which a bone's +Y axis counts as pointing at its only child (8 degrees).
+AXIS_COS = 0.99
+
+
+class NoBlendedJoint(KisekaeError):
+    """A body whose skin gives every vertex to one bone: no joint blends two bones, so the contact step has
+    nothing to keep apart."""
+
+
+def contact_gap(value, source: str = "contact") -> float | None:
+    """The gap of a contact setting, or None for plain skinning.
+
+    Parameters
+    ----------
+    value : bool, int, float or None
+        ``True``: the contact step with the default gap :data:`GAP`; ``False`` or None: plain linear blend
+        skinning; a number: the contact step leaving that many metres between the two sides of a bent joint
+        (finite, at least 0).
+    source : str
+        Named in the error (a command-line option, a catalogue key).
+
+    Returns
+    -------
+    float or None
+        Metres, or None for plain skinning.
+
+    Raises
+    ------
+    KisekaeError
+        For anything else (a string, a negative or non-finite number).
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return GAP
+    if isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value) and value >= 0:
+        return float(value)
+    raise KisekaeError(f"must be true (the contact body, gap {GAP} m), false (plain skinning) or a gap in metres "
+                       f"(a number >= 0), got {value!r}", source)
+
+
+def apply_contact(avatar, gap):
+    """``avatar`` posed with the contact step of ``gap`` metres, or as it is.
+
+    Parameters
+    ----------
+    avatar : kisekae.avatar.Avatar
+    gap : float or None
+        :func:`contact_gap`'s result: metres, or None for plain skinning.
+
+    Returns
+    -------
+    Avatar
+        ``avatar.with_body_contact(gap)``; ``avatar`` itself when ``gap`` is None or when its body has no
+        blended joint (:class:`NoBlendedJoint`: the step would move nothing).
+    """
+    if gap is None:
+        return avatar
+    try:
+        return avatar.with_body_contact(gap=gap)
+    except NoBlendedJoint:
+        return avatar
+
+
+def bone_directions(rest_matrices, parents, tails=None) -> np.ndarray:
+    """(B, 3) float64 rest direction of each bone, for :meth:`JointPlanes.from_skin`.
+
+    A skeleton whose bones point along their +Y axis (Blender's convention: the MakeHuman rigs, and kisekae's own
+    glTF export, which keeps the rest matrices) uses that axis, unchanged. Other skeletons, such as VRM's joints
+    aligned with the world axes, say nothing about a bone's direction in its rest matrix; there the direction is
+    head to tail (``tails``, else the mean head of the bone's children), and the +Y axis only for a bone whose
+    tail is on its head. A skeleton follows the convention when more than half of its bones with exactly one
+    child at least 1 mm away have the +Y axis within 8 degrees (cosine :data:`AXIS_COS`) of that child.
+
+    Parameters
+    ----------
+    rest_matrices : (B, 4, 4) bone-to-world rest matrices, metres
+    parents : (B,) int parent bone ids (-1 for roots)
+    tails : (B, 3) tail positions, metres, or None
+
+    Returns
+    -------
+    (B, 3) float64, unit where taken from the tails, the rest matrices' +Y column otherwise.
+    """
+    mats = np.asarray(rest_matrices, dtype=np.float64)
+    parents = np.asarray(parents, dtype=np.int64)
+    heads, axes = mats[:, :3, 3], mats[:, :3, 1].copy()
+    votes = []
+    for b in range(len(parents)):
+        kids = np.flatnonzero(parents == b)
+        if len(kids) == 1:
+            d = heads[kids[0]] - heads[b]
+            n, a = np.linalg.norm(d), np.linalg.norm(axes[b])
+            if n >= 1e-3 and a > 0:
+                votes.append(float(d @ axes[b]) / (n * a) > AXIS_COS)
+    if votes and np.mean(votes) > 0.5:
+        return axes
+    for b in range(len(parents)):
+        if tails is not None:
+            d = np.asarray(tails[b], dtype=np.float64) - heads[b]
+        else:
+            kids = np.flatnonzero(parents == b)
+            d = heads[kids].mean(axis=0) - heads[b] if len(kids) else np.zeros(3)
+        n = np.linalg.norm(d)
+        if n > 1e-9:
+            axes[b] = d / n
+    return axes
+
+
+def _rest_frames(rest_matrices, directions, nb: int):
+    """Validated ``(rest matrices (B, 4, 4) float64, bone directions (B, 3) float64)``; directions default to
+    the matrices' +Y axes."""
+    mats = np.asarray(rest_matrices, dtype=np.float64)
+    if mats.shape != (nb, 4, 4) or not np.all(np.isfinite(mats)):
+        raise KisekaeError(f"need {nb} finite (4, 4) rest matrices, got shape {mats.shape}", "rest_matrices")
+    axes = mats[:, :3, 1] if directions is None else np.asarray(directions, dtype=np.float64)
+    if axes.shape != (nb, 3) or not np.all(np.isfinite(axes)):
+        raise KisekaeError(f"need {nb} finite 3-vectors, got shape {axes.shape}", "directions")
+    return mats, axes
 
 
 @dataclass
@@ -74,7 +196,7 @@ class JointPlanes:
 
     @classmethod
     def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
-                  ring_factor: float = RING_FACTOR, min_ring: int = 10) -> "JointPlanes":
+                  ring_factor: float = RING_FACTOR, min_ring: int = 10, directions=None) -> "JointPlanes":
         """Find the joints with a blend ring and give every body vertex its nearest ones.
 
         Parameters
@@ -85,13 +207,20 @@ class JointPlanes:
         rest_vertices : (N, 3) rest positions, metres
         ring_factor : float, reach of a joint in ring radii (> 1)
         min_ring : int, fewest blended vertices (subtree weight strictly between 0.05 and 0.95) a joint needs
+        directions : (B, 3) rest direction of each bone (any length above 1e-9), or None for each rest matrix's
+            +Y axis (Blender's convention); :func:`bone_directions` picks one for a skeleton
+
+        Raises
+        ------
+        NoBlendedJoint
+            When no joint has a blend ring (a rigidly skinned body: the step has nothing to do).
+        KisekaeError
+            For rest matrices, directions, skin or ``ring_factor`` out of range.
         """
         rest = as_points(rest_vertices, "body rest vertices").astype(np.float64)
         parents = np.asarray(parents, dtype=np.int64)
-        mats = np.asarray(rest_matrices, dtype=np.float64)
         nb = len(parents)
-        if mats.shape != (nb, 4, 4) or not np.all(np.isfinite(mats)):
-            raise KisekaeError(f"need {nb} finite (4, 4) rest matrices, got shape {mats.shape}", "rest_matrices")
+        mats, axes = _rest_frames(rest_matrices, directions, nb)
         if not (np.isfinite(ring_factor) and ring_factor > 1.0):
             raise KisekaeError(f"must be a number above 1, got {ring_factor!r}", "ring_factor")
         idx = np.asarray(skin_indices, dtype=np.int64)
@@ -112,7 +241,7 @@ class JointPlanes:
             ring = (sigma > 0.05) & (sigma < 0.95)
             if ring.sum() < min_ring:
                 continue
-            d = mats[c, :3, 1]
+            d = axes[c]
             length = np.linalg.norm(d)
             if length < 1e-9:
                 raise KisekaeError("bone has a zero-length axis", f"bone {c}")
@@ -124,7 +253,7 @@ class JointPlanes:
             reach.append(np.where(chain & (dist < ring_factor), dist, np.inf))
         n_j = len(joints)
         if n_j == 0:
-            raise KisekaeError("no joint has a blend ring: the skin gives every vertex to one bone", "skin")
+            raise NoBlendedJoint("no joint has a blend ring: the skin gives every vertex to one bone", "skin")
         reach = np.stack(reach, axis=1)  # (N, J)
         nearest = np.argsort(reach, axis=1, kind="stable")[:, :SLOTS]
         ok = np.take_along_axis(reach, nearest, axis=1) < np.inf

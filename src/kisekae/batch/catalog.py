@@ -12,6 +12,8 @@ caller opts in with ``allow_outside=True``, on the command line ``--allow-outsid
 
     store = "results.sqlite"            # optional, default ./<catalogue stem>.sqlite
     stages = ["before", "after"]        # optional, default: both when the fix is available
+    contact = true                      # optional: the joint-plane contact body (default), false for
+                                        # plain skinning, or a number: the gap in metres (0.004 default)
 
     [fit]                               # global push-out settings (kisekae.fit.PushParams fields)
     margin = 0.002
@@ -64,7 +66,7 @@ GLTF_SUFFIXES = (".glb", ".gltf", ".vrm")
 #: Settings the after stage accepts besides :class:`kisekae.fit.PushParams` fields (none yet).
 EXTRA_FIT_KEYS: tuple = ()
 
-_TOP_KEYS = {"store", "stages", "fit", "bodies", "garments", "motions"}
+_TOP_KEYS = {"store", "stages", "contact", "fit", "bodies", "garments", "motions"}
 _BODY_KEYS = {"name", "builtin", "path", "rig", "shape"}
 _GARMENT_KEYS = {"name", "path", "fit", "mesh"}
 _MOTION_KEYS = {"name", "poses", "pose_file", "bvh", "frames"}
@@ -103,6 +105,9 @@ class Catalog:
         Global fit settings (per-garment ``fit`` overrides them key by key).
     store : str or None
         Store path named by the catalogue (absolute), if any.
+    contact : float or None
+        Gap of the joint-plane contact body every body is posed with, metres
+        (:func:`kisekae.avatar.contact.apply_contact`); None for plain linear blend skinning.
     """
 
     path: str
@@ -112,31 +117,37 @@ class Catalog:
     stages: tuple = ("before",)
     fit: dict = field(default_factory=dict)
     store: str | None = None
+    contact: float | None = None
 
     def garment_settings(self, garment: str) -> dict:
         """Effective fit settings of ``garment``: global ``[fit]`` overridden by its own ``fit``."""
         return {**self.fit, **self.garments[garment]["fit"]}
 
     def settings_hash(self, garment: str) -> str:
-        """16 hex digits of SHA-256 over the garment's effective settings and the stages (canonical JSON)."""
-        return settings_hash(self.garment_settings(garment), self.stages)
+        """16 hex digits of SHA-256 over the garment's effective settings, the stages and the contact gap
+        (canonical JSON; see :func:`settings_hash`)."""
+        return settings_hash(self.garment_settings(garment), self.stages, self.contact)
 
     @property
     def catalog_id(self) -> str:
-        """A hash of every spec: names the worker-side copy of this catalogue."""
-        blob = json.dumps([self.bodies, self.garments, self.motions, list(self.stages), self.fit], sort_keys=True)
+        """A hash of every spec: names the worker-side copy of this catalogue (a plain-skinning catalogue keeps
+        the id it had before the contact setting existed)."""
+        parts = [self.bodies, self.garments, self.motions, list(self.stages), self.fit]
+        if self.contact is not None:
+            parts.append({"contact": self.contact})
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def specs(self) -> dict:
         """The picklable dict a worker needs (see :func:`kisekae.batch.worker.install`)."""
         return {"id": self.catalog_id, "bodies": self.bodies, "garments": self.garments, "motions": self.motions,
-                "stages": list(self.stages),
+                "stages": list(self.stages), "contact": self.contact,
                 "settings": {g: self.garment_settings(g) for g in self.garments}}
 
 
-def settings_hash(settings: dict, stages) -> str:
+def settings_hash(settings: dict, stages, contact: float | None = None) -> str:
     """The ``settings_hash`` column: 16 hex digits of SHA-256 over canonical JSON of a garment's
-    effective fit settings and the catalogue's stages.
+    effective fit settings, the catalogue's stages and its contact gap.
 
     Parameters
     ----------
@@ -144,8 +155,14 @@ def settings_hash(settings: dict, stages) -> str:
         Effective fit settings (:meth:`Catalog.garment_settings`).
     stages : sequence of str
         The catalogue's stages, e.g. ``("before", "after")``.
+    contact : float or None
+        The catalogue's contact gap in metres; None (plain skinning) leaves it out of the hash, so rows of
+        plain-skinning runs keep the hash they had before the setting existed.
     """
-    blob = json.dumps({"fit": dict(settings), "stages": list(stages)}, sort_keys=True)
+    data = {"fit": dict(settings), "stages": list(stages)}
+    if contact is not None:
+        data["contact"] = float(contact)
+    blob = json.dumps(data, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -239,6 +256,7 @@ def parse_catalog(data: dict, path, *, fix_available: bool | None = None, allow_
     if "store" in data:
         cat.store = resolve(_str(data, "store", "catalogue", src), "store")
     cat.stages = _parse_stages(data, src, fix_available)
+    cat.contact = _parse_contact(data, src)
     cat.fit = dict(check_fit_settings(data.get("fit", {}), "fit", src))
     for kind in ("bodies", "garments", "motions"):
         if kind not in data:
@@ -270,6 +288,16 @@ def _parse_stages(data: dict, src: str, fix_available: bool | None) -> tuple:
 
         fix_available = _fa()
     return STAGES if fix_available else ("before",)
+
+
+def _parse_contact(data: dict, src: str) -> float | None:
+    """The ``contact`` key as a gap in metres (None: plain skinning); absent means the contact body."""
+    from ..avatar.contact import contact_gap
+
+    try:
+        return contact_gap(data.get("contact", True), "contact")
+    except KisekaeError as exc:
+        _fail(f"{exc.source}: {exc.message}", src)
 
 
 def _parse_body(cat: Catalog, e: dict, where: str, resolve, src: str) -> None:

@@ -133,7 +133,8 @@ def case_specs(store: Store, cases) -> list:
             for entry in pool:
                 sp = entry["specs"]
                 if (c["body"] in sp["bodies"] and c["garment"] in sp["garments"] and c["motion"] in sp["motions"]
-                        and settings_hash(sp["settings"][c["garment"]], sp["stages"]) == c["settings_hash"]):
+                        and settings_hash(sp["settings"][c["garment"]], sp["stages"], sp.get("contact"))
+                        == c["settings_hash"]):
                     found[i] = sp
                     break
 

@@ -153,17 +153,21 @@ def _cached(cache, key, limit, load):
 
 def _avatar(cid: str, body: str, rig: str):
     spec = _SPECS[cid]["bodies"][body]
+    # specs recorded before the contact setting existed have no "contact": plain skinning, as they were run
+    gap = _SPECS[cid].get("contact")
 
     def load():
+        from ..avatar.contact import apply_contact
+
         if spec["kind"] == "builtin":
             from ..avatar.builtin import load_builtin_avatar
             from ..avatar.shape import BodyShape
 
             shape = BodyShape.from_mapping(spec["shape"], f"bodies.{body}.shape") if "shape" in spec else None
-            return load_builtin_avatar(rig, shape)
+            return apply_contact(load_builtin_avatar(rig, shape), gap)
         from ..io import gltf  # the same reader as `kisekae check --avatar`
 
-        return gltf.load_avatar(spec["path"])
+        return apply_contact(gltf.load_avatar(spec["path"]), gap)
 
     avatar = _cached(_AVATARS, (cid, body, rig), MAX_AVATARS, load)
     # An avatar evicted from the cache takes its loaded garments with it.

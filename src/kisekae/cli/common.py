@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..errors import KisekaeError
@@ -41,11 +42,54 @@ def add_avatar_args(p, *, garments_default=("tights", "skirt")):
     p.add_argument("--pose-file", action="append", metavar="FILE", help="JSON pose file (repeatable)")
     p.add_argument("--bvh", metavar="FILE", help="BVH clip, retargeted by joint name onto the cmu_mb rig")
     p.add_argument("--frames", metavar="A:B[:STEP]", help="BVH frames to use (Python slice, B exclusive, STEP > 0, e.g. 0:120:4 for 30 fps of a 120 fps clip; default all)")
-    p.add_argument("--contact", nargs="?", const="default", metavar="GAP",
-                   help="apply the body's joint-plane contact after skinning (docs/contact.md; off by default, it does "
-                        "not yet meet the contact issue's gates); GAP: metres left between the sides of a bent joint "
-                        "(default 0.004)")
+    add_contact_args(p)
     p.set_defaults(garments_default=list(garments_default))
+
+
+CONTACT_HELP = ("pose the body with the joint-plane contact after skinning, the default (docs/contact.md: it keeps "
+                "the two sides of a bent knee, hip or elbow apart); GAP: metres left between them (default 0.004)")
+NO_CONTACT_HELP = "plain linear blend skinning, without the joint-plane contact (for comparison)"
+
+
+def add_contact_args(p):
+    """``--contact [GAP]`` and ``--no-contact`` (exclusive): the contact body is the default."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--contact", nargs="?", const="default", metavar="GAP", help=CONTACT_HELP)
+    g.add_argument("--no-contact", action="store_true", help=NO_CONTACT_HELP)
+
+
+def contact_gap(args) -> float | None:
+    """The contact gap of ``--contact [GAP]`` / ``--no-contact`` in metres (the default gap when neither is given),
+    or None for plain skinning."""
+    from ..avatar.contact import GAP, contact_gap as _gap
+
+    if getattr(args, "no_contact", False):
+        return None
+    text = getattr(args, "contact", None)
+    if text is None or text == "default":
+        return GAP
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0):
+        raise KisekaeError(f"GAP must be a finite number of metres, at least 0, got {text!r}", "--contact")
+    return _gap(value, "--contact")
+
+
+def with_contact(avatar, args):
+    """``avatar`` with the contact body ``args`` asks for (:func:`contact_gap`); a note on stderr when the body has
+    no blended joint and stays plain."""
+    import sys
+
+    from ..avatar.contact import apply_contact
+
+    gap = contact_gap(args)
+    posed = apply_contact(avatar, gap)
+    if gap is not None and posed.body.deform is None:
+        print(f"kisekae: note: {avatar.name}: no joint of the body blends two bones; plain skinning (the contact "
+              "step would move nothing)", file=sys.stderr)
+    return posed
 
 
 def load_avatar(args):
@@ -61,13 +105,7 @@ def load_avatar(args):
         avatar = gltf.load_avatar(avatar_path)
     else:
         avatar = load_builtin_avatar(rig, shape)
-    contact = getattr(args, "contact", None)
-    if contact is not None:
-        try:
-            gap = None if contact == "default" else float(contact)
-        except ValueError:
-            raise KisekaeError(f"must be a number of metres, got {contact!r}", "gap") from None
-        avatar = avatar.with_body_contact(gap=gap)
+    avatar = with_contact(avatar, args)
     names = []
     wanted = args.garment or (list(avatar.garments) if avatar_path else args.garments_default)
     if not wanted:

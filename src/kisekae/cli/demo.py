@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .common import add_body_arg, add_force_arg, body_shape, check_outputs
+from .common import add_body_arg, add_contact_args, add_force_arg, body_shape, check_outputs, contact_gap
 
 
 def register(sub):
@@ -12,6 +12,7 @@ def register(sub):
     p.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     add_body_arg(p)
+    add_contact_args(p)
     add_force_arg(p, "files in a non-empty --out folder")
     p.set_defaults(func=run)
     return p
@@ -31,8 +32,9 @@ def run(args) -> int:
 
     # The report's files depend on its sections, so the demo claims its whole folder: new or empty.
     check_outputs(whole_folders=[args.out], force=args.force)
+    shape, gap = body_shape(args), contact_gap(args)
     add_render_sections()
     t = time.perf_counter()
-    index = run_demo(args.out, progress=not args.no_progress, shape=body_shape(args))
+    index = run_demo(args.out, progress=not args.no_progress, shape=shape, contact=gap)
     print(f"wrote {index} in {time.perf_counter() - t:.1f} s")
     return 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 def register(sub):
     from ..app.preview import SLIDERS
-    from .common import add_force_arg
+    from .common import add_contact_args, add_force_arg
 
     names = ", ".join(s.name for s in SLIDERS)
     p = sub.add_parser("preview", help="interactive preview window with parameter sliders (needs a display)",
@@ -22,6 +22,7 @@ def register(sub):
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help=f"initial slider value in display units (repeatable); sliders: {names}")
     p.add_argument("--snapshot", metavar="PNG", help="render one frame to this file and exit (no window)")
+    add_contact_args(p)
     add_force_arg(p, "an existing --snapshot file")
     p.set_defaults(func=run)
     return p
@@ -32,7 +33,8 @@ def run(args) -> int:
 
     from ..errors import KisekaeError
     from ..app.preview import PreviewModel, display_available, run_window
-    from .common import check_outputs
+    from ..avatar.builtin import load_builtin_avatar
+    from .common import check_outputs, with_contact
 
     if args.snapshot:
         from PIL import Image
@@ -45,7 +47,8 @@ def run(args) -> int:
         if not ok:
             raise KisekaeError(f"{why}: the preview window needs a desktop session; render a still with "
                                "`kisekae preview --snapshot out.png` or run `kisekae demo`", "preview")
-    model = PreviewModel(pose=args.pose, view=args.view, size=args.size, preset=args.preset)
+    model = PreviewModel(with_contact(load_builtin_avatar(), args), pose=args.pose, view=args.view, size=args.size,
+                         preset=args.preset)
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
-from .common import add_body_arg, add_force_arg, check_outputs
+from .common import add_body_arg, add_contact_args, add_force_arg, check_outputs
 
 
 def register(subparsers) -> None:
@@ -26,6 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default=None,
                    help="rig of the built-in avatar (default: game_engine, or cmu_mb with --bvh)")
     add_body_arg(p)
+    add_contact_args(p)
     p.add_argument("--pose", action="append", metavar="NAME",
                    help="named pose (repeatable; default: stand leg_raise crouch)")
     p.add_argument("--pose-file", action="append", metavar="FILE", help="JSON pose file (repeatable)")
@@ -140,7 +141,7 @@ def _write_glb(path, avatar, part: str, poses, seq) -> None:
 def run(args) -> int:
     from ..avatar.builtin import load_builtin_avatar
     from ..tension import TemporalSmoother, avatar_plan, plot_t_curves, save_npz, tension_sequence
-    from .common import body_shape, load_poses
+    from .common import body_shape, load_poses, with_contact
 
     if args.blur < 0:
         raise KisekaeError(f"must be >= 0, got {args.blur}", "--blur")
@@ -148,7 +149,7 @@ def run(args) -> int:
     written = check_outputs([out / n for n in ("tension.json", "tension.png", "tension.npz")
                              + (("tension.glb",) if args.glb else ())], force=args.force, folders=[out])
     rig = args.rig or ("cmu_mb" if args.bvh else "game_engine")
-    avatar = load_builtin_avatar(rig, body_shape(args))
+    avatar = with_contact(load_builtin_avatar(rig, body_shape(args)), args)
     part = _part(avatar, args.mesh)
     poses = load_poses(args, avatar)
     if args.glb and len(poses) > 64:

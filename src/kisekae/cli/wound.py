@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError
-from .common import add_body_arg, add_force_arg, body_shape, check_outputs
+from .common import add_body_arg, add_contact_args, add_force_arg, body_shape, check_outputs, with_contact
 
 
 def register(subparsers) -> None:
@@ -62,6 +62,7 @@ def register(subparsers) -> None:
                    help="render the hits' morph from 0 to 1, posed, into DIR (PNG frames, GIF, sheet); uses the "
                         "--bake target, or the built-in damaged variant without one")
     add_body_arg(h)
+    add_contact_args(h)
     _preview_options(h)
     add_force_arg(h, "an existing output .npz and preview files")
     h.set_defaults(func=run_hit)
@@ -179,7 +180,10 @@ def _morphed(baked: dict, p, body, skin_matrices) -> dict:
     mp, mn = morph_numba(s, sn, baked["target_positions"].astype(np.float32),
                          baked["target_normals"].astype(np.float32), w.astype(np.float32),
                          np.empty_like(s), np.empty_like(s))
-    return {"morphed_bind": mp, "morphed_posed": lbs(mp, body.skin.indices, body.skin.weights, skin_matrices)}
+    posed = lbs(mp, body.skin.indices, body.skin.weights, skin_matrices)
+    if body.deform is not None:  # the contact body: the same step after skinning as the unmorphed body
+        posed = np.asarray(body.deform(posed, skin_matrices), dtype=np.float32)
+    return {"morphed_bind": mp, "morphed_posed": posed}
 
 
 def _hit_preview(args, av, baked, p, skin_matrices) -> None:
@@ -198,7 +202,7 @@ def _hit_preview(args, av, baked, p, skin_matrices) -> None:
         sn, tp = _normals(sv, sf), dmg.vertices
         tn, invert = _normals(tp, sf), False
     _write_preview(args.preview, sv, sn, sf, tp, tn, p, args, invert=invert,
-                   skin=(body.skin.indices, body.skin.weights, skin_matrices))
+                   skin=(body.skin.indices, body.skin.weights, skin_matrices), deform=body.deform)
 
 
 def run_hit(args) -> int:
@@ -213,7 +217,7 @@ def run_hit(args) -> int:
         out_path = out_path.with_name(out_path.name + ".npz")
     files = [out_path] + (_preview_files(args.preview, args) if args.preview else [])
     check_outputs(files, force=args.force, folders=[args.preview] if args.preview else [])
-    av = load_builtin_avatar(shape=body_shape(args))
+    av = with_contact(load_builtin_avatar(shape=body_shape(args)), args)
     body = av.body
     reach = None
     if args.part_reach:
