@@ -187,8 +187,23 @@ def test_cli_fit_writes_rig_and_garments(tmp_path, capsys):
     assert len(obj.vertices) == 720
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["draw_order"] == ["body", "skirt"]
+    # The contact body (the default) goes to the engine glue as body_contact.json.
+    from kisekae.shaders.contact_bake import contact_from_bake
+
+    bake = json.loads((tmp_path / "body_contact.json").read_text())
+    assert len(contact_from_bake(bake, _names())["rest"]) == 13380
     # Refuses to overwrite without --force.
     assert main(["fit", "--pose", "leg_raise", "--garment", "skirt", "-o", str(tmp_path)]) == 2
+    # Plain skinning writes no contact bake.
+    plain = tmp_path / "plain"
+    assert main(["fit", "--no-contact", "--pose", "leg_raise", "--garment", "skirt", "-o", str(plain)]) == 0
+    assert not (plain / "body_contact.json").exists()
+
+
+def _names():
+    from kisekae.avatar.builtin import load_builtin_avatar
+
+    return load_builtin_avatar().skeleton.names
 
 
 def test_runtime_path_caps_total_push(avatar):

@@ -42,8 +42,10 @@ def run(args) -> int:
     out = Path(args.out)
     obj_list = [((name, pose.name), out / f"{name}__{_safe(pose.name)}.obj") for pose in poses for name in garments]
     rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
+    contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
     # a pose given twice (or two names that read the same in a file name) is refused here, not half-way
-    check_outputs([rig_path, vrm_path, report_path, *(p for _, p in obj_list)], force=args.force, folders=[out])
+    check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []),
+                   *(p for _, p in obj_list)], force=args.force, folders=[out])
     objs = dict(obj_list)
     out.mkdir(parents=True, exist_ok=True)
     body = avatar.body
@@ -52,6 +54,10 @@ def run(args) -> int:
                        faces=body.mesh.faces)
     rig.save(rig_path)
     vrm_path.write_text(json.dumps(rig.to_vrm_colliders(), indent=1))
+    if contact_path is not None:
+        from ..shaders.contact_bake import contact_bake
+
+        contact_path.write_text(json.dumps(contact_bake(_contact(avatar), sk.names)))
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
                                                            body.skin.weights, sk.rest, rest_query),
@@ -72,8 +78,18 @@ def run(args) -> int:
     report["records"] = [json_record(r) for r in records]
     report_path.write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
     print(format_table(records))
-    print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json to {out}")
+    extra = f", {contact_path.name} (the body contact for the engine glue)" if contact_path is not None else ""
+    print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json{extra} "
+          f"to {out}")
     return 0
+
+
+def _contact(avatar):
+    """The avatar body's joint-plane contact step, or None (plain skinning, ``--no-contact``)."""
+    from ..avatar.contact import BodyContact
+
+    deform = avatar.body.deform
+    return deform if isinstance(deform, BodyContact) else None
 
 
 def _safe(pose_name: str) -> str:
