@@ -145,3 +145,20 @@ def test_layered_shape_fix_keeps_the_skirt_over_the_tights(avatar):
     skirt = out["skirt"].metrics
     assert skirt["layer_crossings"] == 0 and skirt["under_lower_layers"] == 0
     assert out["tights"].metrics["unresolved"] == 0 and skirt["unresolved"] == 0
+
+
+def test_auto_never_picks_more_defects_than_exact(avatar):
+    """Where the shape solve leaves clipping (plain skinning, leg_raise tights), auto's choice has no more
+    (inside, flipped faces, largest strain) than the exact solver's own result, and nothing inside."""
+    from kisekae.fit.fix import _defects
+    from kisekae.qa.check import body_topology
+
+    pose = named_pose(avatar.skeleton, "leg_raise")
+    m = pose.skinning_matrices(avatar.skeleton)
+    q = BodyQuery(body_topology(avatar), avatar.body.posed(m))
+    auto = fix_pose(avatar, pose, ["tights"], query=q)["tights"]
+    exact = fix_pose(avatar, pose, ["tights"], query=q, method="exact")["tights"]
+    skinned = avatar.part("tights").posed(m)
+    assert auto.metrics["fix_method"] in ("exact", "shape+exact", "shape")
+    ours, theirs = (_defects(q, avatar.part("tights"), skinned, r.positions) for r in (auto, exact))
+    assert ours <= theirs and ours[0] == 0

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..avatar.avatar import Avatar
 from ..errors import KisekaeError
+from ..geom.normals import face_normals
 from ..validate import as_points
 from ..qa.check import body_topology
 from ..qa.penetration import BodyQuery
@@ -27,8 +28,9 @@ from .shape_solve import solve_shape_preserving
 
 #: Fix methods: ``"exact"`` (per-vertex projections onto the union, :mod:`kisekae.fit.exact`),
 #: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`) and ``"auto"`` (the
-#: default: the shape-preserving solve where it leaves no clipping, else the exact solver from the
-#: skinned garment; ``FixResult.metrics["method"]`` says which).
+#: default: the shape-preserving solve where it leaves no clipping; else the exact solver, from the skinned
+#: garment or from the shape result (``"shape+exact"``), whichever leaves fewer vertices inside, then fewer
+#: flipped faces; ``FixResult.metrics["fix_method"]`` says which).
 METHODS = ("auto", "exact", "shape")
 
 #: skirt_bias of the default parameters for skirt-like garments (the seed note's 0-0.7 range).
@@ -108,16 +110,18 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         t0 = time.perf_counter()
         x = part.posed(m)
         mk = masks.get(name, {})
-        new = None
+        new = shaped = None
         if method in ("shape", "auto"):
             new, info = _shape(query, part, x, p, skinned_normals(part, m), mk, fixed_layers)
             if method == "auto" and not _clean(query, part, new, fixed_layers):
-                new = None
+                shaped, new = (new, info), None
         if new is None:
             new, info = _push(query, part.mesh, x, p, skinned_normals(part, m), mk)
             info["method"] = "exact"
             if layered and fixed_layers:
                 new, info = _exact_layers(query, part, x, new, info, p, m, fixed_layers)
+            elif shaped is not None:
+                new, info = _finish(query, part, x, p, skinned_normals(part, m), mk, shaped, (new, info))
         out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
@@ -135,6 +139,39 @@ def _shape(query, part, x, params, directions, masks, layers):
     info["unresolved"] = query.inside(new) & info["contact"]
     info["method"] = "shape"
     return new, info
+
+
+def _finish(query, part, x, params, directions, masks, shaped, exact):
+    """``auto`` where the shape-preserving solve left clipping: the exact solver also runs from the shape result
+    (it moves only what still clips); of that and the exact solver's own result, the one with fewer vertices
+    inside, then fewer flipped faces, then the smaller largest edge strain wins. A finish that moves any vertex
+    farther than ``max_push`` from skinning is not a candidate."""
+    fin, fin_info = _push(query, part.mesh, shaped[0], params, directions, masks)
+    if np.linalg.norm(fin.astype(np.float64) - x, axis=1).max(initial=0.0) > params.max_push + 1e-9:
+        return exact
+    if _defects(query, part, x, fin) < _defects(query, part, x, exact[0]):
+        fin_info["contact"] = fin_info["contact"] | shaped[1]["contact"]
+        fin_info["method"] = "shape+exact"
+        return fin, fin_info
+    return exact
+
+
+def _defects(query, part, skinned, pos) -> tuple:
+    """(vertices inside, flipped faces, largest edge strain) of fixed positions, for choosing between fixes.
+
+    Flipped faces as :func:`kisekae.qa.shape.shape_stats` counts them (against the skinned garment, not
+    counting faces skinning had already turned over)."""
+    mesh = part.mesh
+    f = np.asarray(mesh.weld)[mesh.faces]
+    n_rest, n_skin, n_pos = (face_normals(np.asarray(v, dtype=np.float64), f) for v in (mesh.vertices, skinned, pos))
+    turned = np.einsum("ij,ij->i", n_skin, n_rest) < 0
+    flipped = int(((np.einsum("ij,ij->i", n_pos, n_skin) < 0) & ~turned).sum())
+    e = mesh.edges
+    sk, ps = np.asarray(skinned, dtype=np.float64), np.asarray(pos, dtype=np.float64)
+    l0 = np.linalg.norm(sk[e[:, 0]] - sk[e[:, 1]], axis=1)
+    l1 = np.linalg.norm(ps[e[:, 0]] - ps[e[:, 1]], axis=1)
+    strain = np.abs(l1[l0 > 0] / l0[l0 > 0] - 1.0)
+    return int(query.inside(ps).sum()), flipped, float(strain.max(initial=0.0))
 
 
 def _clean(query, part, new, layers) -> bool:
