@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import measure, table  # noqa: E402
+from bench_frame import simd_report  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
 from kisekae.avatar.poses import named_pose  # noqa: E402
@@ -121,6 +122,8 @@ def main(argv=None):
           f"(exact, shape) on the {body}, "
           f"built-in avatar, one core (NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}); "
           "counts by kisekae check, shape fields relative to the skinned garment")
+    for line in simd_report():
+        print(line)
     print(table(rows, HEADERS))
     return rows
 
