@@ -272,14 +272,30 @@ class JointPlanes:
 
         A joint folded by 180° (the two carried directions cancel) is inactive in that frame.
         """
-        m = np.asarray(skin_matrices, dtype=np.float64)
-        rc, rp = m[self.child, :3, :3], m[self.parent, :3, :3]
-        centre = np.einsum("jab,jb->ja", rc, self.centre) + m[self.child, :3, 3]
-        normal = np.einsum("jab,jb->ja", rc, self.direction) + np.einsum("jab,jb->ja", rp, self.direction)
-        length = np.linalg.norm(normal, axis=1)
-        active = length > 1e-3
-        normal = normal / np.where(active, length, 1.0)[:, None]
-        return centre, normal, active
+        return posed_joint_planes(self.child, self.parent, self.centre, self.direction, skin_matrices)
+
+
+def posed_joint_planes(child, parent, rest_centre, rest_dir, skin_matrices):
+    """Per-frame joint planes from rest joint data: ``(centre (J, 3), normal (J, 3), active (J,) bool)``.
+
+    The centre is the child's skinning matrix applied to the rest centre; the normal is the rest
+    direction carried by the child's and by the parent's matrix, summed and normalised; a joint whose two
+    carried directions cancel (folded flat) is inactive. :meth:`JointPlanes.posed` and the engine glue
+    (:func:`kisekae.shaders.contact_bake.posed_tables`, ``KisekaeBodyContact.cs``) pose the planes this way.
+
+    Parameters
+    ----------
+    child, parent : (J,) int bone ids
+    rest_centre, rest_dir : (J, 3) float rest centres (metres) and unit rest directions
+    skin_matrices : (B, 4, 4) float posed bone-to-world times inverse rest (bindpose)
+    """
+    m = np.asarray(skin_matrices, dtype=np.float64)
+    rc, rp = m[child, :3, :3], m[parent, :3, :3]
+    centre = np.einsum("jab,jb->ja", rc, rest_centre) + m[child, :3, 3]
+    normal = np.einsum("jab,jb->ja", rc, rest_dir) + np.einsum("jab,jb->ja", rp, rest_dir)
+    length = np.linalg.norm(normal, axis=1)
+    active = length > 1e-3
+    return centre, normal / np.where(active, length, 1.0)[:, None], active
 
 
 def _check(points, planes: JointPlanes, gap, band):

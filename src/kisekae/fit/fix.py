@@ -17,10 +17,10 @@ import numpy as np
 
 from ..avatar.avatar import Avatar
 from ..errors import KisekaeError
-from ..geom.normals import face_normals
 from ..validate import as_points
 from ..qa.check import body_topology
 from ..qa.penetration import BodyQuery
+from ..qa.shape import flips_and_strain
 from .exact import UNNECESSARY, push_out_exact, signed_body_distance
 from .layers import LayerSurface, layer_stats, push_out_layers
 from .pushout import PushParams, cap_displacement
@@ -110,18 +110,19 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         t0 = time.perf_counter()
         x = part.posed(m)
         mk = masks.get(name, {})
+        dirs = skinned_normals(part, m)
         new = shaped = None
         if method in ("shape", "auto"):
-            new, info = _shape(query, part, x, p, skinned_normals(part, m), mk, fixed_layers)
+            new, info = _shape(query, part, x, p, dirs, mk, fixed_layers)
             if method == "auto" and not _clean(query, part, new, fixed_layers):
                 shaped, new = (new, info), None
         if new is None:
-            new, info = _push(query, part.mesh, x, p, skinned_normals(part, m), mk)
+            new, info = _push(query, part.mesh, x, p, dirs, mk)
             info["method"] = "exact"
             if layered and fixed_layers:
-                new, info = _exact_layers(query, part, x, new, info, p, m, fixed_layers)
+                new, info = _exact_layers(query, part, x, new, info, p, dirs, fixed_layers)
             elif shaped is not None:
-                new, info = _finish(query, part, x, p, skinned_normals(part, m), mk, shaped, (new, info))
+                new, info = _finish(query, part, x, p, dirs, mk, shaped, (new, info))
         out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
@@ -157,21 +158,12 @@ def _finish(query, part, x, params, directions, masks, shaped, exact):
 
 
 def _defects(query, part, skinned, pos) -> tuple:
-    """(vertices inside, flipped faces, largest edge strain) of fixed positions, for choosing between fixes.
-
-    Flipped faces as :func:`kisekae.qa.shape.shape_stats` counts them (against the skinned garment, not
-    counting faces skinning had already turned over)."""
+    """(vertices inside, flipped faces, largest edge strain) of fixed positions, for choosing between fixes
+    (flips and strain as :func:`kisekae.qa.shape.shape_stats` counts them)."""
     mesh = part.mesh
-    f = np.asarray(mesh.weld)[mesh.faces]
-    n_rest, n_skin, n_pos = (face_normals(np.asarray(v, dtype=np.float64), f) for v in (mesh.vertices, skinned, pos))
-    turned = np.einsum("ij,ij->i", n_skin, n_rest) < 0
-    flipped = int(((np.einsum("ij,ij->i", n_pos, n_skin) < 0) & ~turned).sum())
-    e = mesh.edges
-    sk, ps = np.asarray(skinned, dtype=np.float64), np.asarray(pos, dtype=np.float64)
-    l0 = np.linalg.norm(sk[e[:, 0]] - sk[e[:, 1]], axis=1)
-    l1 = np.linalg.norm(ps[e[:, 0]] - ps[e[:, 1]], axis=1)
-    strain = np.abs(l1[l0 > 0] / l0[l0 > 0] - 1.0)
-    return int(query.inside(ps).sum()), flipped, float(strain.max(initial=0.0))
+    flipped, _turned, strain = flips_and_strain(mesh.vertices, skinned, pos, np.asarray(mesh.weld)[mesh.faces],
+                                                mesh.edges)
+    return int(query.inside(pos).sum()), int(flipped.sum()), float(strain.max(initial=0.0))
 
 
 def _clean(query, part, new, layers) -> bool:
@@ -182,7 +174,7 @@ def _clean(query, part, new, layers) -> bool:
     return not any(layer.crossing_edges(new, e).any() for layer in layers)
 
 
-def _exact_layers(query, part, x, new, info, p, m, fixed_layers):
+def _exact_layers(query, part, x, new, info, p, dirs, fixed_layers):
     """The exact solver's layer pass: alternate clearing the layers beneath and the body."""
     contact = info["contact"].copy()
     body_only = new.astype(np.float64).copy()
@@ -194,7 +186,7 @@ def _exact_layers(query, part, x, new, info, p, m, fixed_layers):
             contact |= (s - layer.thickness) < p.margin
         new, touched = push_out_layers(before, part.mesh.edges, fixed_layers, p)
         contact |= touched
-        new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=skinned_normals(part, m))
+        new, info2 = push_out_exact(query, new, part.mesh.edges, p, directions=dirs)
         contact |= info2["contact"]
         new = cap_displacement(new.astype(np.float64), x, p.max_push)
         # Never trade the body for a layer: a vertex the cap left inside the body goes

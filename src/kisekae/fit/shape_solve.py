@@ -146,6 +146,7 @@ class ShapeSolve:
         self.reps, self.index, M = shape_operator(self.xs, mesh.faces, mesh.edges, mesh.weld,
                                                        bending=bending, falloff=falloff)
         self.M = M.tocsr()
+        self.inv_diag = 1.0 / self.M.diagonal()[:, None]  # the CG's Jacobi preconditioner
         self.origin = self.xs[0].copy()
         self.x0 = self.snap(self.xs[self.reps])
         self.r = len(self.reps)
@@ -244,7 +245,7 @@ class ShapeSolve:
         return self._cap(t, idx), need
 
     def _cap(self, t, idx):
-        """Targets ``t`` of vertices ``idx`` pulled back to at most ``max_push`` from skinning."""
+        """Targets ``t`` of vertices ``idx`` pulled back to at most :attr:`reach` from skinning."""
         move = t - self.x0[idx]
         ln = np.linalg.norm(move, axis=1)
         over = ln > self.reach
@@ -377,7 +378,7 @@ class ShapeSolve:
         rhs = proj((0.0 if force is None else force) - self.M @ base)
         z = proj(np.zeros_like(base) if start is None else start - base)
         res = rhs - proj(self.M @ z)
-        inv_diag = 1.0 / self.M.diagonal()[:, None]
+        inv_diag = self.inv_diag
         pre = proj(res * inv_diag)
         p = pre.copy()
         rz = float(np.vdot(res, pre))
@@ -418,9 +419,10 @@ class ShapeSolve:
             near = self.near(d, active)
             t, need = self.targets(y, near)
             newly = near[need]
+            f = self.spring_force(y)
             # A vertex released before that needs the body again stays active from now on.
             sticky[newly[released[newly]]] = True
-            self._release(d, near, active, sticky, need, released)
+            self._release(d, f, near, active, sticky, need, released)
             active[newly] = True
             # Ends lifted over a crossing keep their lift plane unless the body itself needs them.
             keep = sticky[near] & ~need
@@ -430,12 +432,10 @@ class ShapeSolve:
             if ce.size:
                 active[ce] = True
                 sticky[ce] = True
-                target[ce] = y[ce]
-                target[ce] += ct - y[ce]
+                target[ce] = ct
                 normal[ce] = _unit(target[ce] - y[ce], normal[ce])
             if not newly.size and not ce.size and it > 1 and settled:
                 break
-            f = self.spring_force(y)
             d_new = self.solve(active, target, normal, d, f)
             settled = float(np.abs(d_new - d).max(initial=0.0)) < SETTLE
             d = d_new
@@ -448,13 +448,14 @@ class ShapeSolve:
         self.forced = forced[self.index]
         return self
 
-    def _release(self, d, near, active, sticky, need, released) -> None:
-        """Drop active vertices the shape terms alone would lift off (their multiplier's sign)."""
+    def _release(self, d, spring, near, active, sticky, need, released) -> None:
+        """Drop active vertices the shape terms alone would lift off (their multiplier's sign);
+        ``spring`` is :meth:`spring_force` at ``x0 + d``."""
         pick = active[near] & ~sticky[near] & ~need
         ids = near[pick]
         if not ids.size:
             return
-        force = (self.spring_force(self.x0 + d) - self.M @ d)[ids]
+        force = (spring - self.M @ d)[ids]
         lift = np.einsum("ij,ij->i", force, self.last_direction[pick]) > RELEASE
         active[ids[lift]] = False
         released[ids[lift]] = True

@@ -56,6 +56,31 @@ def self_crossings(vertices, faces, edges) -> int:
     return int(edge_crossings(v, edges, bvh, refit(bvh, v, faces), exclude_incident=faces).sum())
 
 
+def flips_and_strain(rest, skinned, after, faces, edges):
+    """Per-face flips and per-edge strain of corrected positions against the skinned ones.
+
+    Parameters
+    ----------
+    rest, skinned, after : (N, 3) float positions, metres
+    faces : (F, 3) int triangles (welded); edges : (E, 2) int
+
+    Returns
+    -------
+    flipped : (F,) bool, normal turned more than 90° from the skinned one, not counting ``turned``
+    turned : (F,) bool, faces skinning had already turned more than 90° from the rest pose
+    strain : (E',) float, ``|l / l_skinned − 1|`` over edges of non-zero skinned length
+    """
+    rest, skinned, after = (np.asarray(v, dtype=np.float64) for v in (rest, skinned, after))
+    e = np.asarray(edges, dtype=np.int64)
+    n_rest, n_skin, n_after = (face_normals(v, faces) for v in (rest, skinned, after))
+    turned = np.einsum("ij,ij->i", n_skin, n_rest) < 0
+    flipped = (np.einsum("ij,ij->i", n_after, n_skin) < 0) & ~turned
+    l0 = np.linalg.norm(skinned[e[:, 0]] - skinned[e[:, 1]], axis=1)
+    l1 = np.linalg.norm(after[e[:, 0]] - after[e[:, 1]], axis=1)
+    keep = l0 > 0
+    return flipped, turned, np.abs(l1[keep] / l0[keep] - 1.0)
+
+
 def shape_stats(rest, skinned, after, faces, edges, weld=None) -> dict:
     """Shape fields of a corrected garment relative to its skinned shape.
 
@@ -80,13 +105,7 @@ def shape_stats(rest, skinned, after, faces, edges, weld=None) -> dict:
     if weld is not None:
         f = np.asarray(weld)[f]
     e = np.asarray(edges, dtype=np.int64)
-    n_rest, n_skin, n_after = (face_normals(v, f) for v in (rest, skinned, after))
-    turned = np.einsum("ij,ij->i", n_skin, n_rest) < 0
-    flipped = (np.einsum("ij,ij->i", n_after, n_skin) < 0) & ~turned
-    l0 = np.linalg.norm(skinned[e[:, 0]] - skinned[e[:, 1]], axis=1)
-    l1 = np.linalg.norm(after[e[:, 0]] - after[e[:, 1]], axis=1)
-    keep = l0 > 0
-    strain = np.abs(l1[keep] / l0[keep] - 1.0)
+    flipped, turned, strain = flips_and_strain(rest, skinned, after, f, e)
     area = 0.5 * np.linalg.norm(np.cross(after[f[:, 1]] - after[f[:, 0]], after[f[:, 2]] - after[f[:, 0]]), axis=1)
     return {
         "flipped_faces": int(flipped.sum()),

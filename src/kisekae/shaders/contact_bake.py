@@ -5,8 +5,8 @@ The joint-plane contact (:mod:`kisekae.avatar.contact`) has two kinds of data:
 - **per joint** (at most ``KISEKAE_MAX_JOINTS``): the child and parent bone, the rest joint centre and
   the child's rest direction (mesh space, metres) and the ring radius. Each frame the engine poses them
   with the bones' skinning matrices ``M = boneToWorld · bindpose`` exactly as
-  :meth:`~kisekae.avatar.contact.JointPlanes.posed` does (:func:`posed_tables` is that formula on these
-  arrays, the reference for ``KisekaeBodyContact.cs``);
+  :meth:`~kisekae.avatar.contact.JointPlanes.posed` does (:func:`posed_tables` poses these arrays with the
+  same function, the reference for ``KisekaeBodyContact.cs``);
 - **per vertex**: four joint ids (ascending; an unused slot has id 0 and side 0), four sides (+1 child,
   -1 parent, 0 unused) and the rest position: three vertex attributes (Unity: UV channels 4, 5, 6).
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..avatar.contact import REST_SLACK, BodyContact, JointPlanes
+from ..avatar.contact import REST_SLACK, BodyContact, JointPlanes, posed_joint_planes
 from ..errors import KisekaeError
 from .limits import hlsl_default
 
@@ -121,15 +121,8 @@ def posed_tables(tables: dict, skin_matrices) -> tuple:
     """The per-frame joint table an engine uploads: ``(centre (J, 3), normal (J, 3), active (J,))``.
 
     ``skin_matrices`` (B, 4, 4) are bone-to-world times bindpose (Unity: ``bone.localToWorldMatrix *
-    bindposes[i]``). The centre is the child's matrix applied to the rest centre; the normal is the sum
-    of the rest direction carried by the child's and by the parent's matrix, normalised; a joint whose two
-    carried directions cancel (folded flat) is inactive. ``KisekaeBodyContact.cs`` computes the same.
+    bindposes[i]``); the planes are posed by :func:`kisekae.avatar.contact.posed_joint_planes`, which
+    ``KisekaeBodyContact.cs`` follows.
     """
-    m = np.asarray(skin_matrices, dtype=np.float64)
-    mc, mp = m[tables["child"]], m[tables["parent"]]
-    centre = np.einsum("jab,jb->ja", mc[:, :3, :3], tables["rest_centre"]) + mc[:, :3, 3]
-    v = np.einsum("jab,jb->ja", mc[:, :3, :3], tables["rest_dir"]) + np.einsum("jab,jb->ja", mp[:, :3, :3],
-                                                                                tables["rest_dir"])
-    length = np.linalg.norm(v, axis=1)
-    active = length > 1e-3
-    return centre, v / np.where(active, length, 1.0)[:, None], active
+    return posed_joint_planes(tables["child"], tables["parent"], tables["rest_centre"], tables["rest_dir"],
+                              skin_matrices)
