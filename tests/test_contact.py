@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from kisekae.avatar import load_builtin_avatar
-from kisekae.avatar.contact import GAP, JointPlanes, contact_planes, contact_planes_numpy
+from kisekae.avatar.contact import (FLESH_FACTOR, GAP, MAX_REACH, RING_FACTOR, JointPlanes, contact_planes,
+                                    contact_planes_numpy, joint_reach)
 from kisekae.avatar.poses import named_pose
 from kisekae.avatar.skeleton import axis_angle_matrix
 from kisekae.avatar.skinning import lbs_numpy
@@ -59,11 +60,70 @@ def test_bent_tube_keeps_each_side_of_the_bisector_plane():
     assert inner.sum() > 100
     assert s[inner].min() >= GAP / 2 - 1e-12
     assert (((x - j) @ n) * side)[inner].min() < 0  # plain skinning folded them across the plane
-    far = dist >= planes.ring_factor * planes.radius[0]
+    # a 120 degree bend: half the angle between the limbs is 30 degrees, limbs overlap out to r / sin 30 = 2 r
+    assert planes.posed(m)[2][0] == pytest.approx(2.0)
+    far = dist >= 2.0 * planes.radius[0]
     np.testing.assert_array_equal(y[far], x[far])
     moved = np.linalg.norm(y - x, axis=1) > 0
     # every move is along the plane normal
     np.testing.assert_allclose(np.cross(y[moved] - x[moved], n), 0, atol=1e-12)
+
+
+def test_reach_grows_with_the_bend():
+    """joint_reach against the overlap bound of two limbs: r / sin(half the angle between them)."""
+    for bend_deg in (0.0, 30.0, 90.0, 120.0, 140.0, 160.0):
+        length = 2 * np.cos(np.radians(bend_deg) / 2)  # |d + R d| for unit d turned by the bend
+        half_between = np.radians(180.0 - bend_deg) / 2
+        expect = min(max(1 / np.sin(half_between), RING_FACTOR), MAX_REACH)
+        assert joint_reach(length) == pytest.approx(expect)
+    assert joint_reach(0.0) == 0.0 and joint_reach(5e-4) == 0.0  # folded flat: inactive
+
+
+def test_deep_bend_keeps_the_limbs_apart_beyond_the_old_reach():
+    """At 150 degrees the calf lies along the thigh: vertices 1.5 to 3.5 ring radii from the joint still keep
+    their side of the plane (the reach is 1 / sin 15 degrees = 3.86 ring radii)."""
+    v, idx, wts, rest = tube(n_rings=161, length=1.2)
+    rest[1, :3, 3] = (0, -0.6, 0)
+    wts = np.stack([1 - np.clip((-v[:, 1] - 0.55) / 0.1, 0, 1), np.clip((-v[:, 1] - 0.55) / 0.1, 0, 1)], 1)
+    planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)
+    m = bend(rest, 150.0)
+    x = lbs_numpy(v, idx, wts, m).astype(np.float64)
+    y = contact_planes(x, planes, m)
+    np.testing.assert_allclose(y, contact_planes_numpy(x, planes, m), atol=1e-9)
+    d = np.array([0.0, -1.0, 0.0])
+    n = d + m[1, :3, :3] @ d
+    n /= np.linalg.norm(n)
+    j = rest[1, :3, 3]
+    side = np.where(wts[:, 1] >= 0.5, 1.0, -1.0)
+    dist = np.linalg.norm(v - j, axis=1) / planes.radius[0]
+    s_rest = ((v - j) @ d) * side
+    band = (dist > 1.5) & (dist < 3.3) & (s_rest > 0.02)
+    assert band.sum() > 100
+    assert (((x - j) @ n) * side)[band].min() < -0.01  # skinning folds them across
+    assert (((y - j) @ n) * side)[band].min() >= GAP / 2 - 1e-12
+
+
+def test_vertices_far_from_the_axis_are_left_alone():
+    """The radial reach: a rigid child vertex beyond 1.25 x the radial reach from the bone's axis (a nose, not
+    the limb) is not moved even where the bend carries it across the plane; the limb's own vertices are."""
+    v, idx, wts, rest = tube()
+    planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)
+    # the tube's ring lies 6 cm from the axis: the radial reach is FLESH_FACTOR x 6 cm
+    assert planes.flesh[0] == pytest.approx(FLESH_FACTOR * 0.06, rel=1e-6)
+    nose = np.array([[0.0, -0.42, 1.3 * planes.flesh[0]]])  # child side, just past the joint, far out in +Z
+    v2 = np.concatenate([v, nose])
+    idx2 = np.concatenate([idx, [[0, 1]]]).astype(np.int32)
+    w2 = np.concatenate([wts, [[0.0, 1.0]]])
+    planes2 = JointPlanes.from_skin([-1, 0], rest, idx2, w2, v2)
+    m = bend(rest, -60.0)  # turns the child's +Z side up across the plane
+    x = lbs_numpy(v2, idx2, w2, m).astype(np.float64)
+    d = np.array([0.0, -1.0, 0.0])
+    n = d + m[1, :3, :3] @ d
+    n /= np.linalg.norm(n)
+    assert (x[-1] - rest[1, :3, 3]) @ n < 0  # carried across
+    y = contact_planes(x, planes2, m)
+    np.testing.assert_array_equal(y[-1], x[-1])
+    assert np.abs(y[:-1] - x[:-1]).max() > 0.001  # the limb itself is still kept apart
 
 
 def test_rest_pose_is_unchanged_and_numpy_equals_numba():
@@ -78,7 +138,7 @@ def test_rest_pose_is_unchanged_and_numpy_equals_numba():
         x = b.posed(m)
         got = contact_planes(x, planes, m)
         np.testing.assert_allclose(got, contact_planes_numpy(x, planes, m), atol=1e-9)
-        assert np.abs(got - x).max() > 0.01
+        assert np.abs(got - x).max() > 0.005
 
 
 def test_moving_the_scene_10_m_moves_the_result_10_m():
@@ -280,3 +340,18 @@ def test_world_aligned_joints_take_their_direction_from_head_to_tail():
     for c in [c for c in range(sk.n_bones) if len(kids[c]) == 1]:
         d = sk.rest[kids[c][0], :3, 3] - sk.rest[c, :3, 3]
         np.testing.assert_allclose(no_tails[c], d / np.linalg.norm(d), atol=1e-6)
+
+
+def test_contact_body_buries_no_more_than_plain_skinning_in_the_packaged_clip():
+    """The clip's head nods: with no radial reach the neck joint's plane pushed the face (eyes against lids),
+    99-104 buried vertices per frame against plain skinning's 2-45. The radial reach leaves the face alone."""
+    from kisekae.io.bvh import load_bvh
+    from kisekae.qa.check import self_contact_pose
+    from kisekae.data import sample_path
+
+    av = load_builtin_avatar().with_body_contact()
+    frames = load_bvh(sample_path("cmu_35_01_excerpt.bvh"), av.skeleton).poses
+    recs = [self_contact_pose(av, p) for p in frames]
+    assert sum(r["body_buried"] for r in recs) <= sum(r["body_buried_plain"] for r in recs)
+    for r in recs:
+        assert r["body_buried"] <= r["body_buried_plain"] + 5

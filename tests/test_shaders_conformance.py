@@ -27,7 +27,8 @@ def test_checks_cover_every_function_and_source(checks):
                  "skin push (capsules, then bound)", "wrinkle weights", "wrinkle normal blend", "tight look anime",
                  "tight look realistic", "wound decode article8", "wound decode delta16", "wound decode half",
                  "wound decode delta8", "wound decode float", "body contact crouch one joint a pass",
-                 "body contact knee_bend all slots"):
+                 "body contact knee_bend all slots", "body contact synthetic bend 150 all slots",
+                 "body contact synthetic bend 180 one joint a pass"):
         assert part in names
     for src in ("constants", "texture", "structured"):
         assert f"[{src}]" in names

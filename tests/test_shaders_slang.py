@@ -17,9 +17,10 @@ CONTACT_STAGE = """
 #define KISEKAE_NO_DATA
 StructuredBuffer<float4> gJoints;
 #define KISEKAE_LOAD_JOINT_PLANE(j, J) { \\
-    J.centre = gJoints[4u * (j)].xyz; J.active = gJoints[4u * (j)].w; \\
+    J.centre = gJoints[4u * (j)].xyz; J.reach = gJoints[4u * (j)].w; \\
     J.normal = gJoints[4u * (j) + 1u].xyz; J.radius = gJoints[4u * (j) + 1u].w; \\
-    J.restCentre = gJoints[4u * (j) + 2u].xyz; J.restDir = gJoints[4u * (j) + 3u].xyz; }
+    J.restCentre = gJoints[4u * (j) + 2u].xyz; J.flesh = gJoints[4u * (j) + 2u].w; \\
+    J.restDir = gJoints[4u * (j) + 3u].xyz; }
 #include "kisekae_core.hlsl"
 StructuredBuffer<float4> gPoints;
 StructuredBuffer<float4> gRest;
@@ -49,3 +50,5 @@ def test_contact_stage_compiles_with_slang_cpu():
 def test_slang_rejects_what_is_wrong():
     with pytest.raises(KisekaeError, match="not a member"):
         compile_with_slang(CONTACT_STAGE.replace("C.band = ", "C.bandwidth = "), "body_contact", name="kisekae_bad")
+    with pytest.raises(KisekaeError, match="not a member"):  # the per-frame flag became the reach (bake version 2)
+        compile_with_slang(CONTACT_STAGE.replace("J.reach = ", "J.active = "), "body_contact", name="kisekae_bad2")

@@ -10,7 +10,14 @@ hinge bend. A body vertex near the joint keeps to its own side of that plane:
 - its signed distance ``s`` to the plane (positive on its side) is mapped, when ``s < t + band``, to
   ``t + band · exp((s − t − band) / band)`` with the target ``t = min(gap / 2, s_rest − band)``
   (``s_rest``: the same distance at rest, against the rest plane) lowered by up to the ring radius
-  as the vertex's rest distance from the joint goes from 1 to ``ring_factor`` ring radii.
+  as a fade goes from 1 to 0;
+- the fade is the smaller of two: along the limbs, it is 1 out to ``reach − (ring_factor − 1)`` ring
+  radii from the joint (rest pose) and 0 at ``reach``, where the reach grows with the bend
+  (:func:`joint_reach`: two limbs meeting at half-angle β overlap out to r / sin β, so a deep
+  crouch's calf is kept off the thigh along its length, not only at the knee); across them, it is 1
+  out to the joint's radial reach (:data:`FLESH_FACTOR` times the blend ring's median distance from
+  the child bone's axis) and 0 at 1.25 times that, so flesh that sticks out far from the limb (the
+  face above the neck joint) is never pushed by it. Where the fade is 0 the joint does nothing.
 
 The map is increasing and moves every vertex of one joint along the same direction, so by itself it
 turns no face over; ``t <= s_rest − band`` leaves the rest pose exactly unchanged, and far from every
@@ -19,8 +26,8 @@ joint nothing moves. ``gap`` leaves room for cloth between the two sides. Each v
 ``KisekaeContactPlanes`` does in the vertex stage.
 
 This is one candidate of several measured in ``docs/contact.md``: it removes most of the folds at
-knees and elbows (knee_bend: 62 buried body vertices → 3) but not the deepest ones of a crouch, and it
-does not give back the volume that skinning loses. The library's avatars use plain skinning until
+knees and elbows (knee_bend: 62 buried body vertices → 3, crouch 296 → 44) but not all of a crouch's
+hip crease, and it does not give back the volume that skinning loses. The library's avatars use plain skinning until
 asked (:meth:`kisekae.avatar.Avatar.with_body_contact`, or :func:`apply_contact` with a setting); the
 command line, batch catalogues and the demo use this step by default (``--no-contact`` and
 ``contact = false`` turn it off).
@@ -43,8 +50,13 @@ SLOTS = 4
 GAP = 0.004
 #: Default width of the smooth map, metres.
 BAND = 0.01
-#: Default reach of a joint, in ring radii.
+#: Default reach of a joint, in ring radii, in mild bends; the fade of the target spans the last ``RING_FACTOR - 1``.
 RING_FACTOR = 1.5
+#: Largest reach of a joint in ring radii, taken in deep bends (:func:`joint_reach`); slots are given out to it.
+MAX_REACH = 4.0
+#: A joint acts on vertices up to this many times its flesh radius from the child bone's axis line (rest pose), fading
+#: to nothing over the next quarter: the median distance of the blend ring from the axis (the limb's radius there).
+FLESH_FACTOR = 2.0
 #: Metres kept between a vertex's rest distance and its target, so that rounding never moves the rest pose.
 REST_SLACK = 1e-9
 #: Cosine above which a bone's +Y axis counts as pointing at its only child (8 degrees).
@@ -181,7 +193,10 @@ class JointPlanes:
     slots : (N, SLOTS) int32 joint ids per vertex, -1 where unused, ascending
     side : (N, SLOTS) float64 +1 (child side) or -1 (parent side)
     rest : (N, 3) float64 rest body positions, metres
-    ring_factor : float
+    ring_factor : float, reach in ring radii in mild bends
+    flesh : (J,) float64 radial reach, metres: :data:`FLESH_FACTOR` times the blend ring's median distance from
+        the child bone's axis line (None: no radial limit, as bakes before it)
+    max_reach : float, reach in ring radii in the deepest bends
     """
 
     child: np.ndarray
@@ -193,10 +208,13 @@ class JointPlanes:
     side: np.ndarray
     rest: np.ndarray
     ring_factor: float = RING_FACTOR
+    flesh: np.ndarray | None = None
+    max_reach: float = MAX_REACH
 
     @classmethod
     def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
-                  ring_factor: float = RING_FACTOR, min_ring: int = 10, directions=None) -> "JointPlanes":
+                  ring_factor: float = RING_FACTOR, min_ring: int = 10, directions=None,
+                  max_reach: float = MAX_REACH) -> "JointPlanes":
         """Find the joints with a blend ring and give every body vertex its nearest ones.
 
         Parameters
@@ -205,7 +223,8 @@ class JointPlanes:
         rest_matrices : (B, 4, 4) bone-to-world rest matrices; a bone's +Y axis points to its tail
         skin_indices, skin_weights : (N, K) the body's skin
         rest_vertices : (N, 3) rest positions, metres
-        ring_factor : float, reach of a joint in ring radii (> 1)
+        ring_factor : float, reach of a joint in ring radii in mild bends (> 1)
+        max_reach : float, largest reach in ring radii, in deep bends (at least ``ring_factor``)
         min_ring : int, fewest blended vertices (subtree weight strictly between 0.05 and 0.95) a joint needs
         directions : (B, 3) rest direction of each bone (any length above 1e-9), or None for each rest matrix's
             +Y axis (Blender's convention); :func:`bone_directions` picks one for a skeleton
@@ -223,6 +242,9 @@ class JointPlanes:
         mats, axes = _rest_frames(rest_matrices, directions, nb)
         if not (np.isfinite(ring_factor) and ring_factor > 1.0):
             raise KisekaeError(f"must be a number above 1, got {ring_factor!r}", "ring_factor")
+        if not (np.isfinite(max_reach) and max_reach >= ring_factor):
+            raise KisekaeError(f"must be a number of at least ring_factor ({ring_factor}), got {max_reach!r}",
+                               "max_reach")
         idx = np.asarray(skin_indices, dtype=np.int64)
         w = np.asarray(skin_weights, dtype=np.float64)
         if idx.shape != w.shape or len(idx) != len(rest) or (idx.size and (idx.min() < 0 or idx.max() >= nb)):
@@ -247,10 +269,11 @@ class JointPlanes:
                 raise KisekaeError("bone has a zero-length axis", f"bone {c}")
             centre = mats[c, :3, 3]
             radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
+            flesh = FLESH_FACTOR * float(np.median(axis_distance(rest[ring], centre, d / length)))
             dist = np.linalg.norm(rest - centre, axis=1) / radius
             chain = (sigma > 0) | (dense[:, p] > 0)
-            joints.append((c, p, centre, d / length, radius, sigma))
-            reach.append(np.where(chain & (dist < ring_factor), dist, np.inf))
+            joints.append((c, p, centre, d / length, radius, sigma, flesh))
+            reach.append(np.where(chain & (dist < max_reach), dist, np.inf))
         n_j = len(joints)
         if n_j == 0:
             raise NoBlendedJoint("no joint has a blend ring: the skin gives every vertex to one bone", "skin")
@@ -265,22 +288,49 @@ class JointPlanes:
         return cls(np.array([j[0] for j in joints], np.int32), np.array([j[1] for j in joints], np.int32),
                    np.array([j[2] for j in joints]), np.array([j[3] for j in joints]),
                    np.array([j[4] for j in joints]), slots, np.where(slots >= 0, side, 0.0), rest,
-                   float(ring_factor))
+                   float(ring_factor), np.array([j[6] for j in joints]), float(max_reach))
 
     def posed(self, skin_matrices):
-        """Per-frame planes: ``(centre (J, 3), normal (J, 3), active (J,) bool)`` for ``(B, 4, 4)`` skinning matrices.
+        """Per-frame planes: ``(centre (J, 3), normal (J, 3), reach (J,))`` for ``(B, 4, 4)`` skinning matrices.
 
-        A joint folded by 180° (the two carried directions cancel) is inactive in that frame.
+        ``reach`` is :func:`joint_reach` in ring radii, 0 for a joint folded by 180° (inactive in that frame).
         """
-        return posed_joint_planes(self.child, self.parent, self.centre, self.direction, skin_matrices)
+        return posed_joint_planes(self.child, self.parent, self.centre, self.direction, skin_matrices,
+                                  self.ring_factor, self.max_reach)
+
+    def radial(self) -> np.ndarray:
+        """(J,) float64 radial reach of each joint, metres (infinite when :attr:`flesh` is None)."""
+        return np.full(len(self.child), np.inf) if self.flesh is None else np.asarray(self.flesh, dtype=np.float64)
 
 
-def posed_joint_planes(child, parent, rest_centre, rest_dir, skin_matrices):
-    """Per-frame joint planes from rest joint data: ``(centre (J, 3), normal (J, 3), active (J,) bool)``.
+def axis_distance(points, origin, direction) -> np.ndarray:
+    """(N,) distance of ``points`` (N, 3) from the line through ``origin`` along the unit ``direction``, metres."""
+    dr = np.asarray(points, dtype=np.float64) - origin
+    along = dr @ direction
+    return np.sqrt(np.maximum(np.einsum("ij,ij->i", dr, dr) - along * along, 0.0))
+
+
+def joint_reach(length, ring_factor: float = RING_FACTOR, max_reach: float = MAX_REACH) -> np.ndarray:
+    """Reach of each joint this frame, in ring radii, from ``length = |R_child d + R_parent d|`` (0 to 2).
+
+    Two limbs of radius r that meet at a joint bent by α overlap out to r / sin β from the joint, where
+    β = (180° − α) / 2 is half the angle between them; sin β = length / 2. The reach is that bound in
+    ring radii (the ring radius is at least the limb's), between ``ring_factor`` (mild bends) and
+    ``max_reach`` (deep bends); 0 where ``length <= 1e-3`` (folded flat: inactive).
+    """
+    length = np.asarray(length, dtype=np.float64)
+    reach = np.clip(2.0 / np.maximum(length, 1e-3), ring_factor, max_reach)
+    return np.where(length > 1e-3, reach, 0.0)
+
+
+def posed_joint_planes(child, parent, rest_centre, rest_dir, skin_matrices, ring_factor: float = RING_FACTOR,
+                       max_reach: float = MAX_REACH):
+    """Per-frame joint planes from rest joint data: ``(centre (J, 3), normal (J, 3), reach (J,))``.
 
     The centre is the child's skinning matrix applied to the rest centre; the normal is the rest
-    direction carried by the child's and by the parent's matrix, summed and normalised; a joint whose two
-    carried directions cancel (folded flat) is inactive. :meth:`JointPlanes.posed` and the engine glue
+    direction carried by the child's and by the parent's matrix, summed and normalised; the reach (ring
+    radii) grows with the bend (:func:`joint_reach`), and a joint whose two carried directions cancel
+    (folded flat) has reach 0: inactive. :meth:`JointPlanes.posed` and the engine glue
     (:func:`kisekae.shaders.contact_bake.posed_tables`, ``KisekaeBodyContact.cs``) pose the planes this way.
 
     Parameters
@@ -288,14 +338,15 @@ def posed_joint_planes(child, parent, rest_centre, rest_dir, skin_matrices):
     child, parent : (J,) int bone ids
     rest_centre, rest_dir : (J, 3) float rest centres (metres) and unit rest directions
     skin_matrices : (B, 4, 4) float posed bone-to-world times inverse rest (bindpose)
+    ring_factor, max_reach : float, :func:`joint_reach`'s bounds
     """
     m = np.asarray(skin_matrices, dtype=np.float64)
     rc, rp = m[child, :3, :3], m[parent, :3, :3]
     centre = np.einsum("jab,jb->ja", rc, rest_centre) + m[child, :3, 3]
     normal = np.einsum("jab,jb->ja", rc, rest_dir) + np.einsum("jab,jb->ja", rp, rest_dir)
     length = np.linalg.norm(normal, axis=1)
-    active = length > 1e-3
-    return centre, normal / np.where(active, length, 1.0)[:, None], active
+    reach = joint_reach(length, ring_factor, max_reach)
+    return centre, normal / np.where(reach > 0, length, 1.0)[:, None], reach
 
 
 def _check(points, planes: JointPlanes, gap, band):
@@ -327,31 +378,35 @@ def contact_planes_numpy(points, planes: JointPlanes, skin_matrices, *, gap: flo
     """
     y = _check(points, planes, gap, band)
     r = planes.rest
-    centre, normal, active = planes.posed(skin_matrices)
+    centre, normal, reach = planes.posed(skin_matrices)
+    radial = planes.radial()
     for j in range(len(planes.child)):
         rows, k = np.nonzero(planes.slots == j)
-        if not active[j] or not len(rows):
+        if reach[j] <= 0 or not len(rows):
             continue
         side = planes.side[rows, k]
         s = ((y[rows] - centre[j]) @ normal[j]) * side
         s_rest = ((r[rows] - planes.centre[j]) @ planes.direction[j]) * side
         dist = np.linalg.norm(r[rows] - planes.centre[j], axis=1)
         rad = planes.radius[j]
-        fade = np.clip((planes.ring_factor * rad - dist) / ((planes.ring_factor - 1.0) * rad), 0.0, 1.0)
+        fade = np.clip((reach[j] * rad - dist) / ((planes.ring_factor - 1.0) * rad), 0.0, 1.0)
+        if np.isfinite(radial[j]):
+            off = axis_distance(r[rows], planes.centre[j], planes.direction[j])
+            fade = np.minimum(fade, np.clip((1.25 * radial[j] - off) / (0.25 * radial[j]), 0.0, 1.0))
         target = np.minimum(0.5 * gap, s_rest - band - REST_SLACK) - (1.0 - fade) * rad
-        hit = s < target + band
+        hit = (s < target + band) & (fade > 0)
         mapped = np.where(hit, target + band * np.exp(np.minimum(s - target - band, 0.0) / band), s)
         y[rows] += ((mapped - s) * side)[:, None] * normal[j]
     return y
 
 
 @numba.njit(cache=True)
-def _contact_kernel(y, r, slots, side, centre, normal, active, rest_centre, rest_dir, radius, ring_factor, gap, band,
-                    slack):
+def _contact_kernel(y, r, slots, side, centre, normal, reach, rest_centre, rest_dir, radius, radial, ring_factor, gap,
+                    band, slack):
     for i in range(y.shape[0]):
         for k in range(slots.shape[1]):
             j = slots[i, k]
-            if j < 0 or not active[j]:
+            if j < 0 or reach[j] <= 0.0:
                 continue
             sd = side[i, k]
             s = ((y[i, 0] - centre[j, 0]) * normal[j, 0] + (y[i, 1] - centre[j, 1]) * normal[j, 1]
@@ -359,10 +414,17 @@ def _contact_kernel(y, r, slots, side, centre, normal, active, rest_centre, rest
             dx = r[i, 0] - rest_centre[j, 0]
             dy = r[i, 1] - rest_centre[j, 1]
             dz = r[i, 2] - rest_centre[j, 2]
-            s_rest = (dx * rest_dir[j, 0] + dy * rest_dir[j, 1] + dz * rest_dir[j, 2]) * sd
-            dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+            along = dx * rest_dir[j, 0] + dy * rest_dir[j, 1] + dz * rest_dir[j, 2]
+            s_rest = along * sd
+            dist2 = dx * dx + dy * dy + dz * dz
+            dist = np.sqrt(dist2)
             rad = radius[j]
-            fade = min(max((ring_factor * rad - dist) / ((ring_factor - 1.0) * rad), 0.0), 1.0)
+            fade = min(max((reach[j] * rad - dist) / ((ring_factor - 1.0) * rad), 0.0), 1.0)
+            if radial[j] < np.inf:
+                off = np.sqrt(max(dist2 - along * along, 0.0))
+                fade = min(fade, min(max((1.25 * radial[j] - off) / (0.25 * radial[j]), 0.0), 1.0))
+            if fade <= 0.0:
+                continue
             target = min(0.5 * gap, s_rest - band - slack) - (1.0 - fade) * rad
             if s < target + band:
                 move = (target + band * np.exp(min(s - target - band, 0.0) / band) - s) * sd
@@ -375,9 +437,9 @@ def contact_planes(points, planes: JointPlanes, skin_matrices, *, gap: float = G
                    band: float = BAND) -> np.ndarray:
     """Joint-plane contact, Numba kernel (vertex by vertex); same contract as :func:`contact_planes_numpy`."""
     y = _check(points, planes, gap, band)
-    centre, normal, active = planes.posed(skin_matrices)
-    _contact_kernel(y, planes.rest, planes.slots, planes.side, centre, normal, active, planes.centre, planes.direction,
-                    planes.radius, float(planes.ring_factor), float(gap), float(band), REST_SLACK)
+    centre, normal, reach = planes.posed(skin_matrices)
+    _contact_kernel(y, planes.rest, planes.slots, planes.side, centre, normal, reach, planes.centre, planes.direction,
+                    planes.radius, planes.radial(), float(planes.ring_factor), float(gap), float(band), REST_SLACK)
     return y
 
 

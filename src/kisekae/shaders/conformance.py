@@ -22,6 +22,7 @@ KisekaeWoundTarget     kisekae.wound.decode (five encodings)       positions 1e-
 KisekaeWoundP          kisekae.wound.runtime.wound_p_numpy         1e-5
 KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
 KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
+KisekaeContactPlane(s) kisekae.avatar.contact.contact_planes_numpy positions 1e-5 m
 =====================  ==========================================  =============================
 
 Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
@@ -662,14 +663,73 @@ def wound_checks(source: str = "constants"):
     return checks
 
 
-#: Body contact positions: the issue's conformance limit (the core measures about 1e-7 m on llvmpipe).
+#: Body contact positions: the issue's conformance limit (the core measures at most about 3e-7 m on llvmpipe).
 TOL_CONTACT = 1e-5
+
+
+#: Bends (degrees) of the synthetic contact joint: reach at ringFactor, a little above it, near maxReach, and
+#: folded flat (reach 0, inactive).
+CONTACT_BENDS = (60.0, 100.0, 150.0, 180.0)
+
+
+def contact_vectors(bend_deg: float, n: int = 4096, seed: int = 19):
+    """One synthetic joint bent by ``bend_deg`` and ``n`` vertices: ``(points, planes, skin_matrices)``.
+
+    A third of the rest vertices lie just inside and just outside the end of the distance fade
+    (``fade`` between 1e-3 and 0.05 either side of 0, clear of the float32 rounding at 0), a third likewise at
+    the end of the radial fade, and a third anywhere near the joint; the posed points lie from two ring radii
+    on the wrong side of the plane to one on their own side, so that deep vertices with a small fade (which the
+    step leaves alone only where the fade is 0) are exercised.
+    """
+    from ..avatar.contact import MAX_REACH, RING_FACTOR, JointPlanes, joint_reach
+
+    rng = np.random.default_rng([seed, int(round(bend_deg))])
+    r, flesh = 0.08, 0.05
+    centre = np.array([0.1, 0.9, 0.05])
+    direction = np.array([0.0, 1.0, 0.0])
+    a = np.radians(bend_deg)
+    rot = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), -np.sin(a)], [0.0, np.sin(a), np.cos(a)]])
+    m = np.tile(np.eye(4), (2, 1, 1))
+    m[1, :3, :3] = rot
+    m[1, :3, 3] = centre - rot @ centre
+    reach = float(joint_reach(np.linalg.norm(rot @ direction + direction), RING_FACTOR, MAX_REACH))
+    k = n // 3
+    sign = np.where(rng.uniform(0, 1, n) < 0.5, -1.0, 1.0)
+    near0 = sign * rng.uniform(1e-3, 0.05, n)  # a fade value either side of 0
+    along = rng.uniform(-0.35, 0.35, n)
+    off = rng.uniform(0.0, 0.08, n)
+    # the end of the distance fade (radial fade 1: off < flesh)
+    dist = (max(reach, RING_FACTOR) - near0[:k] * (RING_FACTOR - 1.0)) * r
+    off[:k] = rng.uniform(0.0, 0.95, k) * flesh
+    along[:k] = sign[::-1][:k] * np.sqrt(dist ** 2 - off[:k] ** 2)
+    # the end of the radial fade (distance fade 1 where the reach allows)
+    off[k:2 * k] = (1.25 - 0.25 * near0[k:2 * k]) * flesh
+    room = np.sqrt(np.maximum((max(reach, RING_FACTOR) - 0.6) ** 2 * r * r - off[k:2 * k] ** 2, 0.0))
+    along[k:2 * k] = sign[::-1][k:2 * k] * rng.uniform(0.0, 1.0, k) * room
+    phi = rng.uniform(0.0, 2.0 * np.pi, n)
+    rest = centre + along[:, None] * direction + off[:, None] * np.c_[np.cos(phi), np.zeros(n), np.sin(phi)]
+    side = np.where(rng.uniform(0, 1, n) < 0.5, -1.0, 1.0)
+    slots = np.full((n, 4), -1, np.int32)
+    slots[:, 0] = 0
+    sides = np.zeros((n, 4))
+    sides[:, 0] = side
+    planes = JointPlanes(np.array([1], np.int32), np.array([0], np.int32), centre[None], direction[None],
+                         np.array([r]), slots, sides, rest, RING_FACTOR, np.array([flesh]), MAX_REACH)
+    c, nrm, _ = planes.posed(m)
+    tangent = rng.normal(0.0, 0.05, (n, 3))
+    tangent -= (tangent @ nrm[0])[:, None] * nrm[0]
+    s = rng.uniform(-2.0 * r, r, n)
+    points = c[0] + (side * s)[:, None] * nrm[0] + tangent
+    # float32 inputs, as the shader gets them, so that both sides start from the same numbers
+    planes.rest = planes.rest.astype(np.float32).astype(np.float64)
+    return points.astype(np.float32).astype(np.float64), planes, m
 
 
 def contact_checks(poses=POSES):
     """The body's joint-plane contact (``kisekae_contact.hlsl``) against :func:`kisekae.avatar.contact.contact_planes_numpy`
     on the built-in body: one joint per dispatch (``KisekaeContactPlane``) and all slots at once
-    (``KisekaeContactPlanes`` with the joint table read through ``KISEKAE_LOAD_JOINT_PLANE``)."""
+    (``KisekaeContactPlanes`` with the joint table read through ``KISEKAE_LOAD_JOINT_PLANE``); and on one
+    synthetic joint in :data:`CONTACT_BENDS` (:func:`contact_vectors`: both ends of both fades)."""
     from ..avatar.builtin import load_builtin_avatar
     from ..avatar.contact import JointPlanes, contact_planes_numpy
     from ..avatar.poses import named_pose
@@ -687,6 +747,13 @@ def contact_checks(poses=POSES):
                             TOL_CONTACT, len(x)))
         checks.append(Check(f"body contact {name} all slots", _err(X.gpu_contact_planes_loop(x, planes, m), ref),
                             TOL_CONTACT, len(x)))
+    for bend in CONTACT_BENDS:
+        x, planes, m = _memo(("contact vectors", bend), lambda: contact_vectors(bend))
+        ref = _memo(("contact ref", bend), lambda: contact_planes_numpy(x, planes, m))
+        checks.append(Check(f"body contact synthetic bend {bend:g} one joint a pass",
+                            _err(X.gpu_contact_planes(x, planes, m), ref), TOL_CONTACT, len(x)))
+        checks.append(Check(f"body contact synthetic bend {bend:g} all slots",
+                            _err(X.gpu_contact_planes_loop(x, planes, m), ref), TOL_CONTACT, len(x)))
     return checks
 
 

@@ -3,10 +3,11 @@
 The joint-plane contact (:mod:`kisekae.avatar.contact`) has two kinds of data:
 
 - **per joint** (at most ``KISEKAE_MAX_JOINTS``): the child and parent bone, the rest joint centre and
-  the child's rest direction (mesh space, metres) and the ring radius. Each frame the engine poses them
-  with the bones' skinning matrices ``M = boneToWorld · bindpose`` exactly as
-  :meth:`~kisekae.avatar.contact.JointPlanes.posed` does (:func:`posed_tables` poses these arrays with the
-  same function, the reference for ``KisekaeBodyContact.cs``);
+  the child's rest direction (mesh space, metres), the ring radius and the radial reach ``flesh`` (metres).
+  Each frame the engine poses them with the bones' skinning matrices ``M = boneToWorld · bindpose`` exactly
+  as :meth:`~kisekae.avatar.contact.JointPlanes.posed` does, which also gives each joint its reach in ring
+  radii for this frame's bend (between ``ringFactor`` and ``maxReach``, 0 when folded flat)
+  (:func:`posed_tables` poses these arrays with the same function, the reference for ``KisekaeBodyContact.cs``);
 - **per vertex**: four joint ids (ascending; an unused slot has id 0 and side 0), four sides (+1 child,
   -1 parent, 0 unused) and the rest position: three vertex attributes (Unity: UV channels 4, 5, 6).
 
@@ -23,7 +24,7 @@ from ..errors import KisekaeError
 from .limits import hlsl_default
 
 #: Version of the bake document.
-BAKE_VERSION = 1
+BAKE_VERSION = 2
 
 
 def max_joints() -> int:
@@ -43,14 +44,15 @@ def contact_bake(contact: BodyContact, bone_names) -> dict:
 
     Returns
     -------
-    dict with ``version``, ``gap``, ``band``, ``ringFactor``, ``restSlack`` (metres),
-    ``joints`` (list of ``{child, parent, restCentre, restDir, radius}``) and flat per-vertex lists
+    dict with ``version``, ``gap``, ``band``, ``ringFactor``, ``maxReach``, ``restSlack`` (metres),
+    ``joints`` (list of ``{child, parent, restCentre, restDir, radius, flesh}``) and flat per-vertex lists
     ``vertexJoints`` (4 ints per vertex), ``vertexSides`` (4 floats) and ``vertexRest`` (3 floats, metres).
 
     Raises
     ------
     KisekaeError
-        If the body has more joints than the shader's table holds (the glue would drop them).
+        If the body has more joints than the shader's table holds (the glue would drop them), or its planes
+        have no radial reach (``flesh`` None: build them with :meth:`JointPlanes.from_skin`).
     """
     planes: JointPlanes = contact.planes
     names = list(bone_names)
@@ -62,15 +64,21 @@ def contact_bake(contact: BodyContact, bone_names) -> dict:
                            "body contact")
     if max(int(planes.child.max(initial=-1)), int(planes.parent.max(initial=-1))) >= len(names):
         raise KisekaeError(f"joint bones out of range for {len(names)} bone names", "bone_names")
+    if planes.flesh is None:
+        raise KisekaeError("the joint planes have no radial reach (flesh); build them with JointPlanes.from_skin",
+                           "body contact")
+    flesh = np.asarray(planes.flesh, dtype=np.float64)
     slots = np.where(planes.slots >= 0, planes.slots, 0).astype(np.int64)
     joints = [{"child": names[int(c)], "parent": names[int(p)], "restCentre": [float(v) for v in planes.centre[j]],
-               "restDir": [float(v) for v in planes.direction[j]], "radius": float(planes.radius[j])}
+               "restDir": [float(v) for v in planes.direction[j]], "radius": float(planes.radius[j]),
+               "flesh": float(flesh[j])}
               for j, (c, p) in enumerate(zip(planes.child, planes.parent))]
     return {
         "version": BAKE_VERSION,
         "gap": float(contact.gap),
         "band": float(contact.band),
         "ringFactor": float(planes.ring_factor),
+        "maxReach": float(planes.max_reach),
         "restSlack": float(REST_SLACK),
         "joints": joints,
         "vertexJoints": slots.ravel().tolist(),
@@ -84,12 +92,20 @@ def contact_from_bake(doc: dict, bone_names, source: str = "body contact bake") 
 
     Returns
     -------
-    dict with ``child``, ``parent`` (J,) int bone ids, ``rest_centre``, ``rest_dir`` (J, 3), ``radius`` (J,),
-    ``joints`` (N, 4) int, ``sides`` (N, 4), ``rest`` (N, 3) and the float parameters
-    ``gap``, ``band``, ``ring_factor``, ``rest_slack``.
+    dict with ``child``, ``parent`` (J,) int bone ids, ``rest_centre``, ``rest_dir`` (J, 3), ``radius``,
+    ``flesh`` (J,) (metres), ``joints`` (N, 4) int, ``sides`` (N, 4), ``rest`` (N, 3) and the float parameters
+    ``gap``, ``band``, ``ring_factor``, ``max_reach``, ``rest_slack``.
+
+    Raises
+    ------
+    KisekaeError
+        For another version (a version-1 bake has no ``flesh`` and ``maxReach``: bake it again), missing
+        entries, unknown bones, arrays that disagree, non-finite numbers or a ``flesh`` that is not positive.
     """
     if not isinstance(doc, dict) or doc.get("version") != BAKE_VERSION:
-        raise KisekaeError(f"not a version-{BAKE_VERSION} body contact bake", source)
+        got = doc.get("version") if isinstance(doc, dict) else None
+        raise KisekaeError(f"not a version-{BAKE_VERSION} body contact bake (version {got!r}; write it again with "
+                           "kisekae fit)", source)
     index = {n: i for i, n in enumerate(bone_names)}
     try:
         child = np.array([index[j["child"]] for j in doc["joints"]], dtype=np.int64)
@@ -97,11 +113,12 @@ def contact_from_bake(doc: dict, bone_names, source: str = "body contact bake") 
         rest_centre = np.array([j["restCentre"] for j in doc["joints"]], dtype=np.float64).reshape(-1, 3)
         rest_dir = np.array([j["restDir"] for j in doc["joints"]], dtype=np.float64).reshape(-1, 3)
         radius = np.array([j["radius"] for j in doc["joints"]], dtype=np.float64)
+        flesh = np.array([j["flesh"] for j in doc["joints"]], dtype=np.float64)
         joints = np.asarray(doc["vertexJoints"], dtype=np.int64).reshape(-1, 4)
         sides = np.asarray(doc["vertexSides"], dtype=np.float64).reshape(-1, 4)
         rest = np.asarray(doc["vertexRest"], dtype=np.float64).reshape(-1, 3)
         params = {k: float(doc[key]) for k, key in (("gap", "gap"), ("band", "band"), ("ring_factor", "ringFactor"),
-                                                     ("rest_slack", "restSlack"))}
+                                                     ("max_reach", "maxReach"), ("rest_slack", "restSlack"))}
     except KeyError as exc:
         raise KisekaeError(f"missing or unknown entry {exc}", source) from None
     except (TypeError, ValueError) as exc:
@@ -110,19 +127,22 @@ def contact_from_bake(doc: dict, bone_names, source: str = "body contact bake") 
         raise KisekaeError(f"per-vertex arrays disagree: {len(joints)}, {len(sides)}, {len(rest)} vertices", source)
     if joints.size and (joints.min() < 0 or joints.max() >= max(len(child), 1)):
         raise KisekaeError(f"vertex joint ids outside 0..{len(child) - 1}", source)
-    finite = [rest_centre, rest_dir, radius, sides, rest, np.array(list(params.values()))]
+    finite = [rest_centre, rest_dir, radius, flesh, sides, rest, np.array(list(params.values()))]
     if not all(np.all(np.isfinite(a)) for a in finite):
         raise KisekaeError("non-finite numbers", source)
+    if np.any(flesh <= 0):
+        raise KisekaeError(f"joint flesh must be positive (metres), got {float(flesh.min())!r}", source)
     return {"child": child, "parent": parent, "rest_centre": rest_centre, "rest_dir": rest_dir, "radius": radius,
-            "joints": joints, "sides": sides, "rest": rest, **params}
+            "flesh": flesh, "joints": joints, "sides": sides, "rest": rest, **params}
 
 
 def posed_tables(tables: dict, skin_matrices) -> tuple:
-    """The per-frame joint table an engine uploads: ``(centre (J, 3), normal (J, 3), active (J,))``.
+    """The per-frame joint table an engine uploads: ``(centre (J, 3), normal (J, 3), reach (J,))``.
 
     ``skin_matrices`` (B, 4, 4) are bone-to-world times bindpose (Unity: ``bone.localToWorldMatrix *
     bindposes[i]``); the planes are posed by :func:`kisekae.avatar.contact.posed_joint_planes`, which
-    ``KisekaeBodyContact.cs`` follows.
+    ``KisekaeBodyContact.cs`` follows: ``reach`` is this frame's reach in ring radii
+    (``clip(2 / |R_child d + R_parent d|, ringFactor, maxReach)``), 0 for a joint folded flat (inactive).
     """
     return posed_joint_planes(tables["child"], tables["parent"], tables["rest_centre"], tables["rest_dir"],
-                              skin_matrices)
+                              skin_matrices, tables["ring_factor"], tables["max_reach"])

@@ -786,6 +786,13 @@ def gpu_wound_morph(positions, normals, target_positions, target_normals, p):
     return o0[:, :3], o1[:, :3]
 
 
+def _harness_flesh(planes):
+    """(J,) the joints' flesh (radial reach, m) for the shader; planes without one (``flesh`` None, no radial
+    limit) get 1e30 m, for which the radial fade is 1 as in the reference."""
+    radial = planes.radial()
+    return np.where(np.isfinite(radial), radial, 1e30)
+
+
 def gpu_contact_planes(points, planes, skin_matrices, *, gap: float | None = None, band: float | None = None):
     """``KisekaeContactPlane`` on the GPU, slot by slot: the body contact of
     :func:`kisekae.avatar.contact.contact_planes`.
@@ -807,7 +814,8 @@ def gpu_contact_planes(points, planes, skin_matrices, *, gap: float | None = Non
     band = BAND if band is None else float(band)
     p = np.asarray(points, np.float64).reshape(-1, 3)
     n = len(p)
-    centre, normal, active = planes.posed(skin_matrices)
+    centre, normal, reach = planes.posed(skin_matrices)
+    flesh = _harness_flesh(planes)
     params = [[gap, band, planes.ring_factor, REST_SLACK]]
     out = p.astype(np.float32)
     for k in range(planes.slots.shape[1]):
@@ -817,8 +825,9 @@ def gpu_contact_planes(points, planes, skin_matrices, *, gap: float | None = Non
         o0, _ = _run("contact_plane", "constants", n, params=params,
                      in0=_vec4(n, out, np.where(use, planes.side[:, k], 0.0)),
                      in1=_vec4(n, planes.rest, planes.radius[jj]),
-                     in2=_vec4(n, centre[jj], active[jj].astype(np.float32)),
-                     in3=_vec4(n, normal[jj]), in4=_vec4(n, planes.centre[jj]), in5=_vec4(n, planes.direction[jj]))
+                     in2=_vec4(n, centre[jj], reach[jj]),
+                     in3=_vec4(n, normal[jj]), in4=_vec4(n, planes.centre[jj], flesh[jj]),
+                     in5=_vec4(n, planes.direction[jj]))
         out = o0[:, :3].copy()
     return out
 
@@ -830,15 +839,15 @@ def gpu_contact_planes_loop(points, planes, skin_matrices, *, gap: float | None 
 
     p = np.asarray(points, np.float64).reshape(-1, 3)
     n = len(p)
-    centre, normal, active = planes.posed(skin_matrices)
+    centre, normal, reach = planes.posed(skin_matrices)
     nj = len(centre)
     if n < 2 * nj:
         raise KisekaeError(f"the harness packs the joint table into the point rows: need >= {2 * nj} points", "points")
     table4 = np.zeros((n, 4), np.float32)
-    table4[0:2 * nj:2] = np.c_[centre, active.astype(np.float64)]
+    table4[0:2 * nj:2] = np.c_[centre, reach]
     table4[1:2 * nj:2] = np.c_[normal, planes.radius]
     table5 = np.zeros((n, 4), np.float32)
-    table5[0:2 * nj:2, :3] = planes.centre
+    table5[0:2 * nj:2] = np.c_[planes.centre, _harness_flesh(planes)]
     table5[1:2 * nj:2, :3] = planes.direction
     params = [[GAP if gap is None else float(gap), BAND if band is None else float(band), planes.ring_factor,
                REST_SLACK]]

@@ -32,9 +32,9 @@ cbuffer KisekaeConstants
     float _KisekaeCapsuleCount;                     // number of valid capsules (<= KISEKAE_MAX_CAPSULES)
     float _KisekaeHitCount;                         // number of valid hits (<= KISEKAE_MAX_HITS)
     // The body's joint-plane contact (kisekae_contact.hlsl), written per frame by KisekaeBodyContact.cs:
-    float4 _KisekaeJointCentre[KISEKAE_MAX_JOINTS];  // xyz = posed joint centre (m), w = active (1, or 0 folded flat)
+    float4 _KisekaeJointCentre[KISEKAE_MAX_JOINTS];  // xyz = posed joint centre (m), w = reach (ring radii, 0 inactive)
     float4 _KisekaeJointNormal[KISEKAE_MAX_JOINTS];  // xyz = posed unit plane normal, w = ring radius (m)
-    float4 _KisekaeJointRest[KISEKAE_MAX_JOINTS];    // xyz = rest joint centre (m), w unused
+    float4 _KisekaeJointRest[KISEKAE_MAX_JOINTS];    // xyz = rest joint centre (m), w = flesh: radial reach (m)
     float4 _KisekaeJointRestDir[KISEKAE_MAX_JOINTS]; // xyz = unit rest direction of the child bone, w unused
     float4 _KisekaeContact;                          // gap (m), band (m), ringFactor, restSlack (m)
 #ifdef KISEKAE_CONSTANTS_CBUFFER
@@ -50,10 +50,11 @@ cbuffer KisekaeConstants
     { \
         uint kj_ = min((uint)(id), (uint)KISEKAE_MAX_JOINTS - 1u); \
         J.centre = _KisekaeJointCentre[kj_].xyz; \
-        J.active = _KisekaeJointCentre[kj_].w; \
+        J.reach = _KisekaeJointCentre[kj_].w; \
         J.normal = _KisekaeJointNormal[kj_].xyz; \
         J.radius = _KisekaeJointNormal[kj_].w; \
         J.restCentre = _KisekaeJointRest[kj_].xyz; \
+        J.flesh = _KisekaeJointRest[kj_].w; \
         J.restDir = _KisekaeJointRestDir[kj_].xyz; \
     }
 #define KISEKAE_CONTACT_PARAMS KisekaeMakeContactParams(_KisekaeContact)

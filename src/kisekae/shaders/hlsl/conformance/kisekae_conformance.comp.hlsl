@@ -29,18 +29,19 @@ StructuredBuffer<float4> gIn5;
 RWStructuredBuffer<float4> gOut0;
 RWStructuredBuffer<float4> gOut1;
 
-// Mode 15 reads the body contact's joint table from gIn4 (posed centre + active, posed normal + radius) and gIn5
-// (rest centre, rest direction), two rows per joint (instead of the data source's table, if it has one).
+// Mode 15 reads the body contact's joint table from gIn4 (posed centre + reach, posed normal + radius) and gIn5
+// (rest centre + flesh, rest direction), two rows per joint (instead of the data source's table, if it has one).
 #undef KISEKAE_LOAD_JOINT_PLANE
 #define KISEKAE_LOAD_JOINT_PLANE(j, J) \
     { \
         float4 ja_ = gIn4[2u * (j)]; \
         float4 jb_ = gIn4[2u * (j) + 1u]; \
         J.centre = ja_.xyz; \
-        J.active = ja_.w; \
+        J.reach = ja_.w; \
         J.normal = jb_.xyz; \
         J.radius = jb_.w; \
         J.restCentre = gIn5[2u * (j)].xyz; \
+        J.flesh = gIn5[2u * (j)].w; \
         J.restDir = gIn5[2u * (j) + 1u].xyz; \
     }
 #include "../kisekae_core.hlsl"
@@ -290,15 +291,16 @@ void main(uint3 id : SV_DispatchThreadID)
 #if KISEKAE_HARNESS_HAS(14)
     if (gMode == 14u)
     {
-        // body contact, one joint: x0 = (point, side), x1 = (rest point, ring radius), x2 = (posed centre, active),
-        // x3.xyz = posed normal, x4.xyz = rest centre, x5.xyz = rest direction;
+        // body contact, one joint: x0 = (point, side), x1 = (rest point, ring radius), x2 = (posed centre, reach),
+        // x3.xyz = posed normal, x4 = (rest centre, flesh), x5.xyz = rest direction;
         // gParams[0] = (gap, band, ringFactor, restSlack)
         KisekaeJointPlane J;
         J.centre = x2.xyz;
-        J.active = x2.w;
+        J.reach = x2.w;
         J.normal = x3.xyz;
         J.radius = x1.w;
         J.restCentre = x4.xyz;
+        J.flesh = x4.w;
         J.restDir = x5.xyz;
         y0 = float4(KisekaeContactPlane(x0.xyz, x1.xyz, x0.w, J, HarnessContactParams()), 0.0);
     }

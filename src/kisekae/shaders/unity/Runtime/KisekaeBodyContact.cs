@@ -2,15 +2,18 @@
 // arrays every frame, and gives the body mesh the per-vertex contact data the Kisekae/BodyURP shader reads.
 // Input: body_contact.json from `kisekae fit -o DIR` (kisekae.shaders.contact_bake), as a TextAsset.
 // Per joint, each frame, with M = bone.localToWorldMatrix * bindpose (the bone's skinning matrix):
-//   centre = M_child * restCentre;  normal = normalize(M_child * restDir + M_parent * restDir)
-// and a joint whose two carried directions cancel (folded flat) is written inactive (w = 0). This is
-// kisekae.shaders.contact_bake.posed_tables, which the tests check against the Python contact step.
+//   v = M_child * restDir + M_parent * restDir;  centre = M_child * restCentre;  normal = v / |v|
+//   reach = clamp(2 / |v|, ringFactor, maxReach) ring radii (the joint reaches farther in deeper bends)
+// into _KisekaeJointCentre (xyz centre, w reach); a joint whose two carried directions cancel (|v| <= 1e-3,
+// folded flat) is written inactive (reach 0). Per joint, once: _KisekaeJointRest = (rest centre, flesh), the
+// joint's radial reach in metres. This is kisekae.shaders.contact_bake.posed_tables, which the tests check
+// against the Python contact step.
 // Per vertex (UV channels 4, 5, 6 of an instance of the shared mesh): joint ids, sides (+1 child, -1 parent,
 // 0 unused slot), rest position. The bake is in kisekae's (glTF) mesh space; `mirrorX` mirrors it for
 // importers that flip X (most glTF importers for Unity do). Units: metres, unit scale.
 // The table holds MaxJoints joints (KISEKAE_MAX_JOINTS of kisekae_source_constants.hlsl; change both
 // together); a bigger body, a bone name the renderer does not have or a vertex count that differs is refused
-// with an error naming the object, and the component disables itself with the contact off (all joints inactive).
+// with an error naming the object, and the component disables itself with the contact off (every reach 0).
 // Not compiled or run in kisekae's CI (no Unity there).
 using System;
 using System.Collections.Generic;
@@ -26,6 +29,7 @@ namespace Kisekae
         public float[] restCentre;  // mesh space, m
         public float[] restDir;     // unit
         public float radius;        // m
+        public float flesh;         // radial reach, m (> 0)
     }
 
     [Serializable]
@@ -34,7 +38,8 @@ namespace Kisekae
         public int version;
         public float gap;
         public float band;
-        public float ringFactor;
+        public float ringFactor;    // reach in ring radii in mild bends
+        public float maxReach;      // reach in ring radii in the deepest bends
         public float restSlack;
         public KisekaeContactJoint[] joints;
         public int[] vertexJoints;   // 4 per vertex
@@ -46,6 +51,7 @@ namespace Kisekae
     public class KisekaeBodyContact : MonoBehaviour
     {
         public const int MaxJoints = 64;  // = KISEKAE_MAX_JOINTS of the shader (arrays are sized once)
+        public const int BakeVersion = 2; // = kisekae.shaders.contact_bake.BAKE_VERSION
 
         public SkinnedMeshRenderer body;
         public TextAsset bake;
@@ -78,8 +84,12 @@ namespace Kisekae
         {
             if (body == null || body.sharedMesh == null)
                 return $"KisekaeBodyContact on '{name}': no body SkinnedMeshRenderer";
-            if (b == null || b.version != 1 || b.joints == null)
-                return $"KisekaeBodyContact on '{name}': the bake is not a version-1 kisekae body contact bake";
+            if (b == null || b.version != BakeVersion || b.joints == null)
+                return $"KisekaeBodyContact on '{name}': the bake is not a version-{BakeVersion} kisekae body " +
+                       "contact bake (write it again with kisekae fit)";
+            if (!(b.maxReach >= b.ringFactor && b.ringFactor > 1f) || float.IsInfinity(b.maxReach))
+                return $"KisekaeBodyContact on '{name}': the bake's ringFactor {b.ringFactor} / maxReach " +
+                       $"{b.maxReach} are out of range";
             if (b.joints.Length > MaxJoints)
                 return $"KisekaeBodyContact on '{name}': the bake has {b.joints.Length} joints but the shader's " +
                        $"table holds {MaxJoints} (KISEKAE_MAX_JOINTS); raise both together";
@@ -98,6 +108,8 @@ namespace Kisekae
                     !index.TryGetValue(b.joints[j].parent, out _parent[j]))
                     return $"KisekaeBodyContact on '{name}': joint {j} names bones '{b.joints[j].child}' / " +
                            $"'{b.joints[j].parent}' that the body's renderer does not have";
+                if (!(b.joints[j].flesh > 0f) || float.IsInfinity(b.joints[j].flesh))
+                    return $"KisekaeBodyContact on '{name}': joint {j} has flesh {b.joints[j].flesh} (needs > 0 m)";
             }
             return null;
         }
@@ -117,7 +129,7 @@ namespace Kisekae
                 var jt = _bake.joints[j];
                 Vector3 c = Mirror(jt.restCentre, 0);
                 Vector3 d = Mirror(jt.restDir, 0);
-                _rest[j] = new Vector4(c.x, c.y, c.z, 0f);
+                _rest[j] = new Vector4(c.x, c.y, c.z, jt.flesh);  // flesh is a length: mirrorX leaves it
                 _restDir[j] = new Vector4(d.x, d.y, d.z, 0f);
             }
             Shader.SetGlobalVectorArray(IdRest, _rest);
@@ -150,7 +162,7 @@ namespace Kisekae
         void Refuse(string problem)
         {
             Debug.LogError(problem, this);
-            Array.Clear(_centre, 0, MaxJoints);  // w = 0: every joint inactive, the body stays plain skinning
+            Array.Clear(_centre, 0, MaxJoints);  // w = reach 0: every joint inactive, the body stays plain skinning
             Shader.SetGlobalVectorArray(IdCentre, _centre);
             enabled = false;
         }
@@ -169,7 +181,8 @@ namespace Kisekae
                 float length = v.magnitude;
                 bool active = length > 1e-3f;
                 Vector3 nrm = active ? v / length : Vector3.up;
-                _centre[j] = new Vector4(c.x, c.y, c.z, active ? 1f : 0f);
+                float reach = active ? Mathf.Clamp(2f / length, _bake.ringFactor, _bake.maxReach) : 0f;
+                _centre[j] = new Vector4(c.x, c.y, c.z, reach);
                 _normal[j] = new Vector4(nrm.x, nrm.y, nrm.z, _bake.joints[j].radius);
             }
             for (int j = _bake.joints.Length; j < MaxJoints; j++) _centre[j] = Vector4.zero;
