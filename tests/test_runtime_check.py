@@ -15,10 +15,10 @@ from kisekae.io.bvh import load_bvh
 from kisekae.qa.check import check_pose
 
 
-def test_runtime_pose_is_the_shader_path_on_the_fitted_rig():
+def test_runtime_pose_capsules_is_the_shader_path_on_the_fitted_rig():
     av = load_builtin_avatar()
     pose = named_pose(av.skeleton, "leg_raise")
-    got = runtime_pose(av, pose, ["skirt"])["skirt"]
+    got = runtime_pose(av, pose, ["skirt"], method="capsules")["skirt"]
     m = pose.skinning_matrices(av.skeleton)
     caps = avatar_capsule_rig(av).posed(pose.world_matrices(av.skeleton))
     want, push = push_out_runtime(garment_binding(av, "skirt"), av.part("skirt").posed(m), caps, av.body.posed(m),
@@ -104,5 +104,5 @@ def test_runtime_runs_the_cached_push_plan_like_the_numpy_reference():
     assert (cap_push > 0).sum() > 100
     np.testing.assert_allclose(got, want, atol=1e-9)
     np.testing.assert_allclose(push, np.linalg.norm(want - pts, axis=1), atol=1e-9)
-    first = runtime_pose(av, pose, ["tights"])["tights"][0]
+    first = runtime_pose(av, pose, ["tights"], method="capsules")["tights"][0]
     assert np.abs(first - want).max() < 1e-6  # runtime_pose: the same, stored as float32

@@ -143,6 +143,50 @@ def named_pose(skeleton: Skeleton, name: str) -> Pose:
     return pose
 
 
+#: Range of motion sampled by :func:`range_of_motion_poses`: (bone, world axis of the rest pose, lowest and
+#: highest degrees), applied in this order, each drawn uniformly and independently. The limits follow the
+#: usual clinical ranges from standing (hip flexion to 125°, extension 35°, abduction 40°; knee flexion to
+#: 145°; ankle ±30°; trunk ±25°; arms from hanging at the side to raised, forward 80° and back 40°; elbow
+#: flexion to 130°), in the built-in rig's frame (+X is the body's left, +Z its front).
+RANGE_OF_MOTION = (
+    ("thigh_l", X, -125.0, 35.0), ("thigh_l", Z, -10.0, 40.0), ("thigh_l", Y, -25.0, 25.0),
+    ("thigh_r", X, -125.0, 35.0), ("thigh_r", Z, -40.0, 10.0), ("thigh_r", Y, -25.0, 25.0),
+    ("calf_l", X, 0.0, 145.0), ("calf_r", X, 0.0, 145.0), ("foot_l", X, -30.0, 30.0), ("foot_r", X, -30.0, 30.0),
+    ("spine_01", X, -25.0, 25.0), ("spine_02", Y, -25.0, 25.0), ("spine_03", Z, -15.0, 15.0),
+    ("upperarm_l", Z, -45.0, 80.0), ("upperarm_r", Z, -80.0, 45.0), ("clavicle_l", Z, -10.0, 20.0),
+    ("clavicle_r", Z, -20.0, 10.0), ("upperarm_l", X, -80.0, 40.0), ("upperarm_r", X, -80.0, 40.0),
+    ("lowerarm_l", Y, -130.0, 0.0), ("lowerarm_r", Y, 0.0, 130.0),
+)
+
+
+def range_of_motion_poses(skeleton: Skeleton, n: int, seed: int = 0) -> list:
+    """``n`` poses drawn from :data:`RANGE_OF_MOTION` (reproducible for a ``seed``).
+
+    For bakes that must cover what a body can do rather than a list of poses (the garment's surface
+    candidates, :func:`kisekae.fit.surface.bake_surface_candidates`). Bones the skeleton lacks (through
+    :func:`resolve_bone`'s aliases and humanoid mapping) are skipped; their draws are still made, so the
+    same seed gives the same angles on every rig.
+    """
+    if not (isinstance(n, (int, np.integer)) and n >= 0):
+        raise KisekaeError(f"must be a whole number of poses, got {n!r}", "poses")
+    rng = np.random.default_rng(seed)
+    bones = []
+    for bone, axis, lo, hi in RANGE_OF_MOTION:
+        try:
+            bones.append((resolve_bone(skeleton, bone, "range of motion"), axis, lo, hi))
+        except KisekaeError:
+            bones.append((None, axis, lo, hi))
+    poses = []
+    for k in range(int(n)):
+        pose = Pose.rest(skeleton, f"rom_{k}")
+        for bone, axis, lo, hi in bones:
+            degrees = rng.uniform(lo, hi)
+            if bone is not None:
+                pose.rotate_world(skeleton, bone, axis, degrees)
+        poses.append(pose)
+    return poses
+
+
 #: Keys of one bone's entry in a pose file.
 ENTRY_KEYS = ("euler_xyz", "world_axis", "degrees")
 

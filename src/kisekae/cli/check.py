@@ -25,10 +25,13 @@ def register(sub):
                    help="also count poke-through pixels (skin showing through garments) from 9 views at 720p and "
                         "2160p (offscreen OpenGL); adds poke_through_pixels to the records")
     p.add_argument("--runtime", action="store_true",
-                   help="also run the per-frame path an engine runs (capsule field + skin-bound clearance, as the "
-                        "HLSL core) and report it with stage 'runtime'; with --pixels also poke_through_pixels_culled, with the "
+                   help="also run the per-frame path an engine runs (see --runtime-method) and report it with stage 'runtime'; with --pixels also poke_through_pixels_culled, with the "
                         "skin covered in the verification poses culled as the engine does; with --bvh, pop_mm is the largest jump of the "
                         "correction from the previous selected frame")
+    p.add_argument("--runtime-method", choices=("surface", "capsules"), default="surface",
+                   help="the per-frame method of --runtime: 'surface' (default: each garment vertex kept outside the "
+                        "nearest of its baked candidate body triangles, with one-ring smoothing) or 'capsules' (the "
+                        "first path: capsule field, then skin-bound clearance)")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles) and body_volume_change")
@@ -105,7 +108,7 @@ def _fixed_stages(args, avatar, pose, garments, params) -> list:
     if args.runtime:
         from ..fit.runtime import runtime_pose
 
-        corrected = runtime_pose(avatar, pose, garments, params)
+        corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method)
         stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
     return stages
 

@@ -1,11 +1,19 @@
 """The per-frame garment correction that an engine runs, on a whole avatar, pose by pose.
 
-This is the path of the HLSL core's vertex stage (``KisekaeSkinPushOut``): the capsule field of the
-fitted rig, then the skin-bound clearance against the posed body, the total capped at maxPush
-(:func:`kisekae.fit.bound.push_out_runtime`). What is fitted or bound once per avatar (the capsule
-rig, each garment's binding to the rest skin and its capsule push-out plan, see
-:class:`~kisekae.fit.pushout.CapsulePushPlan`) is cached on the avatar, like the body's BVH topology,
-so a clip of many frames pays for it once.
+Two methods (:data:`RUNTIME_METHODS`):
+
+- ``"surface"`` (the default): the surface push of :mod:`kisekae.fit.surface` against the posed body
+  (skinning, then the body contact) and its normals: each garment vertex is kept outside the nearest of
+  its baked candidate body triangles, with one-ring smoothing passes between two pushes (HLSL:
+  ``KisekaeSurfacePush`` in the vertex stage, the smoothing as a compute pass).
+- ``"capsules"``: the first per-frame path (``KisekaeSkinPushOut``): the capsule field of the fitted rig,
+  then the skin-bound clearance against the posed body, the total capped at maxPush
+  (:func:`kisekae.fit.bound.push_out_runtime`). Kept for comparison: it leaves 5-10 times more of the
+  garment inside in bent poses and adds spikes (docs/fit.md).
+
+What is baked or bound once per avatar (the candidates, the capsule rig, each garment's binding to the
+rest skin and its capsule push-out plan, see :class:`~kisekae.fit.pushout.CapsulePushPlan`) is cached on
+the avatar, like the body's BVH topology, so a clip of many frames pays for it once.
 
 ``kisekae check --runtime`` reports its result with ``stage: "runtime"``; :func:`pop_mm` measures how
 far the correction jumps between consecutive frames, because popping is as visible as clipping.
@@ -18,10 +26,16 @@ import time
 import numpy as np
 
 from ..avatar.avatar import Avatar
+from ..errors import KisekaeError
+from ..geom.normals import vertex_normals
 from .bound import bind_to_skin, push_out_runtime
 from .fitting import fit_capsules
 from .fix import params_for
 from .pushout import CapsulePushPlan, PushParams
+from .surface import bake_surface_candidates, one_ring, surface_runtime
+
+#: Per-frame methods of :func:`runtime_pose`; the first is the default.
+RUNTIME_METHODS = ("surface", "capsules")
 
 
 def avatar_capsule_rig(avatar: Avatar):
@@ -41,6 +55,26 @@ def garment_binding(avatar: Avatar, name: str):
     if name not in cache:
         cache[name] = bind_to_skin(avatar.part(name).mesh.vertices, avatar.body.mesh.vertices,
                                    avatar.body.mesh.faces)
+    return cache[name]
+
+
+def garment_candidates(avatar: Avatar, name: str, *, progress: bool = False):
+    """The garment's :class:`~kisekae.fit.surface.SurfaceCandidates` on this avatar's body, baked once and cached.
+
+    The avatar's body as it is posed (with its contact step, if it has one) is what the bake samples.
+    """
+    cache = avatar.__dict__.setdefault("_kisekae_surface_candidates", {})
+    if name not in cache:
+        cache[name] = bake_surface_candidates(avatar, name, progress=progress)
+    return cache[name]
+
+
+def garment_ring(avatar: Avatar, name: str):
+    """The garment's welded one-ring (:func:`kisekae.fit.surface.one_ring`), cached."""
+    cache = avatar.__dict__.setdefault("_kisekae_rings", {})
+    if name not in cache:
+        mesh = avatar.part(name).mesh
+        cache[name] = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
     return cache[name]
 
 
@@ -74,7 +108,8 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
     return cache[key]
 
 
-def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None) -> dict:
+def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
+                 method: str = "surface") -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -83,24 +118,38 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     pose : Pose
     garments : list of garment names
     params : PushParams, dict name -> PushParams, or None for the defaults (skirt mode for skirts)
+    method : one of :data:`RUNTIME_METHODS`
 
     Returns
     -------
-    dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m`` and ``time_ms``)
+    dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` and
+    ``runtime_method``)
     """
+    if method not in RUNTIME_METHODS:
+        raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
+                           "runtime method")
     m = pose.skinning_matrices(avatar.skeleton)
-    rig = avatar_capsule_rig(avatar)
-    capsules = rig.posed(pose.world_matrices(avatar.skeleton))
     body = avatar.body.posed(m)
+    faces = avatar.body.mesh.faces
+    if method == "capsules":
+        capsules = avatar_capsule_rig(avatar).posed(pose.world_matrices(avatar.skeleton))
+    else:
+        body64 = body.astype(np.float64)
+        normals = vertex_normals(body64, faces).astype(np.float64)
     out = {}
     for name in garments:
         p = params_for(name, params.get(name) if isinstance(params, dict) else params)
-        binding = garment_binding(avatar, name)
-        t0 = time.perf_counter()
-        plan = garment_plan(avatar, name, p)
-        new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, avatar.body.mesh.faces, p,
-                                     plan=plan)
-        metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3}
+        if method == "capsules":
+            binding = garment_binding(avatar, name)
+            t0 = time.perf_counter()
+            new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, faces, p,
+                                         plan=garment_plan(avatar, name, p))
+        else:
+            cand, ring = garment_candidates(avatar, name), garment_ring(avatar, name)
+            t0 = time.perf_counter()
+            new, push = surface_runtime(avatar.part(name).posed(m), cand, ring, body64, normals, faces, p)
+        metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3,
+                   "runtime_method": method}
         out[name] = (new.astype(np.float32), metrics)
     return out
 

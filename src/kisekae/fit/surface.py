@@ -1,0 +1,374 @@
+"""Surface push: the per-frame garment correction against the posed body surface itself.
+
+Every garment vertex gets, once per (avatar, garment), a short list of body triangles that it may meet in
+any pose: its *candidates* (:func:`bake_surface_candidates`). They are the body triangles nearest to the
+skinned garment vertex over a range-of-motion sample of poses (:func:`kisekae.avatar.poses.range_of_motion_poses`),
+the most frequent first, so the list holds the vertex's own skin and also the skin of the other parts that
+fold onto it: the belly over the groin, the back of the thigh over the calf, the chest at the armpit. Each
+frame (:func:`surface_push`), with the posed body (skinning, then the body contact) and its vertex normals:
+
+1. the closest point ``q`` of the vertex ``p`` on each candidate triangle; the nearest one within ``reach``
+   (default: maxPush) is its surface point, with the normal ``n`` blended from the triangle's vertex normals
+   at ``q``;
+2. ``s = (p − q) · n`` is the signed clearance; the seed's push law (:func:`kisekae.fit.pushout.push_amount`:
+   margin, stiffness, maxPush, skirt bias, tightness and softness masks) moves the vertex along ``n``
+   (skirt-biased).
+
+This is the skin-bound clearance of :mod:`kisekae.fit.bound` with the bound point replaced by the nearest of
+the candidates, so a vertex bound to the thigh is also kept off the belly when the hip folds.
+:func:`surface_runtime` runs it twice with a few passes of :func:`smooth_push` between them (one-ring Jacobi
+passes that spread each push to the neighbours, never shrinking one), which is what keeps the cloth's shape:
+a compute pass over the one-ring in an engine. The total displacement is capped at maxPush.
+
+NumPy reference (:func:`surface_push_numpy`, :func:`smooth_push_numpy`) and Numba kernels (:func:`surface_push`,
+:func:`smooth_push`) agree to 1e-9 m; the HLSL core's ``KisekaeSurfacePush`` ports the per-vertex step.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..errors import KisekaeError
+from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
+from ..validate import as_faces, as_points
+from .bound import _f64
+from .pushout import PushParams, _block_push, bias_direction, cap_displacement, push_amount
+
+#: Candidate triangles per garment vertex.
+CANDIDATES = 16
+#: Range-of-motion poses sampled for the bake (plus the rest pose).
+BAKE_POSES = 300
+#: One-ring smoothing passes between the two pushes of :func:`surface_runtime`.
+SMOOTH_PASSES = 10
+#: Vertices per block of the Numba kernel.
+BLOCK = 64
+
+
+@dataclass
+class SurfaceCandidates:
+    """Body triangles each garment vertex may meet, baked once per (avatar, garment).
+
+    Attributes
+    ----------
+    triangles : (N, K) int32 body triangle ids per garment vertex, the most frequent nearest first; a vertex
+        with fewer than K distinct ones repeats its first
+    n_body_faces : int, triangles of the body it was baked on (checked each frame)
+    """
+
+    triangles: np.ndarray
+    n_body_faces: int
+
+    def check(self, n_points: int, body_faces, source: str = "surface candidates") -> None:
+        """Raise :class:`KisekaeError` unless this bake fits ``n_points`` garment vertices and ``body_faces``."""
+        if self.triangles.ndim != 2 or len(self.triangles) != n_points:
+            raise KisekaeError(f"baked for {len(self.triangles)} garment vertices, got {n_points}", source)
+        if len(body_faces) != self.n_body_faces:
+            raise KisekaeError(f"baked for a body of {self.n_body_faces} triangles, got {len(body_faces)}", source)
+
+
+def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, *, n_poses: int = BAKE_POSES,
+                            seed: int = 0, progress: bool = False) -> SurfaceCandidates:
+    """The candidate body triangles of garment ``name``.
+
+    Parameters
+    ----------
+    avatar : kisekae.avatar.Avatar, posed as the runtime poses it (with or without the body contact)
+    name : str, a garment of ``avatar``
+    poses : list of Pose or None
+        Poses to sample; None: the rest pose and ``n_poses`` range-of-motion poses
+        (:func:`kisekae.avatar.poses.range_of_motion_poses` with ``seed``). Held-out poses need no entry: what
+        matters is which skin folds onto which, and the range of motion covers it.
+    k : int, candidates per vertex (1 to 64)
+    progress : bool, print a line to stderr every 50 poses
+
+    Returns
+    -------
+    SurfaceCandidates
+    """
+    from ..avatar.pose import Pose
+    from ..avatar.poses import range_of_motion_poses
+    from ..geom.bvh import build_bvh, refit
+    from ..geom.closest import surface_distance
+
+    if not (isinstance(k, (int, np.integer)) and 1 <= k <= 64):
+        raise KisekaeError(f"must be an integer from 1 to 64, got {k!r}", "candidates")
+    sk, part, body = avatar.skeleton, avatar.part(name), avatar.body
+    if poses is None:
+        poses = [Pose.rest(sk)] + range_of_motion_poses(sk, n_poses, seed)
+    faces = body.mesh.faces
+    tree = build_bvh(body.mesh.vertices, faces)
+    n = part.mesh.n_vertices
+    hits = np.empty((len(poses), n), dtype=np.int64)
+    for i, pose in enumerate(poses):
+        m = pose.skinning_matrices(sk)
+        state = refit(tree, body.posed(m), faces)
+        hits[i] = surface_distance(part.posed(m), tree, state)[1]
+        if progress and (i + 1) % 50 == 0:
+            print(f"  surface candidates of {name}: {i + 1}/{len(poses)} poses", file=sys.stderr)
+    return SurfaceCandidates(_most_frequent(hits, k), len(faces))
+
+
+def _most_frequent(hits, k: int) -> np.ndarray:
+    """(N, k) int32: per column of ``hits`` (P, N), its values by falling count (ties: smaller id first)."""
+    p, n = hits.shape
+    out = np.empty((n, k), dtype=np.int32)
+    order = np.sort(hits, axis=0)
+    for v in range(n):
+        vals, counts = np.unique(order[:, v], return_counts=True)
+        top = vals[np.lexsort((vals, -counts))][:k]
+        out[v, :len(top)] = top
+        out[v, len(top):] = top[0]
+    return out
+
+
+def _inputs(points, candidates: SurfaceCandidates, body, body_normals, body_faces, tightness, softness):
+    p = as_points(points, "garment vertices").astype(np.float64)
+    v = as_points(body, "posed body vertices").astype(np.float64)
+    nb = as_points(body_normals, "posed body normals").astype(np.float64)
+    f = as_faces(body_faces, len(v), "body faces")
+    if len(nb) != len(v):
+        raise KisekaeError(f"{len(nb)} normals for {len(v)} body vertices", "posed body normals")
+    candidates.check(len(p), f)
+    t = np.broadcast_to(np.asarray(tightness, dtype=np.float64), (len(p),))
+    s = np.broadcast_to(np.asarray(softness, dtype=np.float64), (len(p),))
+    return p, v, nb, f, np.ascontiguousarray(t), np.ascontiguousarray(s)
+
+
+def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
+                       params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+                       reach: float | None = None):
+    """One surface push, NumPy reference.
+
+    Parameters
+    ----------
+    points : (N, 3) garment vertices, metres
+    candidates : SurfaceCandidates of this garment on this body
+    body, body_normals : (Nb, 3) posed body vertices (metres) and unit vertex normals
+    body_faces : (F, 3) body triangles
+    params : PushParams (margin, stiffness, max_push, skirt_bias)
+    tightness, softness : float or (N,) masks, 0..1
+    up : (3,) the skirt bias's up axis
+    reach : float, metres: a candidate farther than this from the vertex is ignored (default ``max_push``)
+
+    Returns
+    -------
+    new_points : (N, 3) float64; push : (N,) metres; clearance : (N,) signed clearance before the push
+    (``inf`` where no candidate is within reach)
+    """
+    params = params or PushParams()
+    p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
+    reach = params.max_push if reach is None else float(reach)
+    tri = f[candidates.triangles]  # (N, K, 3)
+    n_pts, k = candidates.triangles.shape
+    rep = np.repeat(p, k, axis=0)
+    q, bary = closest_point_triangles_numpy(rep, *(v[tri[:, :, c]].reshape(-1, 3) for c in range(3)))[:2]
+    dist = np.linalg.norm(rep - q, axis=1).reshape(n_pts, k)
+    best = np.argmin(dist, axis=1)  # first of equals: the most frequent candidate
+    rows = np.arange(n_pts)
+    qb = q.reshape(n_pts, k, 3)[rows, best]
+    bb = np.asarray(bary).reshape(n_pts, k, 3)[rows, best]
+    nrm = np.einsum("nc,ncd->nd", bb, nb[tri[rows, best]])
+    nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-12)[:, None]
+    clear = np.where(dist[rows, best] <= reach, np.einsum("ij,ij->i", p - qb, nrm), np.inf)
+    amount = np.where(np.isfinite(clear), push_amount(np.where(np.isfinite(clear), clear, 1.0), params.margin,
+                                                      params.stiffness, params.max_push, t, s, params.skirt_bias), 0.0)
+    direction = bias_direction(nrm, params.skirt_bias, np.asarray(up, dtype=np.float64))
+    return p + amount[:, None] * direction, amount, clear
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _surface_kernel(points, cand, faces, body, body_normals, tight, soft, prm, reach2, out, s_out):
+    margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    n = points.shape[0]
+    dd = np.empty(BLOCK)
+    gx = np.empty(BLOCK)
+    gy = np.empty(BLOCK)
+    gz = np.empty(BLOCK)
+    ct = np.empty(BLOCK)
+    cs = np.empty(BLOCK)
+    amt = np.empty(BLOCK)
+    for s0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - s0)
+        for i in range(m):
+            v = s0 + i
+            px, py, pz = points[v, 0], points[v, 1], points[v, 2]
+            best = np.inf
+            qx = qy = qz = 0.0
+            nx = ny = nz = 0.0
+            for k in range(cand.shape[1]):
+                t = cand[v, k]
+                a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
+                u, w1, w2 = closest_barycentric(px, py, pz, body[a, 0], body[a, 1], body[a, 2], body[b, 0], body[b, 1],
+                                                body[b, 2], body[c, 0], body[c, 1], body[c, 2])
+                cx = u * body[a, 0] + w1 * body[b, 0] + w2 * body[c, 0]
+                cy = u * body[a, 1] + w1 * body[b, 1] + w2 * body[c, 1]
+                cz = u * body[a, 2] + w1 * body[b, 2] + w2 * body[c, 2]
+                d2 = (px - cx) * (px - cx) + (py - cy) * (py - cy) + (pz - cz) * (pz - cz)
+                if d2 < best:
+                    best = d2
+                    qx, qy, qz = cx, cy, cz
+                    nx = u * body_normals[a, 0] + w1 * body_normals[b, 0] + w2 * body_normals[c, 0]
+                    ny = u * body_normals[a, 1] + w1 * body_normals[b, 1] + w2 * body_normals[c, 1]
+                    nz = u * body_normals[a, 2] + w1 * body_normals[b, 2] + w2 * body_normals[c, 2]
+            nl = np.sqrt(nx * nx + ny * ny + nz * nz)
+            nl = nl if nl > 1e-12 else 1e-12
+            nx /= nl
+            ny /= nl
+            nz /= nl
+            if best <= reach2:
+                dd[i] = (px - qx) * nx + (py - qy) * ny + (pz - qz) * nz
+            else:
+                dd[i] = np.inf
+            gx[i] = nx
+            gy[i] = ny
+            gz[i] = nz
+            ct[i] = tight[v]
+            cs[i] = soft[v]
+        _block_push(dd, gx, gy, gz, ct, cs, m, margin, stiffness, max_push, skirt_bias, upx, upy, upz, True, amt)
+        for i in range(m):
+            v = s0 + i
+            a_ = amt[i] if dd[i] < np.inf else 0.0
+            out[v, 0] = points[v, 0] + a_ * gx[i]
+            out[v, 1] = points[v, 1] + a_ * gy[i]
+            out[v, 2] = points[v, 2] + a_ * gz[i]
+            s_out[v] = dd[i]
+
+
+def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
+                 params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+                 reach: float | None = None):
+    """One surface push, Numba kernel on one core; same contract as :func:`surface_push_numpy`."""
+    params = params or PushParams()
+    p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
+    reach = params.max_push if reach is None else float(reach)
+    up = np.asarray(up, dtype=np.float64)
+    prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, *up], dtype=np.float64)
+    out = np.empty_like(p)
+    clear = np.empty(len(p))
+    _surface_kernel(p, np.ascontiguousarray(candidates.triangles), np.ascontiguousarray(f, dtype=np.int64), v, nb,
+                    t, s, prm, reach * reach, out, clear)
+    return out, np.linalg.norm(out - p, axis=1), clear
+
+
+def one_ring(n: int, edges, weld=None) -> tuple:
+    """CSR one-ring of ``n`` vertices: ``(ptr (n+1,), idx)`` int64.
+
+    Parameters
+    ----------
+    n : int, vertices
+    edges : (E, 2) unique edges between welded vertices (``Mesh.edges``)
+    weld : (n,) int or None, representative of each vertex (``Mesh.weld``): a seam duplicate gets its
+        representative's ring, so both sides of a UV seam move alike
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    src = np.concatenate([e[:, 0], e[:, 1]])
+    dst = np.concatenate([e[:, 1], e[:, 0]])
+    order = np.argsort(src, kind="stable")
+    count = np.bincount(src, minlength=n)[:n]
+    start = np.concatenate([[0], np.cumsum(count)])
+    dst = dst[order]
+    rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
+    if len(rep) != n:
+        raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
+    lengths = count[rep]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    idx = np.concatenate([dst[start[r]:start[r + 1]] for r in rep]) if n else np.zeros(0, np.int64)
+    return ptr, idx.astype(np.int64)
+
+
+def smooth_push_numpy(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
+    """Spread pushes to the one-ring, NumPy reference.
+
+    Each pass (Jacobi: all vertices from the previous pass) replaces a vertex's displacement ``d`` by
+    ``(d + a) / 2``, where ``a`` is the mean displacement of its one-ring, if ``|a| > |d|``: a push spreads
+    to the neighbours, fading, and no push ever shrinks, so what the push solved stays solved.
+
+    Parameters
+    ----------
+    displacement : (N, 3) corrected minus skinned positions, metres
+    ring : :func:`one_ring` of the garment
+    passes : int
+
+    Returns
+    -------
+    (N, 3) float64
+    """
+    d = np.array(displacement, dtype=np.float64)
+    ptr, idx = ring
+    count = np.diff(ptr)
+    owner = np.repeat(np.arange(len(d)), count)
+    for _ in range(passes):
+        acc = np.zeros_like(d)
+        np.add.at(acc, owner, d[idx])
+        avg = acc / np.maximum(count, 1)[:, None]
+        grow = np.einsum("ij,ij->i", avg, avg) > np.einsum("ij,ij->i", d, d)
+        d = np.where(grow[:, None], 0.5 * (d + avg), d)
+    return d
+
+
+@numba.njit(cache=True)
+def _smooth_kernel(d, ptr, idx, passes, tmp):
+    n = d.shape[0]
+    for _ in range(passes):
+        for i in range(n):
+            ax = ay = az = 0.0
+            c = ptr[i + 1] - ptr[i]
+            for e in range(ptr[i], ptr[i + 1]):
+                j = idx[e]
+                ax += d[j, 0]
+                ay += d[j, 1]
+                az += d[j, 2]
+            if c > 0:
+                ax /= c
+                ay /= c
+                az /= c
+            if ax * ax + ay * ay + az * az > d[i, 0] * d[i, 0] + d[i, 1] * d[i, 1] + d[i, 2] * d[i, 2]:
+                tmp[i, 0] = 0.5 * (d[i, 0] + ax)
+                tmp[i, 1] = 0.5 * (d[i, 1] + ay)
+                tmp[i, 2] = 0.5 * (d[i, 2] + az)
+            else:
+                tmp[i, 0] = d[i, 0]
+                tmp[i, 1] = d[i, 1]
+                tmp[i, 2] = d[i, 2]
+        d[:] = tmp
+
+
+def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
+    """:func:`smooth_push_numpy` as a Numba kernel (one core)."""
+    d = np.array(displacement, dtype=np.float64)
+    ptr, idx = ring
+    _smooth_kernel(d, np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64), int(passes), np.empty_like(d))
+    return d
+
+
+def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_normals, body_faces,
+                    params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+                    passes: int = SMOOTH_PASSES, numpy: bool = False):
+    """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again,
+    the total capped at maxPush.
+
+    Parameters
+    ----------
+    points : (N, 3) skinned garment vertices, metres
+    candidates, body, body_normals, body_faces, params, tightness, softness, up : as :func:`surface_push`
+    ring : :func:`one_ring` of the garment
+    passes : int, smoothing passes (0: one push only... then the second push finds nothing left to do)
+    numpy : bool, use the NumPy references instead of the Numba kernels
+
+    Returns
+    -------
+    new_points : (N, 3) float64 with ``|new − points| <= max_push``; push : (N,) metres
+    """
+    params = params or PushParams()
+    push, smooth = (surface_push_numpy, smooth_push_numpy) if numpy else (surface_push, smooth_push)
+    x = _f64(points, (len(points), 3), "garment vertices")
+    first = push(x, candidates, body, body_normals, body_faces, params, tightness, softness, up)[0]
+    if passes > 0:
+        first = x + smooth(first - x, ring, passes)
+    new = push(first, candidates, body, body_normals, body_faces, params, tightness, softness, up)[0]
+    cap_displacement(new, x, params.max_push)
+    return new, np.linalg.norm(new - x, axis=1)
