@@ -13,7 +13,11 @@ Numba on one core except the tiny rig posing:
    with the maxPush cap (:func:`kisekae.fit.bound.push_out_bound_numba`);
 5. garment normals (:func:`kisekae.geom.normals.vertex_normals`).
 
-The body contact stage of issue 16 is not on main yet and is not measured. In the same run: plain Numba
+The surface path (the default of ``kisekae check --runtime``), measured in the same run on the same
+garment: skin the body, the body contact (:func:`kisekae.avatar.contact.contact_planes`), body normals,
+skin the garment, the surface push (:func:`kisekae.fit.surface.surface_push`), ``SMOOTH_PASSES`` one-ring
+passes (:func:`kisekae.fit.surface.smooth_push`), the push again and the cap, garment normals; its
+candidates are baked once before timing (``--bake-poses`` range-of-motion poses). In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
 clearance and cap), and NumPy garment normals; the frame's positions are compared with
@@ -50,6 +54,8 @@ from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
 from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runtime  # noqa: E402
 from kisekae.fit.fitting import fit_capsules  # noqa: E402
 from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
+from kisekae.fit.surface import (SMOOTH_PASSES, bake_surface_candidates, one_ring, smooth_push,  # noqa: E402
+                                 surface_push, surface_runtime)
 
 GARMENTS = ("tights", "skirt")
 
@@ -154,7 +160,20 @@ def dense_garment(avatar, n_vertices: int):
 
 
 # ------------------------------------------------------------------------------------ frame
-def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
+def surface_setup(avatar, gv, gf, gskin, bake_poses: int):
+    """(contact avatar, candidates, ring) of the dense garment for the surface path, baked once."""
+    from kisekae.avatar.avatar import SkinnedMesh
+    from kisekae.avatar.mesh import Mesh
+
+    contact = avatar.with_body_contact()
+    contact.garments = {}
+    contact.add_garment(SkinnedMesh(Mesh(gv, gf, name="dense"), gskin))
+    cand = bake_surface_candidates(contact, "dense", n_poses=bake_poses)
+    mesh = contact.part("dense").mesh
+    return contact, cand, one_ring(len(gv), mesh.edges, mesh.weld)
+
+
+def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, bake_poses: int = 100):
     """Measure the frame (see the module docstring) in each pose.
 
     Returns
@@ -173,6 +192,8 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
     bfaces = body.mesh.faces
     rows = []
     bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
+    contact_av, cand, ring = surface_setup(av, gv, gf, gskin, bake_poses)
+    deform = contact_av.body.deform
     for pose_name in poses:
         pose = named_pose(sk, pose_name)
         skin_m = pose.skinning_matrices(sk)
@@ -221,6 +242,29 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7):
                      f"{skin_only[1] * 1e3:.3f}", ""])
         rows.append([pose_name, "baseline: today's push_out_runtime (stages 3-4)", f"{today[0] * 1e3:.3f}",
                      f"{today[1] * 1e3:.3f}", "capsule plan built per call, NumPy normals, bound and cap"])
+        cb = deform(bv, skin_m)
+        cn = vertex_normals(cb, bfaces).astype(np.float64)
+        first = surface_push(x, cand, cb, cn, bfaces, params)[0]
+        smoothed = x + smooth_push(first - x, ring)
+
+        def surface_frame():
+            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
+            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
+            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params)[0]
+            return q, vertex_normals(q, gf)
+
+        surface_stages = [
+            ("S body contact step (Numba)", lambda: deform(bv, skin_m)),
+            ("S surface push, one (Numba)", lambda: surface_push(x, cand, cb, cn, bfaces, params)),
+            (f"S smoothing, {SMOOTH_PASSES} one-ring passes (Numba)", lambda: smooth_push(first - x, ring)),
+            ("S surface push again (Numba)", lambda: surface_push(smoothed, cand, cb, cn, bfaces, params)),
+        ]
+        for name, fn in surface_stages:
+            w, c = measure(fn, repeat=repeat)
+            rows.append([pose_name, name, f"{w * 1e3:.3f}", f"{c * 1e3:.3f}", ""])
+        sf = measure(surface_frame, repeat=repeat)
+        rows.append([pose_name, "SURFACE FRAME: skin, contact, normals, push, smooth, push, normals",
+                     f"{sf[0] * 1e3:.3f}", f"{sf[1] * 1e3:.3f}", f"K = {cand.triangles.shape[1]} candidates"])
         rows.append([pose_name, "baseline: NumPy garment normals", f"{numpy_normals[0] * 1e3:.3f}",
                      f"{numpy_normals[1] * 1e3:.3f}", "kisekae.geom.normals.vertex_normals_numpy"])
     return rows, {"body_vertices": len(bv0), "garment_vertices": len(gv), "garment_faces": len(gf),
@@ -232,8 +276,9 @@ def main(argv=None):
     ap.add_argument("--vertices", type=int, default=50_000, help="garment vertices (default 50000)")
     ap.add_argument("--poses", default="stand,crouch", help="comma-separated named poses")
     ap.add_argument("--repeat", type=int, default=7, help="best-of count")
+    ap.add_argument("--bake-poses", type=int, default=100, help="range-of-motion poses of the surface candidates' bake")
     args = ap.parse_args(argv)
-    rows, n = run(args.vertices, [p for p in args.poses.split(",") if p], args.repeat)
+    rows, n = run(args.vertices, [p for p in args.poses.split(",") if p], args.repeat, args.bake_poses)
     for line in simd_report():
         print(line)
     print("compiled kernels use " + kernel_registers())

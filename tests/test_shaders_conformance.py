@@ -28,10 +28,14 @@ def test_checks_cover_every_function_and_source(checks):
                  "tight look realistic", "wound decode article8", "wound decode delta16", "wound decode half",
                  "wound decode delta8", "wound decode float", "body contact crouch one joint a pass",
                  "body contact knee_bend all slots", "body contact synthetic bend 150 all slots",
-                 "body contact synthetic bend 180 one joint a pass"):
+                 "body contact synthetic bend 180 one joint a pass", "surface push flat sheet (analytic)",
+                 "smooth push strip (analytic)"):
         assert part in names
     for src in ("constants", "texture", "structured"):
         assert f"[{src}]" in names
+    for pose in C.SURFACE_POSES:
+        for garment in C.SURFACE_GARMENTS:
+            assert f"surface push {pose} {garment}" in names and f"smooth push {pose} {garment}" in names
     for pose in C.POSES:
         assert f"avatar {pose}" in names
         assert f"avatar {pose} bound push" in names and f"avatar {pose} skin push" in names
@@ -160,3 +164,39 @@ def test_constant_arrays_hold_a_95_capsule_rig():
     assert np.abs(d - ref).max() < 1e-6 and np.allclose(ref, 0.005, atol=1e-9)
     with pytest.raises(KisekaeError, match=f"has {MAX_CAPSULES + 1} capsules.*hold {MAX_CAPSULES}"):
         X.gpu_capsule_field(pts[:2], np.concatenate([caps, caps])[: MAX_CAPSULES + 1])
+
+
+def test_surface_gpu_inputs_are_validated():
+    from kisekae.fit.surface import one_ring
+
+    body = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    nrm = np.tile([0.0, 0.0, 1.0], (4, 1))
+    faces = np.array([[0, 1, 2], [1, 3, 2]])
+    pts = np.array([[0.2, 0.2, -0.01], [0.7, 0.7, 0.001]])
+    with pytest.raises(KisekaeError, match="triangles"):
+        X.gpu_surface_push(pts, np.zeros((2, 17, 3), int), body, nrm)  # more candidates than the core reads
+    with pytest.raises(KisekaeError, match="triangles"):
+        X.gpu_surface_push(pts, np.array([[0, 2], [1, 0]]), body, nrm, faces=faces)
+    with pytest.raises(KisekaeError, match="triangles"):
+        X.gpu_surface_push(pts, np.full((2, 1, 3), 4), body, nrm)
+    with pytest.raises(KisekaeError, match="reach"):
+        X.gpu_surface_push(pts, np.zeros((2, 1, 3), int), body, nrm, reach=-1.0)
+    # fewer candidates than KISEKAE_SURFACE_CANDIDATES are padded with the first; ids or corners alike
+    params = PushParams(margin=0.004, stiffness=1.0, max_push=0.1)
+    a = X.gpu_surface_push(pts, np.array([[0, 1], [1, 0]]), body, nrm, params, faces=faces)
+    b = X.gpu_surface_push(pts, faces[np.array([[0, 1], [1, 0]])], body, nrm, params)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    np.testing.assert_allclose(a[0], [[0.2, 0.2, 0.004], [0.7, 0.7, 0.004]], atol=1e-7)
+    ring = one_ring(3, np.array([[0, 1], [1, 2]]))
+    with pytest.raises(KisekaeError, match="ring"):
+        X.gpu_smooth_push(np.zeros((3, 3)), (ring[0][:-1], ring[1]), 1)
+    with pytest.raises(KisekaeError, match="ring"):
+        X.gpu_smooth_push(np.zeros((3, 3)), (ring[0], ring[1] + 3), 1)
+    with pytest.raises(KisekaeError, match="passes"):
+        X.gpu_smooth_push(np.zeros((3, 3)), ring, -1)
+    d = np.array([[0.0, 0.0, 0.01], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(X.gpu_smooth_push(d, ring, 0), d.astype(np.float32))
+    # an isolated vertex (empty ring) keeps its displacement
+    lone = one_ring(3, np.array([[0, 1]]))
+    np.testing.assert_allclose(X.gpu_smooth_push(d + [0.0, 0.0, 0.002], lone, 3)[2], [0.0, 0.0, 0.002])

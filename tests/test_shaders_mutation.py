@@ -30,6 +30,7 @@ GROUPS = {
     "kisekae_wrinkle.hlsl": ("wrinkle",),
     "kisekae_wound.hlsl": ("wound", "wound_decode"),
     "kisekae_contact.hlsl": ("contact",),
+    "kisekae_surface.hlsl": ("surface",),
 }
 
 
@@ -74,6 +75,10 @@ def _group_checks(group):
             yield C.wound_decode_checks((name,))
     elif group == "contact":
         yield C.contact_checks(poses)
+    elif group == "surface":  # the quick analytic cases first, so that detection can stop early
+        yield C.surface_sheet_checks()
+        yield C.smooth_strip_checks()
+        yield C.surface_avatar_checks(poses)
     else:
         yield C.wound_checks("constants")
 
@@ -103,6 +108,7 @@ def test_literal_scan_finds_the_core_constants():
     assert ("kisekae_wrinkle.hlsl", "0.015625") in found  # slope floor of grazing normals
     assert ("kisekae_wound.hlsl", "255.0") in found       # body part id from 8-bit alpha
     assert ("kisekae_vertexdata.hlsl", "0") in found      # mip level of vertex texels
+    assert ("kisekae_surface.hlsl", "0.5") in found       # the smoothing's Jacobi average
     assert len(literals()) >= 60
 
 

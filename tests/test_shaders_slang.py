@@ -1,4 +1,5 @@
-"""The body contact stage (and the rest of the core that compiles without data) through Slang's CPU target."""
+"""The body contact and surface push stages (and the rest of the core that compiles without data) through Slang's CPU
+target; the surface push stage also through glslang, as an engine's compute pass."""
 
 import shutil
 
@@ -41,6 +42,69 @@ void body_contact(uint3 id : SV_DispatchThreadID)
     gOut[i] = float4(KisekaeContactPlanes(gPoints[i].xyz, gRest[i].xyz, gSlots[i], gSides[i], C), 0.0);
 }
 """
+
+
+#: The garment's surface push and its smoothing pass as an engine writes them: compute passes over structured buffers
+#: (candidate triangles, posed body, one-ring), no capsule data.
+SURFACE_STAGE = """
+#define KISEKAE_NO_DATA
+StructuredBuffer<float4> gBodyPositions;
+StructuredBuffer<float4> gBodyNormals;
+StructuredBuffer<uint4> gCandidates;
+StructuredBuffer<uint2> gRingRange;
+StructuredBuffer<uint> gRing;
+StructuredBuffer<float4> gDisplacement;
+#define KISEKAE_LOAD_BODY_POSITION(i) gBodyPositions[(i)].xyz
+#define KISEKAE_LOAD_BODY_NORMAL(i) gBodyNormals[(i)].xyz
+#define KISEKAE_LOAD_SURFACE_TRIANGLE(v, k) gCandidates[(uint)KISEKAE_SURFACE_CANDIDATES * (v) + (k)].xyz
+#define KISEKAE_LOAD_RING_RANGE(v) gRingRange[(v)]
+#define KISEKAE_LOAD_RING(e) gRing[(e)]
+#define KISEKAE_LOAD_DISPLACEMENT(j) gDisplacement[(j)].xyz
+#include "kisekae_core.hlsl"
+StructuredBuffer<float4> gPoints;
+StructuredBuffer<float4> gParams;
+RWStructuredBuffer<float4> gOut;
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void surface_push(uint3 id : SV_DispatchThreadID)
+{
+    KisekaePushParams P;
+    P.margin = gParams[0].x;
+    P.stiffness = gParams[0].y;
+    P.maxPush = gParams[0].z;
+    P.skirtBias = gParams[0].w;
+    P.smoothK = 0.0;
+    P.up = gParams[1].xyz;
+    uint i = id.x;
+    float push;
+    float s;
+    float3 q = KisekaeSurfacePush(gPoints[i].xyz, i, gPoints[i].w, 0.0, P, P.maxPush, push, s);
+    gOut[i] = float4(q, s);
+}
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void smooth_push(uint3 id : SV_DispatchThreadID)
+{
+    gOut[id.x] = float4(KisekaeSmoothPush(id.x), 0.0);
+}
+"""
+
+
+def test_surface_stage_compiles_with_slang_cpu():
+    for entry in ("surface_push", "smooth_push"):
+        compile_with_slang(SURFACE_STAGE, entry, name=f"kisekae_{entry}")
+
+
+def test_surface_stage_compiles_with_glslang():
+    from kisekae.shaders import compile_hlsl
+
+    stage = SURFACE_STAGE.replace('[shader("compute")]\n', "")  # a Slang attribute glslang warns about
+    for entry in ("surface_push", "smooth_push"):
+        c = compile_hlsl(stage, "comp", entry=entry, use_cache=False)
+        assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()
+    with pytest.raises(KisekaeError, match="glslang failed"):  # the candidates need the posed body
+        compile_hlsl(stage.replace("#define KISEKAE_LOAD_BODY_POSITION", "#define KISEKAE_UNUSED"), "comp",
+                     entry="surface_push", use_cache=False)
 
 
 def test_contact_stage_compiles_with_slang_cpu():

@@ -176,3 +176,28 @@ def test_bad_input_gets_clear_errors(contact_avatar, tights_candidates):
 
     with pytest.raises(KisekaeError, match="per-frame method"):
         runtime_pose(contact_avatar, named_pose(contact_avatar.skeleton, "stand"), ["tights"], method="cloth")
+
+
+def test_range_of_motion_measures_arm_elevation_from_hanging_down():
+    """An A-pose and a T-pose rig get the same arm directions: the rest elevation is taken off the range."""
+    from kisekae.avatar.poses import RANGE_OF_MOTION, rest_elevation
+    from kisekae.avatar.skeleton import Skeleton
+
+    def rig(elevation_deg):
+        a = np.radians(elevation_deg)
+        rest = np.tile(np.eye(4), (3, 1, 1))
+        rest[1, :3, 3] = (0.2, 1.4, 0.0)  # upperarm_l head
+        rest[2, :3, 3] = rest[1, :3, 3] + 0.3 * np.array([np.sin(a), -np.cos(a), 0.0])  # lowerarm_l head
+        return Skeleton(["spine_03", "upperarm_l", "lowerarm_l"], np.array([-1, 0, 1]), rest)
+
+    lo, hi = next((r[2], r[3]) for r in RANGE_OF_MOTION if r[0] == "upperarm_l" and r[1] == (0.0, 0.0, 1.0))
+    for elevation in (40.0, 90.0):  # A-pose, T-pose
+        sk = rig(elevation)
+        assert rest_elevation(sk, 1, (0.0, 0.0, 1.0)) == pytest.approx(elevation)
+        ups = []
+        for pose in range_of_motion_poses(sk, 400, seed=3):
+            w = pose.world_matrices(sk)
+            d = w[2, :3, 3] - w[1, :3, 3]
+            ups.append(np.degrees(np.arctan2(d[0], -d[1])))  # the arm's elevation from hanging, frontal plane
+        # the forward/back swing that follows tilts it out of the frontal plane, so compare the spread's ends
+        assert min(ups) < lo + 15 and max(ups) > hi - 25

@@ -144,19 +144,40 @@ def named_pose(skeleton: Skeleton, name: str) -> Pose:
 
 
 #: Range of motion sampled by :func:`range_of_motion_poses`: (bone, world axis of the rest pose, lowest and
-#: highest degrees), applied in this order, each drawn uniformly and independently. The limits follow the
-#: usual clinical ranges from standing (hip flexion to 125°, extension 35°, abduction 40°; knee flexion to
-#: 145°; ankle ±30°; trunk ±25°; arms from hanging at the side to raised, forward 80° and back 40°; elbow
-#: flexion to 130°), in the built-in rig's frame (+X is the body's left, +Z its front).
+#: highest degrees, measured from), applied in this order, each drawn uniformly and independently. ``"down"``
+#: angles are the bone's elevation about the axis measured from hanging straight down (so an A-pose and a
+#: T-pose rig get the same range of arm directions: the rest elevation is subtracted); ``"rest"`` angles turn
+#: the bone from its rest orientation. The limits follow the usual clinical ranges from standing (hip flexion
+#: to 125°, extension 35°, abduction 40°; knee flexion to 145°; ankle ±30°; trunk ±25°; arms from hanging at
+#: the side, slightly across the body, to raised 120°, forward 80° and back 40°; elbow flexion to 130°), with
+#: +X the body's left and +Z its front, as the named poses.
 RANGE_OF_MOTION = (
-    ("thigh_l", X, -125.0, 35.0), ("thigh_l", Z, -10.0, 40.0), ("thigh_l", Y, -25.0, 25.0),
-    ("thigh_r", X, -125.0, 35.0), ("thigh_r", Z, -40.0, 10.0), ("thigh_r", Y, -25.0, 25.0),
-    ("calf_l", X, 0.0, 145.0), ("calf_r", X, 0.0, 145.0), ("foot_l", X, -30.0, 30.0), ("foot_r", X, -30.0, 30.0),
-    ("spine_01", X, -25.0, 25.0), ("spine_02", Y, -25.0, 25.0), ("spine_03", Z, -15.0, 15.0),
-    ("upperarm_l", Z, -45.0, 80.0), ("upperarm_r", Z, -80.0, 45.0), ("clavicle_l", Z, -10.0, 20.0),
-    ("clavicle_r", Z, -20.0, 10.0), ("upperarm_l", X, -80.0, 40.0), ("upperarm_r", X, -80.0, 40.0),
-    ("lowerarm_l", Y, -130.0, 0.0), ("lowerarm_r", Y, 0.0, 130.0),
+    ("thigh_l", X, -125.0, 35.0, "down"), ("thigh_l", Z, -5.0, 45.0, "down"), ("thigh_l", Y, -25.0, 25.0, "rest"),
+    ("thigh_r", X, -125.0, 35.0, "down"), ("thigh_r", Z, -45.0, 5.0, "down"), ("thigh_r", Y, -25.0, 25.0, "rest"),
+    ("calf_l", X, 0.0, 145.0, "rest"), ("calf_r", X, 0.0, 145.0, "rest"),
+    ("foot_l", X, -30.0, 30.0, "rest"), ("foot_r", X, -30.0, 30.0, "rest"),
+    ("spine_01", X, -25.0, 25.0, "rest"), ("spine_02", Y, -25.0, 25.0, "rest"), ("spine_03", Z, -15.0, 15.0, "rest"),
+    ("upperarm_l", Z, -5.0, 120.0, "down"), ("upperarm_r", Z, -120.0, 5.0, "down"),
+    ("clavicle_l", Z, -10.0, 20.0, "rest"), ("clavicle_r", Z, -20.0, 10.0, "rest"),
+    ("upperarm_l", X, -80.0, 40.0, "rest"), ("upperarm_r", X, -80.0, 40.0, "rest"),
+    ("lowerarm_l", Y, -130.0, 0.0, "rest"), ("lowerarm_r", Y, 0.0, 130.0, "rest"),
 )
+
+
+def rest_elevation(skeleton: Skeleton, bone: int, axis) -> float:
+    """Degrees by which ``bone`` (head to its first child's head) is turned about the world ``axis`` from
+    pointing straight down (−Y), at rest; 0 for a bone without a child or lying along the axis."""
+    kids = np.flatnonzero(np.asarray(skeleton.parents) == bone)
+    if not len(kids):
+        return 0.0
+    d = skeleton.rest[kids[0]][:3, 3] - skeleton.rest[bone][:3, 3]
+    a = np.asarray(axis, dtype=np.float64)
+    d = d - (d @ a) * a
+    down = np.array([0.0, -1.0, 0.0])
+    down = down - (down @ a) * a
+    if np.linalg.norm(d) < 1e-9 or np.linalg.norm(down) < 1e-9:
+        return 0.0
+    return float(np.degrees(np.arctan2(np.cross(down, d) @ a, down @ d)))
 
 
 def range_of_motion_poses(skeleton: Skeleton, n: int, seed: int = 0) -> list:
@@ -171,11 +192,14 @@ def range_of_motion_poses(skeleton: Skeleton, n: int, seed: int = 0) -> list:
         raise KisekaeError(f"must be a whole number of poses, got {n!r}", "poses")
     rng = np.random.default_rng(seed)
     bones = []
-    for bone, axis, lo, hi in RANGE_OF_MOTION:
+    for bone, axis, lo, hi, frame in RANGE_OF_MOTION:
         try:
-            bones.append((resolve_bone(skeleton, bone, "range of motion"), axis, lo, hi))
+            b = resolve_bone(skeleton, bone, "range of motion")
         except KisekaeError:
             bones.append((None, axis, lo, hi))
+            continue
+        shift = rest_elevation(skeleton, b, axis) if frame == "down" else 0.0
+        bones.append((b, axis, lo - shift, hi - shift))
     poses = []
     for k in range(int(n)):
         pose = Pose.rest(skeleton, f"rom_{k}")

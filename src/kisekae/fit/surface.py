@@ -181,9 +181,27 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _surface_kernel(points, cand, faces, body, body_normals, tight, soft, prm, reach2, out, s_out):
+def _triangle_spheres(body, faces, out):
+    """Bounding sphere of every body triangle this frame: centroid and largest corner distance, ``(F, 4)``."""
+    for t in range(faces.shape[0]):
+        a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
+        cx = (body[a, 0] + body[b, 0] + body[c, 0]) / 3.0
+        cy = (body[a, 1] + body[b, 1] + body[c, 1]) / 3.0
+        cz = (body[a, 2] + body[b, 2] + body[c, 2]) / 3.0
+        r2 = 0.0
+        for v in (a, b, c):
+            dx, dy, dz = body[v, 0] - cx, body[v, 1] - cy, body[v, 2] - cz
+            r2 = max(r2, dx * dx + dy * dy + dz * dz)
+        out[t, 0] = cx
+        out[t, 1] = cy
+        out[t, 2] = cz
+        out[t, 3] = np.sqrt(r2) * (1.0 + 1e-9) + 1e-12
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, tight, soft, prm, reach2, out, s_out):
     margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    n = points.shape[0]
+    n = active.shape[0]
     dd = np.empty(BLOCK)
     gx = np.empty(BLOCK)
     gy = np.empty(BLOCK)
@@ -194,13 +212,18 @@ def _surface_kernel(points, cand, faces, body, body_normals, tight, soft, prm, r
     for s0 in range(0, n, BLOCK):
         m = min(BLOCK, n - s0)
         for i in range(m):
-            v = s0 + i
+            v = active[s0 + i]
             px, py, pz = points[v, 0], points[v, 1], points[v, 2]
             best = np.inf
             qx = qy = qz = 0.0
             nx = ny = nz = 0.0
             for k in range(cand.shape[1]):
                 t = cand[v, k]
+                # the triangle's bounding sphere bounds its distance from below: skip what cannot be nearer
+                ex, ey, ez = px - spheres[t, 0], py - spheres[t, 1], pz - spheres[t, 2]
+                lb = np.sqrt(ex * ex + ey * ey + ez * ez) - spheres[t, 3]
+                if lb > 0.0 and lb * lb > best:
+                    continue
                 a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
                 u, w1, w2 = closest_barycentric(px, py, pz, body[a, 0], body[a, 1], body[a, 2], body[b, 0], body[b, 1],
                                                 body[b, 2], body[c, 0], body[c, 1], body[c, 2])
@@ -230,7 +253,7 @@ def _surface_kernel(points, cand, faces, body, body_normals, tight, soft, prm, r
             cs[i] = soft[v]
         _block_push(dd, gx, gy, gz, ct, cs, m, margin, stiffness, max_push, skirt_bias, upx, upy, upz, True, amt)
         for i in range(m):
-            v = s0 + i
+            v = active[s0 + i]
             a_ = amt[i] if dd[i] < np.inf else 0.0
             out[v, 0] = points[v, 0] + a_ * gx[i]
             out[v, 1] = points[v, 1] + a_ * gy[i]
@@ -240,17 +263,27 @@ def _surface_kernel(points, cand, faces, body, body_normals, tight, soft, prm, r
 
 def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
                  params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                 reach: float | None = None):
-    """One surface push, Numba kernel on one core; same contract as :func:`surface_push_numpy`."""
+                 reach: float | None = None, only=None):
+    """One surface push, Numba kernel on one core; same contract as :func:`surface_push_numpy`.
+
+    ``only`` : (M,) int vertex ids, or None for all: the other vertices are returned unchanged, with clearance
+    ``nan`` (a second push needs only the vertices that moved since the first, see :func:`surface_runtime`).
+    Each candidate triangle's bounding sphere is tested first, so a vertex computes the closest point only
+    on triangles that can be nearer than the nearest so far; the result is the same.
+    """
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
     reach = params.max_push if reach is None else float(reach)
     up = np.asarray(up, dtype=np.float64)
     prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, *up], dtype=np.float64)
-    out = np.empty_like(p)
-    clear = np.empty(len(p))
-    _surface_kernel(p, np.ascontiguousarray(candidates.triangles), np.ascontiguousarray(f, dtype=np.int64), v, nb,
-                    t, s, prm, reach * reach, out, clear)
+    f = np.ascontiguousarray(f, dtype=np.int64)
+    spheres = np.empty((len(f), 4))
+    _triangle_spheres(v, f, spheres)
+    out = p.copy()
+    clear = np.full(len(p), np.nan)
+    ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
+    _surface_kernel(p, ids, np.ascontiguousarray(candidates.triangles), f, v, nb, spheres, t, s, prm, reach * reach,
+                    out, clear)
     return out, np.linalg.norm(out - p, axis=1), clear
 
 
@@ -334,15 +367,16 @@ def _smooth_kernel(d, ptr, idx, passes, tmp):
                 tmp[i, 0] = d[i, 0]
                 tmp[i, 1] = d[i, 1]
                 tmp[i, 2] = d[i, 2]
-        d[:] = tmp
+        d, tmp = tmp, d
+    return d
 
 
 def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
     """:func:`smooth_push_numpy` as a Numba kernel (one core)."""
     d = np.array(displacement, dtype=np.float64)
     ptr, idx = ring
-    _smooth_kernel(d, np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64), int(passes), np.empty_like(d))
-    return d
+    return _smooth_kernel(d, np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64), int(passes),
+                          np.empty_like(d))
 
 
 def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_normals, body_faces,
@@ -364,11 +398,19 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     new_points : (N, 3) float64 with ``|new − points| <= max_push``; push : (N,) metres
     """
     params = params or PushParams()
-    push, smooth = (surface_push_numpy, smooth_push_numpy) if numpy else (surface_push, smooth_push)
     x = _f64(points, (len(points), 3), "garment vertices")
-    first = push(x, candidates, body, body_normals, body_faces, params, tightness, softness, up)[0]
-    if passes > 0:
-        first = x + smooth(first - x, ring, passes)
-    new = push(first, candidates, body, body_normals, body_faces, params, tightness, softness, up)[0]
+    args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
+    if numpy:
+        first = surface_push_numpy(x, *args)[0]
+        if passes > 0:
+            first = x + smooth_push_numpy(first - x, ring, passes)
+        new = surface_push_numpy(first, *args)[0]
+    else:
+        first = surface_push(x, *args)[0]
+        if passes > 0:
+            first = x + smooth_push(first - x, ring, passes)
+        # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
+        moved = np.flatnonzero(np.any(first != x, axis=1))
+        new = surface_push(first, *args, only=moved)[0]
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)

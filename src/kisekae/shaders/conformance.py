@@ -23,6 +23,8 @@ KisekaeWoundP          kisekae.wound.runtime.wound_p_numpy         1e-5
 KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
 KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
 KisekaeContactPlane(s) kisekae.avatar.contact.contact_planes_numpy positions 1e-5 m
+KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, push, clearance 1e-5 m
+KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
 =====================  ==========================================  =============================
 
 Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
@@ -757,6 +759,187 @@ def contact_checks(poses=POSES):
     return checks
 
 
+# ------------------------------------------------------------------------------------ surface push
+#: Poses and garments of the surface push checks (the built-in avatar with its body contact).
+SURFACE_POSES = ("crouch", "sit")
+SURFACE_GARMENTS = ("tights", "skirt")
+#: Range-of-motion poses the test candidates are baked over (the runtime bakes 300; 40 keep the checks quick).
+SURFACE_BAKE_POSES = 40
+#: Surface push and smoothing: the issue's conformance limit.
+TOL_SURFACE = 1e-5
+#: Squared-distance ties between two candidates with different closest points, and points this close to the
+#: reach, are left out of the surface push comparison (float32 may choose the other side), metres.
+SURFACE_TIE = 1e-6
+#: (PushParams fields, reach) of the surface push checks; reach None = max_push.
+SURFACE_CASES = (
+    (dict(), None),
+    (dict(margin=0.003, stiffness=0.8, max_push=0.02, skirt_bias=0.0), None),
+    (dict(margin=0.015, stiffness=0.3, max_push=0.05, skirt_bias=0.6), 0.012),
+)
+
+
+def _surface_avatar():
+    from ..avatar import load_builtin_avatar
+
+    return load_builtin_avatar().with_body_contact()
+
+
+def surface_vectors(pose: str, garment: str, seed: int = 0):
+    """Surface push test vectors of one garment in one pose, memoised.
+
+    The garment's vertices skinned in ``pose`` and a copy jittered by up to about 3 cm (so that many are inside the
+    body or in the contact band), its candidates (:func:`kisekae.fit.surface.bake_surface_candidates` over
+    :data:`SURFACE_BAKE_POSES` poses, duplicated for the copy), the posed body (skinning and body contact) and its
+    vertex normals, float32 as the GPU gets them; random masks; each point's distance to its nearest candidate and
+    whether a different closest point of another candidate ties with it (:data:`SURFACE_TIE`).
+    """
+    def build():
+        from ..avatar.poses import named_pose
+        from ..fit.surface import bake_surface_candidates
+        from ..geom.closest import closest_point_triangles_numpy
+        from ..fit.surface import SurfaceCandidates
+        from ..geom.normals import vertex_normals
+
+        av = _memo("surface avatar", _surface_avatar)
+        cand = _memo(("surface candidates", garment),
+                     lambda: bake_surface_candidates(av, garment, n_poses=SURFACE_BAKE_POSES))
+        rng = np.random.default_rng([seed, 5, zlib.crc32(f"{pose}/{garment}".encode())])
+        m = named_pose(av.skeleton, pose).skinning_matrices(av.skeleton)
+        faces = av.body.mesh.faces
+        body = av.body.posed(m).astype(np.float32).astype(np.float64)
+        normals = vertex_normals(body, faces).astype(np.float32).astype(np.float64)
+        x = av.part(garment).posed(m).astype(np.float32)
+        pts = np.concatenate([x, x + rng.normal(0, 0.01, x.shape)]).astype(np.float32).astype(np.float64)
+        tri = np.concatenate([cand.triangles, cand.triangles])
+        n, k = tri.shape
+        corners = faces[tri]  # (n, k, 3)
+        q, _, dist = closest_point_triangles_numpy(np.repeat(pts, k, axis=0),
+                                                   *(body[corners[:, :, c]].reshape(-1, 3) for c in range(3)))
+        q, dist = q.reshape(n, k, 3), dist.reshape(n, k)
+        best = np.argmin(dist, axis=1)
+        rows = np.arange(n)
+        d_best = dist[rows, best]
+        apart = np.linalg.norm(q - q[rows, best][:, None], axis=2) > SURFACE_TIE
+        tie = np.any(apart & (dist - d_best[:, None] < SURFACE_TIE), axis=1)
+        return {"pose": pose, "garment": garment, "points": pts, "candidates": SurfaceCandidates(tri, len(faces)),
+                "corners": corners, "body": body, "normals": normals, "faces": faces,
+                "tightness": rng.uniform(0, 1, n), "softness": rng.uniform(0, 1, n), "distance": d_best, "tie": tie,
+                "n_skinned": len(x), "mesh": av.part(garment).mesh}
+    return _memo(("surface vectors", pose, garment, seed), build)
+
+
+def surface_sheet_checks():
+    """Analytic surface push: a flat sheet of 16 triangles (4 x 2 quads, 1 m up, normal +Z), all of them every
+    vertex's candidates in a random order; points under it, in the contact band, above it, on its grid lines (ties
+    between triangles with one closest point) and beside it (closest point on the border), some beyond reach.
+    The expected clearance is the height above the sheet (where the border point is within reach), the push the
+    push law along +Z."""
+    from ..fit.pushout import PushParams
+
+    rng = np.random.default_rng(23)
+    gx, gy = np.meshgrid(np.linspace(-0.2, 0.2, 5), np.linspace(-0.1, 0.1, 3))
+    v = np.column_stack([gx.ravel(), gy.ravel(), np.full(gx.size, 1.0)])
+    faces = []
+    for j in range(2):
+        for i in range(4):
+            a, b, c, d = 5 * j + i, 5 * j + i + 1, 5 * (j + 1) + i + 1, 5 * (j + 1) + i
+            faces += [[a, b, c], [a, c, d]]
+    faces = np.array(faces)
+    normals = np.tile([0.0, 0.0, 1.0], (len(v), 1))
+    n = 2000
+    xy = rng.uniform([-0.2, -0.1], [0.2, 0.1], (n, 2))
+    xy[:200, 0] = rng.choice(np.linspace(-0.2, 0.2, 5), 200)  # on the grid lines
+    xy[200:300, 1] = 0.0
+    xy[300:700] = rng.uniform([-0.3, -0.2], [0.3, 0.2], (400, 2))  # beside the sheet too
+    z = rng.uniform(-0.12, 0.02, n)
+    pts = np.column_stack([xy, 1.0 + z]).astype(np.float32).astype(np.float64)
+    z = pts[:, 2] - 1.0
+    tri = np.array([rng.permutation(len(faces)) for _ in range(n)])
+    params = PushParams(margin=0.004, stiffness=0.7, max_push=0.1)
+    tight = rng.uniform(0, 1, n)
+    soft = rng.uniform(0, 1, n)
+    # expected: the border point's lateral offset, the clearance z within reach, the push law along +Z
+    lateral = np.hypot(np.maximum(np.abs(pts[:, 0]) - 0.2, 0.0), np.maximum(np.abs(pts[:, 1]) - 0.1, 0.0))
+    dist = np.hypot(lateral, z)
+    ok = np.abs(dist - params.max_push) > SURFACE_TIE
+    clear = np.where(dist <= params.max_push, z, np.inf)
+    gap = params.stiffness * (1.0 - 0.5 * tight) * params.margin
+    x = 1.0 - z / params.margin
+    amount = np.where(z < 0, gap - z, gap * ((1.0 - soft) * x + soft * x * x))
+    amount = np.where(np.isfinite(clear) & (z < params.margin), np.minimum(amount, params.max_push), 0.0)
+    want = pts + amount[:, None] * [0.0, 0.0, 1.0]
+    got, push, s = X.gpu_surface_push(pts, tri, v, normals, params, faces=faces, tightness=tight, softness=soft)
+    label = "surface push flat sheet (analytic)"
+    return [Check(label + " positions", _err(got[ok], want[ok]), TOL_SURFACE, int(ok.sum())),
+            Check(label + " push length", _err(push[ok], amount[ok]), TOL_SURFACE, int(ok.sum())),
+            Check(label + " clearance", _err(s[ok], clear[ok]), TOL_SURFACE, int(ok.sum()))]
+
+
+def smooth_strip_checks():
+    """Analytic smoothing: a strip of six vertices, one pushed by 1 cm; two passes spread it to two rings, fading
+    (values worked out by hand from the rule), and never shrink the push itself."""
+    from ..fit.surface import one_ring
+
+    ring = one_ring(6, np.array([[i, i + 1] for i in range(5)]))
+    d = np.zeros((6, 3))
+    d[2] = (0.003, -0.002, 0.01)
+    want = np.outer([0.125, 0.375, 1.0, 0.375, 0.0625, 0.0], d[2])
+    return [Check("smooth push strip (analytic) 2 passes", _err(X.gpu_smooth_push(d, ring, 2), want), TOL_SURFACE, 6)]
+
+
+def _surface_reference(vec, case: dict, reach):
+    """:func:`kisekae.fit.surface.surface_push_numpy` of :func:`surface_vectors` ``vec`` for one case, memoised."""
+    from ..fit.pushout import PushParams
+    from ..fit.surface import surface_push_numpy
+
+    return _memo(("surface", vec["pose"], vec["garment"], str(case), reach), lambda: surface_push_numpy(
+        vec["points"], vec["candidates"], vec["body"], vec["normals"], vec["faces"],
+        PushParams(**case, smooth_iterations=0), vec["tightness"], vec["softness"], reach=reach))
+
+
+def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
+    """``KisekaeSurfacePush`` against :func:`kisekae.fit.surface.surface_push_numpy` and ``KisekaeSmoothPush`` (1 and
+    10 passes) against :func:`~kisekae.fit.surface.smooth_push_numpy` on the built-in avatar
+    (:func:`surface_vectors`)."""
+    from ..fit.pushout import PushParams
+    from ..fit.surface import SMOOTH_PASSES, one_ring, smooth_push_numpy
+
+    checks = []
+    for pose in poses:
+        for garment in garments:
+            vec = surface_vectors(pose, garment)
+            pts, n = vec["points"], len(vec["points"])
+            tag = f"surface push {pose} {garment}"
+            for case, reach in SURFACE_CASES:
+                params = PushParams(**case, smooth_iterations=0)
+                r = params.max_push if reach is None else reach
+                ref, rpush, rs = _surface_reference(vec, case, reach)
+                got, push, s = X.gpu_surface_push(pts, vec["corners"], vec["body"], vec["normals"], params,
+                                                  tightness=vec["tightness"], softness=vec["softness"], reach=reach)
+                ok = ~vec["tie"] & (np.abs(vec["distance"] - r) > SURFACE_TIE)
+                label = f"{tag} b={params.skirt_bias:g} m={params.margin:g} reach={r:g}"
+                checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_SURFACE, int(ok.sum())))
+                checks.append(Check(label + " push length", _err(push[ok], rpush[ok]), TOL_SURFACE, int(ok.sum())))
+                checks.append(Check(label + " clearance", _err(s[ok], rs[ok]), TOL_SURFACE, int(ok.sum())))
+            # smoothing the displacement of the first push (skinned and jittered vertices, each on the ring)
+            k = vec["n_skinned"]
+            mesh = vec["mesh"]
+            ring = _memo(("surface ring", garment), lambda: one_ring(mesh.n_vertices, mesh.edges, mesh.weld))
+            disp = (_surface_reference(vec, *SURFACE_CASES[0])[0] - pts).astype(np.float32)
+            for part, d in (("skinned", disp[:k]), ("jittered", disp[k:])):
+                for passes in (1, SMOOTH_PASSES):
+                    ref = _memo(("smooth", pose, garment, part, passes),
+                                lambda: smooth_push_numpy(d.astype(np.float64), ring, passes))
+                    checks.append(Check(f"smooth push {pose} {garment} {part} {passes} passes",
+                                        _err(X.gpu_smooth_push(d, ring, passes), ref), TOL_SURFACE, len(d)))
+    return checks
+
+
+def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
+    """The surface push and its smoothing (``kisekae_surface.hlsl``): analytic cases, then the built-in avatar."""
+    return surface_sheet_checks() + smooth_strip_checks() + surface_avatar_checks(poses, garments)
+
+
 def run_checks(sources=("constants",), poses=POSES, core_dir=None):
     """Run every conformance check; returns a list of :class:`Check` (see the module table)."""
     with X.using_core(core_dir):
@@ -771,4 +954,5 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
         checks += tight_look_checks()
         checks += wound_decode_checks()
         checks += contact_checks(poses)
+        checks += surface_checks()
     return checks

@@ -42,6 +42,8 @@ MODES = {
     "wound_decode": 13,
     "contact_plane": 14,
     "contact_planes": 15,
+    "surface_push": 16,
+    "smooth_push": 17,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -247,7 +249,8 @@ class CoreRunner:
             capsules=None, hits=None, textures=None):
         """Dispatch ``mode`` over ``n`` items and return ``(out0, out1)``, each float32 ``(n, 4)``.
 
-        ``in0..in5`` are ``(n, 4)`` float arrays (missing ones are zeros), ``params`` up to 8 float4
+        ``in0..in5`` are ``(m, 4)`` float arrays with ``m >= n`` rows (missing ones are zeros; rows past ``n``
+        hold tables that a mode indexes itself, such as the surface push's candidates), ``params`` up to 8 float4
         rows of the harness constant buffer, ``capsules`` ``(C, 8)``, ``hits`` ``(H, 4)`` and ``textures``
         the per-vertex textures by :data:`VERTEX_TEXTURES` key (``(H, W, C)`` arrays, see
         :func:`vertex_texture`).
@@ -274,7 +277,9 @@ class CoreRunner:
                 prm[: len(p)] = p
             self._uniform(b, "KisekaeHarness", header.tobytes() + prm.tobytes(), keep)
             for name, arr in (("gIn0", in0), ("gIn1", in1), ("gIn2", in2), ("gIn3", in3), ("gIn4", in4), ("gIn5", in5)):
-                data = np.zeros((n, 4), np.float32) if arr is None else np.ascontiguousarray(arr, np.float32).reshape(n, 4)
+                data = np.zeros((n, 4), np.float32) if arr is None else np.ascontiguousarray(arr, np.float32)
+                if data.ndim != 2 or data.shape[1] != 4 or len(data) < n:
+                    raise KisekaeError(f"expected at least {n} rows of 4, got shape {data.shape}", name)
                 self._storage(b, name, data.tobytes(), keep)
             outs = []
             for name in ("gOut0", "gOut1"):
@@ -613,6 +618,136 @@ def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_norm
                                   texture_width)
     o0, o1 = _run("skin_push_out", source, n, params=_push_params(params, up), capsules=caps, textures=tex, **ins)
     return o0[:, :3], o1[:, 3], o0[:, 3], o1[:, 2], o1[:, 0], o1[:, 1]
+
+
+#: Candidate triangles per vertex that the harness's surface push reads (``KISEKAE_SURFACE_CANDIDATES``).
+SURFACE_CANDIDATES = 16
+#: Largest id that passes through a float32 harness row exactly.
+_MAX_FLOAT_ID = 1 << 24
+
+
+def _surface_corners(triangles, faces, n: int, n_body: int) -> np.ndarray:
+    """(n, SURFACE_CANDIDATES, 3) body vertex ids of each vertex's candidates; fewer than
+    :data:`SURFACE_CANDIDATES` candidates are padded with the first (which never changes the nearest)."""
+    tri = np.asarray(triangles)
+    if not np.issubdtype(tri.dtype, np.integer):
+        raise KisekaeError(f"expected integer ids, got {tri.dtype}", "triangles")
+    if faces is not None:
+        f = np.asarray(faces)
+        if tri.ndim != 2 or f.ndim != 2 or f.shape[1] != 3 or not np.issubdtype(f.dtype, np.integer):
+            raise KisekaeError(f"expected (N, K) triangle ids and (F, 3) faces, got {tri.shape} and {f.shape}",
+                               "triangles")
+        if tri.size and (tri.min() < 0 or tri.max() >= len(f)):
+            raise KisekaeError(f"triangle ids must be in 0..{len(f) - 1}", "triangles")
+        tri = f[tri]
+    if tri.ndim != 3 or tri.shape[0] != n or tri.shape[2] != 3 or not 1 <= tri.shape[1] <= SURFACE_CANDIDATES:
+        raise KisekaeError(f"expected ({n}, K, 3) corner ids with 1 <= K <= {SURFACE_CANDIDATES}, got {tri.shape}",
+                           "triangles")
+    if tri.size and (tri.min() < 0 or tri.max() >= n_body):
+        raise KisekaeError(f"ids must be in 0..{n_body - 1}", "triangles")
+    pad = np.repeat(tri[:, :1], SURFACE_CANDIDATES - tri.shape[1], axis=1)
+    return np.concatenate([tri, pad], axis=1)
+
+
+def gpu_surface_push(points, triangles, body_positions, body_normals, params: PushParams | None = None, *,
+                     faces=None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), reach: float | None = None,
+                     texture_width: int = 256):
+    """``KisekaeSurfacePush`` on the GPU: one surface push of :func:`kisekae.fit.surface.surface_push_numpy`.
+
+    Parameters
+    ----------
+    points : (N, 3) array_like
+        Posed garment vertices (m).
+    triangles : (N, K, 3) int array_like
+        Body vertex ids of each vertex's K candidate triangles (``faces[SurfaceCandidates.triangles]``), the
+        most frequent first; or (N, K) triangle ids with ``faces``. K <= :data:`SURFACE_CANDIDATES` (fewer are
+        padded with the first).
+    body_positions, body_normals : (Nb, 3) array_like
+        Posed body vertices (m) and their unit normals; uploaded as the RGBA32F textures
+        ``_KisekaeBodyPositionTex`` / ``_KisekaeBodyNormalTex`` (:func:`vertex_texture` layout).
+    params : PushParams, optional
+        margin, stiffness, max_push and skirt_bias (defaults: ``PushParams()``).
+    faces : (F, 3) int array_like, optional
+        Body triangles, when ``triangles`` holds triangle ids.
+    tightness, softness : float or (N,) array_like
+        Masks, 0..1.
+    up : (3,) array_like
+        World up.
+    reach : float, optional
+        Metres; candidates farther than this are ignored (default ``max_push``).
+    texture_width : int
+        Width of the body textures.
+
+    Returns
+    -------
+    new_points : (N, 3) float32; push : (N,) float32 metres; clearance : (N,) float32 metres before the push
+    (``inf`` where no candidate is within reach, which the core reports as 1e30)
+    """
+    pts = as_points(points, "points", dtype=np.float32)
+    n = len(pts)
+    body = as_points(body_positions, "body_positions", dtype=np.float32)
+    bn = as_points(body_normals, "body_normals", dtype=np.float32)
+    if bn.shape != body.shape:
+        raise KisekaeError(f"expected shape {body.shape}, got {bn.shape}", "body_normals")
+    if len(body) >= _MAX_FLOAT_ID:
+        raise KisekaeError("more than 2^24 body vertices do not pass through float32 ids exactly", "body_positions")
+    if n * SURFACE_CANDIDATES >= _MAX_FLOAT_ID:
+        raise KisekaeError(f"at most {_MAX_FLOAT_ID // SURFACE_CANDIDATES - 1} vertices a dispatch", "points")
+    corners = _surface_corners(triangles, faces, n, len(body))
+    p = (params or PushParams()).validate()
+    reach = p.max_push if reach is None else float(reach)
+    if not (np.isfinite(reach) and reach >= 0):
+        raise KisekaeError(f"must be finite and >= 0, got {reach!r}", "reach")
+    table = np.zeros((max(n * SURFACE_CANDIDATES, 1), 4), np.float32)
+    table[: n * SURFACE_CANDIDATES, :3] = corners.reshape(-1, 3)
+    tex = {"body_position": vertex_texture(np.column_stack([body, np.ones(len(body), np.float32)]), texture_width),
+           "body_normal": vertex_texture(np.column_stack([bn, np.zeros(len(bn), np.float32)]), texture_width)}
+    o0, o1 = _run("surface_push", "constants", n, in0=_vec4(n, pts, _mask(tightness, n, "tightness")),
+                  in1=_vec4(n, _mask(softness, n, "softness")), in2=table,
+                  params=_push_params(p, up, smooth_k=False) + [[reach, 0.0, 0.0, 0.0]], textures=tex)
+    clear = np.where(o1[:, 0] >= np.float32(1e30), np.float32(np.inf), o1[:, 0])
+    return o0[:, :3], o0[:, 3], clear
+
+
+def gpu_smooth_push(displacement, ring, passes: int = 10):
+    """``KisekaeSmoothPush`` on the GPU, one dispatch per pass (Jacobi, as an engine ping-pongs two buffers):
+    :func:`kisekae.fit.surface.smooth_push_numpy`.
+
+    Parameters
+    ----------
+    displacement : (N, 3) array_like
+        Corrected minus skinned positions (m).
+    ring : (ptr (N+1,), idx (E,))
+        The one-ring in CSR form (:func:`kisekae.fit.surface.one_ring`).
+    passes : int
+        Smoothing passes (>= 0).
+
+    Returns
+    -------
+    (N, 3) float32
+    """
+    d = as_points(displacement, "displacement", dtype=np.float32)
+    n = len(d)
+    ptr, idx = (np.asarray(a) for a in ring)
+    if ptr.shape != (n + 1,) or idx.ndim != 1 or not (np.issubdtype(ptr.dtype, np.integer)
+                                                    and np.issubdtype(idx.dtype, np.integer)):
+        raise KisekaeError(f"expected integer ptr ({n + 1},) and idx (E,), got {ptr.shape} and {idx.shape}", "ring")
+    if ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
+        raise KisekaeError("ptr must start at 0, not decrease and end at len(idx)", "ring")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise KisekaeError(f"neighbour ids must be in 0..{n - 1}", "ring")
+    if max(n, len(idx)) >= _MAX_FLOAT_ID:
+        raise KisekaeError("more than 2^24 vertices or ring entries do not pass through float32 ids exactly", "ring")
+    passes = int(passes)
+    if passes < 0:
+        raise KisekaeError(f"must be >= 0, got {passes}", "passes")
+    ranges = _vec4(n, ptr[:-1], np.diff(ptr))
+    neighbours = np.zeros((max(len(idx), n), 4), np.float32)
+    neighbours[: len(idx), 0] = idx
+    for _ in range(passes if n else 0):
+        o0, _ = _run("smooth_push", "constants", n, in0=_vec4(n, d), in1=ranges, in2=neighbours)
+        d = o0[:, :3].copy()
+    return d
 
 
 def gpu_wrinkle_weights(compress, stretch, maps, *, normalize: bool = True):

@@ -9,7 +9,9 @@
 // yourself (O3DE does this from its SRG, see o3de/KisekaeSrg.azsli), or define KISEKAE_NO_DATA when the
 // stage uses neither capsules nor hits. The skin-bound push-out and the wound target decoding also need the
 // per-vertex texture macros (KISEKAE_LOAD_BODY_*, KISEKAE_LOAD_WOUND_*; include
-// kisekae_source_vertex_textures.hlsl); without them only their array-free forms are compiled.
+// kisekae_source_vertex_textures.hlsl); without them only their array-free forms are compiled. The surface push
+// also needs its candidate triangles (KISEKAE_LOAD_SURFACE_TRIANGLE) and its smoothing pass the garment's
+// one-ring (KISEKAE_LOAD_RING, _RING_RANGE, _DISPLACEMENT); see kisekae_surface.hlsl.
 #ifndef KISEKAE_CORE_HLSL
 #define KISEKAE_CORE_HLSL
 
@@ -28,6 +30,7 @@
 #include "kisekae_capsule.hlsl"
 #include "kisekae_pushout.hlsl"
 #include "kisekae_bound.hlsl"
+#include "kisekae_surface.hlsl"
 #include "kisekae_tightlook.hlsl"
 #include "kisekae_tension.hlsl"
 #include "kisekae_wrinkle.hlsl"

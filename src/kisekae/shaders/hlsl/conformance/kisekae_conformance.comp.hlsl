@@ -44,6 +44,13 @@ RWStructuredBuffer<float4> gOut1;
         J.flesh = gIn5[2u * (j)].w; \
         J.restDir = gIn5[2u * (j) + 1u].xyz; \
     }
+// Mode 16 reads the candidate triangles from gIn2: row KISEKAE_SURFACE_CANDIDATES * v + k = body vertex ids of
+// garment vertex v's candidate k (as floats). Mode 17 reads the displacements from gIn0 (xyz), each vertex's
+// one-ring range from gIn1 (x = start, y = count) and the neighbour list from gIn2 (x = vertex id).
+#define KISEKAE_LOAD_SURFACE_TRIANGLE(v, k) ((uint3)gIn2[(uint)KISEKAE_SURFACE_CANDIDATES * (v) + (k)].xyz)
+#define KISEKAE_LOAD_RING_RANGE(v) ((uint2)gIn1[(v)].xy)
+#define KISEKAE_LOAD_RING(e) ((uint)gIn2[(e)].x)
+#define KISEKAE_LOAD_DISPLACEMENT(j) (gIn0[(j)].xyz)
 #include "../kisekae_core.hlsl"
 
 
@@ -311,6 +318,25 @@ void main(uint3 id : SV_DispatchThreadID)
         // body contact, all of a vertex's joints: x0.xyz = point, x1.xyz = rest point, x2 = joint ids,
         // x3 = sides (0 = unused slot); the joint table in gIn4/gIn5 (HarnessJointPlane); gParams[0] as mode 14
         y0 = float4(KisekaeContactPlanes(x0.xyz, x1.xyz, uint4(x2), x3, HarnessContactParams()), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(16)
+    if (gMode == 16u)
+    {
+        // surface push: x0 = (vertex, tightness), x1.x = softness, candidate triangles in gIn2 (vertex id = i);
+        // push parameters as mode 3, gParams[2].x = reach (m); the posed body comes from the vertex textures
+        float push;
+        float s;
+        float3 q = KisekaeSurfacePush(x0.xyz, i, x0.w, x1.x, HarnessPushParams(), gParams[2].x, push, s);
+        y0 = float4(q, push);
+        y1 = float4(s, 0.0, 0.0, 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(17)
+    if (gMode == 17u)
+    {
+        // one pass of the one-ring smoothing: displacements in gIn0, ring ranges in gIn1, neighbours in gIn2
+        y0 = float4(KisekaeSmoothPush(i), 0.0);
     }
 #endif
     gOut0[i] = y0;

@@ -1,0 +1,168 @@
+// kisekae_surface.hlsl - surface push: keep each garment vertex outside the nearest of its candidate body triangles.
+//
+// Part of the kisekae shader core (include kisekae_core.hlsl); port of kisekae.fit.surface.surface_push_numpy
+// (the per-vertex step) and smooth_push_numpy (one Jacobi pass of the one-ring smoothing).
+// Offline (kisekae.fit.surface.bake_surface_candidates), every garment vertex v gets K body triangles it may
+// meet in any pose (KISEKAE_SURFACE_CANDIDATES, default 16; a vertex with fewer repeats its first). Per frame,
+// from the posed body vertices x and their posed unit normals n:
+//   q_k   = closest point of p on candidate triangle k (Ericson 5.1.5, barycentrics (u, v, w))
+//   k*    = argmin_k |p - q_k|^2                   (strictly smaller wins: ties keep the earlier candidate)
+//   |p - q_k*| > reach: no push (s = 1e30, standing for +infinity); reach defaults to maxPush
+//   n_q   = normalize(u n_i + v n_j + w n_k)       (the normal blended at q_k*)
+//   s     = (p - q_k*) . n_q                       (signed clearance, m)
+//   the push law of kisekae_pushout.hlsl with d = s, along n_q (skirt bias included): KisekaeBoundPushOut with
+//   the bound point replaced by q_k*.
+// Smoothing (KisekaeSmoothPush, one pass; an engine ping-pongs two displacement buffers): with d the vertex's
+// displacement (corrected minus skinned, m) and a the mean displacement of its one-ring,
+//   d' = (d + a) / 2 if |a|^2 > |d|^2, else d      (a push spreads to the neighbours and never shrinks).
+// Units are metres; positions in the body's (posed) space.
+// Data macros (optional; the functions that need them are compiled only when they are defined):
+//   KISEKAE_LOAD_SURFACE_TRIANGLE(v, k)  uint3, body vertex ids of garment vertex v's candidate k (an expression)
+//   KISEKAE_LOAD_BODY_POSITION(i), KISEKAE_LOAD_BODY_NORMAL(i)   as kisekae_vertexdata.hlsl
+//   KISEKAE_LOAD_RING_RANGE(v)           uint2, (start, count) of vertex v's one-ring in the neighbour list
+//   KISEKAE_LOAD_RING(e)                 uint, neighbour id at entry e of that list (kisekae.fit.surface.one_ring)
+//   KISEKAE_LOAD_DISPLACEMENT(j)         float3, displacement of garment vertex j from the previous pass (m)
+#ifndef KISEKAE_SURFACE_HLSL
+#define KISEKAE_SURFACE_HLSL
+
+#ifndef KISEKAE_SURFACE_CANDIDATES
+#define KISEKAE_SURFACE_CANDIDATES 16
+#endif
+
+// Parameter num / den of the closest point along an edge; 0 on a zero-length edge (den = |edge|^2 there).
+float KisekaeEdgeT(float num, float den)
+{
+    return den > 0.0 ? num / den : 0.0; // kisekae:guard
+}
+
+// Barycentrics (u, v, w) in (a, b, c) of the point of triangle abc closest to p (kisekae.geom.closest.
+// closest_barycentric: Ericson, Real-Time Collision Detection, 5.1.5). Ties go to the first region of the walk:
+// vertex a, b, edge ab, vertex c, edge ac, edge bc, then the interior. A degenerate triangle (zero-length edge,
+// zero area) falls back to its nearest valid feature and never divides by 0.
+float3 KisekaeClosestBarycentric(float3 p, float3 a, float3 b, float3 c)
+{
+    float3 ab = b - a;
+    float3 ac = c - a;
+    float3 ap = p - a;
+    float d1 = dot(ab, ap);
+    float d2 = dot(ac, ap);
+    if (d1 <= 0.0 && d2 <= 0.0)
+    {
+        return float3(1.0, 0.0, 0.0);
+    }
+    float3 bp = p - b;
+    float d3 = dot(ab, bp);
+    float d4 = dot(ac, bp);
+    if (d3 >= 0.0 && d4 <= d3)
+    {
+        return float3(0.0, 1.0, 0.0);
+    }
+    float vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0)
+    {
+        float t = KisekaeEdgeT(d1, d1 - d3);
+        return float3(1.0 - t, t, 0.0);
+    }
+    float3 cp = p - c;
+    float d5 = dot(ab, cp);
+    float d6 = dot(ac, cp);
+    if (d6 >= 0.0 && d5 <= d6)
+    {
+        return float3(0.0, 0.0, 1.0);
+    }
+    float vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0)
+    {
+        float t = KisekaeEdgeT(d2, d2 - d6);
+        return float3(1.0 - t, 0.0, t);
+    }
+    float va = d3 * d6 - d5 * d4;
+    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0)
+    {
+        float t = KisekaeEdgeT(d4 - d3, (d4 - d3) + (d5 - d6));
+        return float3(0.0, 1.0 - t, t);
+    }
+    float den = va + vb + vc;
+    if (!(den > 0.0)) // degenerate triangle: vertex a; kisekae:guard
+    {
+        return float3(1.0, 0.0, 0.0); // kisekae:guard
+    }
+    float v = vb / den;
+    float w = vc / den;
+    return float3(1.0 - v - w, v, w);
+}
+
+#ifdef KISEKAE_LOAD_SURFACE_TRIANGLE
+#ifndef KISEKAE_LOAD_BODY_POSITION
+#error "kisekae: KISEKAE_LOAD_SURFACE_TRIANGLE needs the posed body (KISEKAE_LOAD_BODY_POSITION / _NORMAL)"
+#endif
+
+// Squared distance (m^2) from p to the posed body triangle with vertex ids `corners`; bary gets the barycentrics
+// of its closest point.
+float KisekaeSurfaceDistance2(float3 p, uint3 corners, out float3 bary)
+{
+    float3 a = KISEKAE_LOAD_BODY_POSITION(corners.x);
+    float3 b = KISEKAE_LOAD_BODY_POSITION(corners.y);
+    float3 c = KISEKAE_LOAD_BODY_POSITION(corners.z);
+    bary = KisekaeClosestBarycentric(p, a, b, c);
+    float3 d = p - (bary.x * a + bary.y * b + bary.z * c);
+    return dot(d, d);
+}
+
+// Pushed position of garment vertex p (id v, m) from the nearest of its KISEKAE_SURFACE_CANDIDATES candidate
+// triangles within `reach` (m; kisekae.fit.surface passes maxPush). Outputs the push length (m) and the signed
+// clearance s (m) before the push; s = 1e30 when no candidate is within reach, and then nothing moves.
+float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, KisekaePushParams P, float reach,
+                          out float push, out float s)
+{
+    uint3 corners = KISEKAE_LOAD_SURFACE_TRIANGLE(v, 0u);
+    float3 bary;
+    float best = KisekaeSurfaceDistance2(p, corners, bary);
+    for (uint k = 1u; k < (uint)KISEKAE_SURFACE_CANDIDATES; k++)
+    {
+        uint3 ck = KISEKAE_LOAD_SURFACE_TRIANGLE(v, k);
+        float3 bk;
+        float dk = KisekaeSurfaceDistance2(p, ck, bk);
+        if (dk < best)
+        {
+            best = dk;
+            corners = ck;
+            bary = bk;
+        }
+    }
+    if (best > reach * reach)
+    {
+        push = 0.0;
+        s = 1e30; // +infinity: no candidate within reach; kisekae:guard
+        return p;
+    }
+    return KisekaeBoundPushOutLoad(p, corners, bary, tightness, softness, P, push, s);
+}
+#endif
+
+#ifdef KISEKAE_LOAD_RING
+#if !defined(KISEKAE_LOAD_RING_RANGE) || !defined(KISEKAE_LOAD_DISPLACEMENT)
+#error "kisekae: KISEKAE_LOAD_RING needs KISEKAE_LOAD_RING_RANGE and KISEKAE_LOAD_DISPLACEMENT"
+#endif
+
+// One Jacobi pass of the one-ring smoothing for garment vertex v: its new displacement (m) from the previous
+// pass's displacements (KISEKAE_LOAD_DISPLACEMENT). A vertex without neighbours keeps its displacement.
+float3 KisekaeSmoothPush(uint v)
+{
+    float3 d = KISEKAE_LOAD_DISPLACEMENT(v);
+    uint2 range = KISEKAE_LOAD_RING_RANGE(v);
+    if (range.y == 0u) // no neighbours; kisekae:guard
+    {
+        return d;
+    }
+    float3 sum = float3(0.0, 0.0, 0.0);
+    for (uint e = range.x; e < range.x + range.y; e++)
+    {
+        sum += KISEKAE_LOAD_DISPLACEMENT(KISEKAE_LOAD_RING(e));
+    }
+    float3 avg = sum / (float)range.y;
+    return dot(avg, avg) > dot(d, d) ? 0.5 * (d + avg) : d;
+}
+#endif
+
+#endif // KISEKAE_SURFACE_HLSL
