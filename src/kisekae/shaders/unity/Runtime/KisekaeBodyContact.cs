@@ -73,6 +73,23 @@ namespace Kisekae
         int[] _child;
         int[] _parent;
         Mesh _mesh;
+        List<Vector4> _vertexJoints;
+        List<Vector4> _vertexSides;
+        List<Vector3> _vertexRest;
+
+        // For KisekaeSurfacePush.cs, which applies the same contact to the body in a compute pass: whether the bake
+        // was accepted, this frame's table (the arrays the global _KisekaeJoint* are set from; read only) and the
+        // per-vertex data as written to UV channels 4, 5, 6.
+        public bool Active => enabled && _bake != null && _vertexJoints != null;
+        public Vector4[] JointCentre => _centre;
+        public Vector4[] JointNormal => _normal;
+        public Vector4[] JointRest => _rest;
+        public Vector4[] JointRestDir => _restDir;
+        public Vector4 ContactParams => _bake == null ? Vector4.zero
+            : new Vector4(_bake.gap, _bake.band, _bake.ringFactor, _bake.restSlack);
+        public IReadOnlyList<Vector4> VertexJoints => _vertexJoints;
+        public IReadOnlyList<Vector4> VertexSides => _vertexSides;
+        public IReadOnlyList<Vector3> VertexRest => _vertexRest;
 
         Vector3 Mirror(float[] v, int at)
         {
@@ -116,6 +133,7 @@ namespace Kisekae
 
         void OnEnable()
         {
+            _vertexJoints = null;
             _bake = bake != null ? JsonUtility.FromJson<KisekaeContactBake>(bake.text) : null;
             string problem = BakeProblem(_bake);
             if (problem != null)
@@ -152,6 +170,9 @@ namespace Kisekae
                                       _bake.vertexSides[a + 3]));
                 rest.Add(Mirror(_bake.vertexRest, 3 * i));
             }
+            _vertexJoints = joints;
+            _vertexSides = sides;
+            _vertexRest = rest;
             _mesh = Instantiate(body.sharedMesh);
             _mesh.SetUVs(4, joints);
             _mesh.SetUVs(5, sides);

@@ -1,0 +1,321 @@
+"""The surface push's data for an engine: what ``KisekaeSurfacePush`` and ``KisekaeSmoothPush`` read per garment.
+
+The per-frame garment correction of :mod:`kisekae.fit.surface` needs, per garment vertex, its ``K`` candidate
+body triangles and, for the smoothing passes, the garment's welded one-ring. An engine has the body's skinned
+vertex buffer but not necessarily its index buffer in a form a compute pass can read, so the bake stores each
+candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k)`` is one load). The document:
+
+- a JSON header (``format``, ``version``, ``garment``, ``vertices``, ``bodyVertices``, ``bodyTriangles``,
+  ``candidates`` K, ``ringEntries``, ``smoothPasses``, the binary's file name, ``layout`` and ``bytes``);
+- a binary file of little-endian uint32 arrays, one after the other, in the order of ``layout``:
+
+  ====================  ==============  ===================================================================
+  ``corners``           N · K · 3       vertex v's candidate k is ``corners[3 (v K + k) + c]``, c = 0, 1, 2
+  ``ringPtr``           N + 1           CSR offsets of the one-ring: v's neighbours are
+                                        ``ringIdx[ringPtr[v] .. ringPtr[v + 1])``
+  ``ringIdx``           E               neighbour garment vertex ids (a seam copy has its representative's ring)
+  ``weld``              N               representative of each vertex (``Mesh.weld``): seam copies share one
+                                        position; the engine sums face normals over it, so the copies shade alike
+  ====================  ==============  ===================================================================
+
+``kisekae fit -o DIR`` writes ``DIR/<garment>.surface.json`` and ``DIR/<garment>.surface.bytes`` (Unity imports a
+``.bytes`` file as a binary TextAsset). The built-in tights (2674 vertices, K = 16, 10,650 ring entries): 577,404
+bytes of binary (192 B per vertex of candidates, 16 B per vertex of ring and weld) and a 466-byte header; the same
+arrays as compact JSON numbers take 762,515 bytes (1.32 times), and an engine would have to parse them.
+:func:`load_surface_bake` reads either form (a header with its binary, or a document whose arrays are inline, as
+:func:`surface_bake` returns it or as JSON lists) and checks it against the meshes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import KisekaeError, quote_name
+
+#: Version of the bake document.
+SURFACE_BAKE_VERSION = 1
+#: ``format`` of the header.
+SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
+#: Arrays of the binary file, in order: name -> number of uint32 given (N vertices, K candidates, E ring entries).
+LAYOUT = ("corners", "ringPtr", "ringIdx", "weld")
+_HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses")
+
+
+def _lengths(n: int, k: int, e: int) -> dict:
+    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n}
+
+
+def surface_bake(candidates, ring, body_faces, garment_name: str, *, n_body_vertices: int | None = None,
+                 weld=None, smooth_passes: int | None = None) -> dict:
+    """The surface push's data of one garment, as a bake document.
+
+    Parameters
+    ----------
+    candidates : kisekae.fit.surface.SurfaceCandidates of this garment on this body
+    ring : ``(ptr, idx)``, the garment's welded one-ring (:func:`kisekae.fit.surface.one_ring`)
+    body_faces : (F, 3) body triangles the candidates index
+    garment_name : str
+    n_body_vertices : int, optional
+        Vertices of the body (the engine checks its skinned mesh against it); default ``body_faces.max() + 1``.
+    weld : (N,) int, optional, the garment's ``Mesh.weld`` (default: every vertex its own)
+    smooth_passes : int, optional, the smoothing passes the engine runs (default
+        :data:`kisekae.fit.surface.SMOOTH_PASSES`)
+
+    Returns
+    -------
+    dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``
+    (flat uint32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+
+    Raises
+    ------
+    KisekaeError
+        If the candidates were baked on another body or for another vertex count than the ring, or the ring or
+        the weld map is malformed.
+    """
+    from ..fit.surface import SMOOTH_PASSES
+
+    f = np.asarray(body_faces, dtype=np.int64)
+    if f.ndim != 2 or f.shape[1] != 3 or (f.size and f.min() < 0):
+        raise KisekaeError(f"expected (F, 3) non-negative vertex ids, got shape {f.shape}", "body faces")
+    tri = np.asarray(candidates.triangles)
+    n = len(tri)
+    candidates.check(n, f, f"surface candidates of {garment_name}")
+    ptr, idx = (np.asarray(a, dtype=np.int64) for a in ring)
+    nb = int(f.max(initial=-1)) + 1 if n_body_vertices is None else int(n_body_vertices)
+    if f.size and f.max() >= nb:
+        raise KisekaeError(f"body faces use vertex {int(f.max())} of a body of {nb} vertices", "body faces")
+    w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
+    source = f"one-ring of {garment_name}"
+    if len(ptr) != n + 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(idx):
+        raise KisekaeError(f"not a CSR ring of {n} vertices ({len(ptr)} offsets, {len(idx)} entries)", source)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise KisekaeError(f"neighbour ids outside 0..{n - 1}", source)
+    if len(w) != n or (w.size and (w.min() < 0 or w.max() >= n)):
+        raise KisekaeError(f"weld map of {len(w)} entries for {n} vertices, or ids out of range", "weld")
+    k = int(tri.shape[1])
+    corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
+    doc = {
+        "format": SURFACE_BAKE_FORMAT,
+        "version": SURFACE_BAKE_VERSION,
+        "garment": str(garment_name),
+        "vertices": n,
+        "bodyVertices": nb,
+        "bodyTriangles": int(candidates.n_body_faces),
+        "candidates": k,
+        "ringEntries": int(len(idx)),
+        "smoothPasses": int(SMOOTH_PASSES if smooth_passes is None else smooth_passes),
+        "corners": corners,
+        "ringPtr": ptr.astype(np.uint32),
+        "ringIdx": idx.astype(np.uint32),
+        "weld": w.astype(np.uint32),
+    }
+    return doc
+
+
+def surface_bake_header(doc: dict, binary_name: str) -> dict:
+    """The JSON header of ``doc`` whose arrays live in the binary file ``binary_name`` (a name next to the header)."""
+    head = {k: v for k, v in doc.items() if k not in LAYOUT}
+    lengths = _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"])
+    head["binary"] = binary_name
+    head["layout"] = [{"name": name, "count": lengths[name]} for name in LAYOUT]
+    head["bytes"] = 4 * sum(lengths.values())
+    return head
+
+
+def surface_bake_paths(folder, garment_name: str) -> tuple:
+    """``(header, binary)`` paths ``kisekae fit`` writes for a garment in ``folder``."""
+    safe = garment_name.replace(":", "_").replace("/", "_").replace("\\", "_")
+    folder = Path(folder)
+    return folder / f"{safe}.surface.json", folder / f"{safe}.surface.bytes"
+
+
+def write_surface_bake(doc: dict, header_path, binary_path=None) -> tuple:
+    """Write the bake as a JSON header and a binary file of little-endian uint32 (next to it by default).
+
+    Returns
+    -------
+    ``(header_path, binary_path)``
+    """
+    header_path = Path(header_path)
+    binary_path = header_path.with_suffix(".bytes") if binary_path is None else Path(binary_path)
+    if binary_path.parent.resolve() != header_path.parent.resolve():
+        raise KisekaeError("the binary must lie next to its header (the header names it without a folder)",
+                           binary_path)
+    lengths = _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"])
+    arrays = []
+    for name in LAYOUT:
+        a = np.asarray(doc[name]).ravel()
+        if len(a) != lengths[name]:
+            raise KisekaeError(f"{name} has {len(a)} entries, the header says {lengths[name]}", "surface bake")
+        arrays.append(a.astype("<u4"))
+    binary_path.write_bytes(b"".join(a.tobytes() for a in arrays))
+    header_path.write_text(json.dumps(surface_bake_header(doc, binary_path.name), indent=1))
+    return header_path, binary_path
+
+
+def _shown(value) -> str:
+    """A value read from a file, for a message: a number as it is, anything else by :func:`quote_name`."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return repr(value)
+    return quote_name(value)
+
+
+def _count(head: dict, key: str, source) -> int:
+    value = head.get(key)
+    if value is None:
+        raise KisekaeError(f"missing entry {key!r}", source)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise KisekaeError(f"{key!r} must be a non-negative integer, got {_shown(value)}", source)
+    return int(value)
+
+
+def _ids(values, name: str, source) -> np.ndarray:
+    """An inline array of non-negative integer ids (list or array) as int64, or a KisekaeError."""
+    try:
+        a = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise KisekaeError(f"{name!r} is not an array of integers ({exc})", source) from None
+    a = a.ravel()
+    if a.dtype.kind in "ui":
+        out = a.astype(np.int64)
+    elif a.dtype.kind == "f" or a.dtype == object:
+        try:
+            fl = a.astype(np.float64)
+        except (TypeError, ValueError):
+            raise KisekaeError(f"non-integer data in {name!r}", source) from None
+        if not np.all(np.isfinite(fl)) or np.any(fl != np.round(fl)) or any(isinstance(v, bool) for v in a.tolist()):
+            raise KisekaeError(f"non-integer data in {name!r}", source)
+        out = fl.astype(np.int64)
+    elif a.size == 0:
+        out = np.zeros(0, np.int64)
+    else:
+        raise KisekaeError(f"non-integer data in {name!r} ({a.dtype})", source)
+    if out.size and out.min() < 0:
+        raise KisekaeError(f"negative values in {name!r} (ids are unsigned)", source)
+    return out
+
+
+def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int) -> dict:
+    """Read and check a surface bake: a header path (with its binary next to it) or a document.
+
+    Parameters
+    ----------
+    path_or_doc : str, os.PathLike or dict
+        The ``.surface.json`` header :func:`write_surface_bake` wrote, or a document with its arrays inline
+        (as :func:`surface_bake` returns it, or with the arrays as JSON lists).
+    n_garment_vertices, n_body_vertices : int, the meshes it must fit
+
+    Returns
+    -------
+    dict with ``version``, ``garment``, ``k``, ``smooth_passes``, ``n_body_triangles``, ``corners`` (N, K, 3)
+    int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`)
+    and ``weld`` (N,) int64.
+
+    Raises
+    ------
+    KisekaeError
+        Naming the file (or ``surface bake`` for a document): a missing or unreadable file, another format or
+        version, missing, non-integer or negative counts or data, counts other than the meshes', a binary
+        shorter (truncated) or longer than its header says, ids out of range, a ring that is not CSR.
+    """
+    head, source, binary = _read_header(path_or_doc)
+    counts = _check_counts(head, source, n_garment_vertices, n_body_vertices)
+    n, k, e = counts["vertices"], counts["candidates"], counts["ringEntries"]
+    lengths = _lengths(n, k, e)
+    if binary is None:
+        arrays = _inline_arrays(head, source, lengths)
+    else:
+        arrays = _binary_arrays(head, source, binary, lengths)
+        source = binary
+    corners, ptr, idx, weld = (arrays[name] for name in LAYOUT)
+    _check_ids(corners, ptr, idx, weld, n, e, n_body_vertices, source)
+    return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
+            "smooth_passes": counts["smoothPasses"], "n_body_triangles": counts["bodyTriangles"],
+            "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld}
+
+
+def _read_header(path_or_doc):
+    """``(header dict, source for errors, binary path or None)`` of a bake given as a path or a document."""
+    if isinstance(path_or_doc, dict):
+        return path_or_doc, "surface bake", None
+    source = Path(path_or_doc)
+    if not source.is_file():
+        raise KisekaeError("surface bake header not found", source)
+    try:
+        head = json.loads(source.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KisekaeError(f"not a JSON surface bake header ({exc})", source) from None
+    if not isinstance(head, dict):
+        raise KisekaeError("not a JSON surface bake header (not an object)", source)
+    binary = head.get("binary")
+    if not isinstance(binary, str) or not binary or os.path.basename(binary) != binary:
+        raise KisekaeError(f"'binary' must name a file next to the header, got {_shown(binary)}", source)
+    return head, source, source.parent / binary
+
+
+def _check_counts(head, source, n_garment_vertices: int, n_body_vertices: int) -> dict:
+    """The header's format, version and counts, checked against the meshes."""
+    if head.get("format", SURFACE_BAKE_FORMAT) != SURFACE_BAKE_FORMAT or head.get("version") != SURFACE_BAKE_VERSION:
+        raise KisekaeError(f"not a version-{SURFACE_BAKE_VERSION} kisekae surface bake (format "
+                           f"{_shown(head.get('format'))}, version {_shown(head.get('version'))}; write it again "
+                           "with kisekae fit)", source)
+    counts = {key: _count(head, key, source) for key in _HEADER_COUNTS}
+    if counts["vertices"] != n_garment_vertices:
+        raise KisekaeError(f"baked for {counts['vertices']} garment vertices, the garment has {n_garment_vertices}",
+                           source)
+    if counts["bodyVertices"] != n_body_vertices:
+        raise KisekaeError(f"baked for a body of {counts['bodyVertices']} vertices, the body has {n_body_vertices}",
+                           source)
+    if not 1 <= counts["candidates"] <= 64:
+        raise KisekaeError(f"'candidates' must be 1 to 64, got {counts['candidates']}", source)
+    return counts
+
+
+def _inline_arrays(head, source, lengths: dict) -> dict:
+    """The arrays of a document that carries them inline, checked against the counts."""
+    missing = [name for name in LAYOUT if name not in head]
+    if missing:
+        raise KisekaeError(f"missing arrays {', '.join(missing)}", source)
+    arrays = {name: _ids(head[name], name, source) for name in LAYOUT}
+    for name in LAYOUT:
+        if len(arrays[name]) != lengths[name]:
+            raise KisekaeError(f"{name!r} has {len(arrays[name])} entries, the counts say {lengths[name]}", source)
+    return arrays
+
+
+def _binary_arrays(head, source, binary: Path, lengths: dict) -> dict:
+    """The arrays of the little-endian uint32 binary next to a header, checked against its layout and size."""
+    layout = head.get("layout")
+    if layout != [{"name": name, "count": lengths[name]} for name in LAYOUT]:
+        raise KisekaeError("'layout' disagrees with the counts (or is missing)", source)
+    if not binary.is_file():
+        raise KisekaeError(f"the binary {binary.name} named by the header is missing", binary)
+    data = binary.read_bytes()
+    size = 4 * sum(lengths.values())
+    if len(data) < size:
+        raise KisekaeError(f"truncated: {len(data)} bytes, the header {source.name} says {size}", binary)
+    if len(data) > size:
+        raise KisekaeError(f"{len(data)} bytes, longer than the {size} its header {source.name} says", binary)
+    flat = np.frombuffer(data, dtype="<u4").astype(np.int64)
+    arrays, at = {}, 0
+    for name in LAYOUT:
+        arrays[name] = flat[at:at + lengths[name]]
+        at += lengths[name]
+    return arrays
+
+
+def _check_ids(corners, ptr, idx, weld, n: int, e: int, n_body_vertices: int, source) -> None:
+    """Candidate corners within the body, the ring as CSR over the garment, the weld within the garment."""
+    if corners.size and corners.max() >= n_body_vertices:
+        raise KisekaeError(f"candidate corner ids outside 0..{n_body_vertices - 1} (body vertex {int(corners.max())})",
+                           source)
+    if ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != e:
+        raise KisekaeError(f"ringPtr is not CSR offsets from 0 to {e} ringEntries", source)
+    if idx.size and idx.max() >= n:
+        raise KisekaeError(f"ring neighbour ids outside 0..{n - 1}", source)
+    if weld.size and weld.max() >= n:
+        raise KisekaeError(f"weld ids outside 0..{n - 1}", source)

@@ -1,0 +1,463 @@
+// Runs kisekae's per-frame garment correction (the surface push, kisekae.fit.surface.surface_runtime) on the GPU for
+// one garment on one body, with the kernels of Shaders/KisekaeSurfacePush.compute.
+// Input: the garment's bake from `kisekae fit -o DIR` (kisekae.shaders.surface_bake): NAME.surface.json (header) and
+// NAME.surface.bytes (little-endian uint32 arrays: per garment vertex 16 candidate body triangles as body vertex id
+// triples, the welded one-ring as CSR, the weld map), both as TextAssets.
+// Each frame, once the renderers are skinned (RenderPipelineManager.beginContextRendering; URP), one command buffer:
+//   1. body: the skinned vertices (SkinnedMeshRenderer.GetVertexBuffer, vertexBufferTarget |= Raw) to world space,
+//      then the body contact of KisekaeBodyContact when one is given (the body Kisekae/BodyURP draws), then the body's
+//      area-weighted vertex normals                                                   2 dispatches over the body
+//   2. garment: the skinned vertices to world space, KisekaeSurfacePush (displacement A), smoothPasses dispatches of
+//      KisekaeSmoothPush ping-ponging A and B, KisekaeSurfacePush again with the total capped at maxPush, then the
+//      garment's normals over its welded faces                          smoothPasses + 3 dispatches over the garment
+// The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
+// normal) that the garment's renderer gets through a MaterialPropertyBlock as _KisekaeSurfacePositions and
+// _KisekaeSurfaceNormals: Kisekae/ClothURP with "Surface Push" on (keyword KISEKAE_SURFACE_PUSH) draws them by
+// SV_VertexID instead of its own capsule push. Units: metres; the renderers' spaces are mapped to world with
+// Renderer.localToWorldMatrix, the matrix their own shaders draw the skinned vertices with.
+// A bake that is not for these meshes (vertex counts, body triangle count, ids out of range, a truncated or longer
+// binary, another version or candidate count) is refused with an error naming the object, and the component disables
+// itself. Not compiled or run in kisekae's CI (no Unity there); the kernels are compiled with glslang there.
+using System;
+using System.Collections.Generic;
+using UnityEngine;
+using UnityEngine.Rendering;
+
+namespace Kisekae
+{
+    [Serializable]
+    public class KisekaeSurfaceBakeArray
+    {
+        public string name;
+        public int count;  // uint32 values
+    }
+
+    [Serializable]
+    public class KisekaeSurfaceBakeHeader
+    {
+        public string format;          // "kisekae-surface-bake"
+        public int version;
+        public string garment;
+        public int vertices;           // garment vertices N
+        public int bodyVertices;
+        public int bodyTriangles;
+        public int candidates;         // K
+        public int ringEntries;        // E
+        public int smoothPasses;       // what kisekae runs (10)
+        public string binary;          // the .bytes file's name
+        public KisekaeSurfaceBakeArray[] layout;  // corners N*K*3, ringPtr N+1, ringIdx E, weld N, in this order
+        public long bytes;
+    }
+
+    [ExecuteAlways]
+    public class KisekaeSurfacePush : MonoBehaviour
+    {
+        public const int BakeVersion = 1;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const string BakeFormat = "kisekae-surface-bake";
+        public const int Candidates = 16;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
+        public const string Keyword = "KISEKAE_SURFACE_PUSH";
+        const int Group = 64;                  // [numthreads(64, 1, 1)]
+        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld" };
+
+        [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
+        public SkinnedMeshRenderer body;
+        [Tooltip("The garment's SkinnedMeshRenderer (material Kisekae/ClothURP with Surface Push on)")]
+        public SkinnedMeshRenderer garment;
+        [Tooltip("NAME.surface.json from kisekae fit")]
+        public TextAsset bakeHeader;
+        [Tooltip("NAME.surface.bytes from kisekae fit")]
+        public TextAsset bakeData;
+        [Tooltip("Shaders/KisekaeSurfacePush.compute")]
+        public ComputeShader compute;
+        [Tooltip("Optional: the body's contact (KisekaeBodyContact on the same body), applied before the push")]
+        public KisekaeBodyContact contact;
+        [Tooltip("Tightness (R) and softness (G) at the garment's UV0, as Kisekae/ClothURP's mask; none: 0")]
+        public Texture maskMap;
+        [Tooltip("Minimum clearance from the body (m)")]
+        public float margin = 0.002f;
+        [Range(0f, 1f)] public float stiffness = 0.5f;
+        [Tooltip("Cap on the total displacement (m)")]
+        public float maxPush = 0.1f;
+        [Range(0f, 1f)] public float skirtBias = 0f;
+        public Vector3 up = Vector3.up;
+        [Tooltip("A candidate farther than this is ignored (m); 0: maxPush, as kisekae")]
+        public float reach = 0f;
+        [Tooltip("One-ring smoothing passes between the two pushes (kisekae: 10)")]
+        public int smoothPasses = 10;
+
+        static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
+        static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
+
+        int _kBodyPrepare, _kBodyNormals, _kPushFirst, _kSmooth, _kPushSecond, _kGarmentNormals;
+        readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
+        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _uv;
+        GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
+        GraphicsBuffer _garmentTriangles, _garmentFacePtr, _garmentFaces;
+        GraphicsBuffer _contactJoints, _contactSides, _contactRest;
+        GraphicsBuffer _bodyPositions, _bodyNormals, _dispA, _dispB, _positions, _normals;
+        GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
+        bool _contactUploaded;
+        int _nBody, _nGarment;
+        uint[] _data;
+        CommandBuffer _cmd;
+        MaterialPropertyBlock _block;
+
+        // Null when the bake fits the two meshes and the kernels, else the message that refuses it. Reads the binary
+        // into _data.
+        public string BakeProblem()
+        {
+            string who = $"KisekaeSurfacePush on '{name}'";
+            if (body == null || body.sharedMesh == null || garment == null || garment.sharedMesh == null)
+                return $"{who}: needs the body's and the garment's SkinnedMeshRenderer";
+            if (compute == null)
+                return $"{who}: no compute shader (Shaders/KisekaeSurfacePush.compute)";
+            if (!SystemInfo.supportsComputeShaders)
+                return $"{who}: this GPU has no compute shaders";
+            if (bakeHeader == null || bakeData == null)
+                return $"{who}: needs the bake's header (.surface.json) and data (.surface.bytes)";
+            if (!(margin > 0f) || !(maxPush >= margin) || float.IsInfinity(maxPush) || smoothPasses < 0)
+                return $"{who}: margin {margin} m and maxPush {maxPush} m must satisfy 0 < margin <= maxPush, " +
+                       $"smoothPasses {smoothPasses} >= 0";
+            if (contact != null && contact.body != body)
+                return $"{who}: the KisekaeBodyContact on '{contact.name}' is for another body";
+            KisekaeSurfaceBakeHeader h;
+            try
+            {
+                h = JsonUtility.FromJson<KisekaeSurfaceBakeHeader>(bakeHeader.text);
+            }
+            catch (ArgumentException e)
+            {
+                return $"{who}: '{bakeHeader.name}' is not a JSON surface bake header ({e.Message})";
+            }
+            if (h == null || h.format != BakeFormat || h.version != BakeVersion)
+                return $"{who}: '{bakeHeader.name}' is not a version-{BakeVersion} kisekae surface bake " +
+                       "(write it again with kisekae fit)";
+            if (h.candidates != Candidates)
+                return $"{who}: the bake has {h.candidates} candidates per vertex, the kernels read {Candidates} " +
+                       "(KISEKAE_SURFACE_CANDIDATES)";
+            if (!body.sharedMesh.isReadable || !garment.sharedMesh.isReadable)
+                return $"{who}: turn on Read/Write in the import settings of '{body.sharedMesh.name}' and " +
+                       $"'{garment.sharedMesh.name}' (the triangles and UVs are read once)";
+            int n = garment.sharedMesh.vertexCount;
+            int nb = body.sharedMesh.vertexCount;
+            if (n == 0 || nb == 0)
+                return $"{who}: the garment or the body mesh has no vertices";
+            if (h.vertices != n)
+                return $"{who}: the bake is for a garment of {h.vertices} vertices, '{garment.name}' has {n}";
+            if (h.bodyVertices != nb)
+                return $"{who}: the bake is for a body of {h.bodyVertices} vertices, '{body.name}' has {nb}";
+            int bodyTris = body.sharedMesh.triangles.Length / 3;
+            if (h.bodyTriangles != bodyTris)
+                return $"{who}: the bake is for a body of {h.bodyTriangles} triangles, '{body.name}' has {bodyTris}";
+            if (h.ringEntries < 0)
+                return $"{who}: the bake's ringEntries {h.ringEntries} is negative";
+            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n };
+            if (h.layout == null || h.layout.Length != Layout.Length)
+                return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
+            for (int i = 0; i < Layout.Length; i++)
+                if (h.layout[i].name != Layout[i] || h.layout[i].count != counts[i])
+                    return $"{who}: the bake's layout disagrees with its counts ({Layout[i]})";
+            long expected = 4L * (counts[0] + counts[1] + counts[2] + counts[3]);
+            byte[] raw = bakeData.bytes;
+            if (raw.Length < expected)
+                return $"{who}: '{bakeData.name}' is truncated: {raw.Length} bytes, its header says {expected}";
+            if (raw.Length > expected)
+                return $"{who}: '{bakeData.name}' has {raw.Length} bytes, more than the {expected} its header says";
+            if (!BitConverter.IsLittleEndian)
+                return $"{who}: the bake is little-endian and this platform is not";
+            if (body.sharedMesh.GetVertexAttributeFormat(VertexAttribute.Position) != VertexAttributeFormat.Float32 ||
+                garment.sharedMesh.GetVertexAttributeFormat(VertexAttribute.Position) != VertexAttributeFormat.Float32)
+                return $"{who}: the kernels read float32 positions from the skinned vertex buffers";
+            var data = new uint[expected / 4];
+            Buffer.BlockCopy(raw, 0, data, 0, (int)expected);
+            int at = 0;
+            for (int i = 0; i < counts[0]; i++)
+                if (data[at + i] >= (uint)nb)
+                    return $"{who}: candidate corner id {data[at + i]} is outside the body's {nb} vertices";
+            at += (int)counts[0];
+            if (data[at] != 0u || data[at + n] != (uint)h.ringEntries)
+                return $"{who}: ringPtr does not run from 0 to ringEntries {h.ringEntries}";
+            for (int i = 0; i < n; i++)
+                if (data[at + i + 1] < data[at + i])
+                    return $"{who}: ringPtr decreases at vertex {i}";
+            at += n + 1;
+            for (int i = 0; i < h.ringEntries; i++)
+                if (data[at + i] >= (uint)n)
+                    return $"{who}: ring neighbour id {data[at + i]} is outside the garment's {n} vertices";
+            at += h.ringEntries;
+            for (int i = 0; i < n; i++)
+                if (data[at + i] >= (uint)n)
+                    return $"{who}: weld id {data[at + i]} is outside the garment's {n} vertices";
+            _data = data;
+            _nGarment = n;
+            _nBody = nb;
+            return null;
+        }
+
+        GraphicsBuffer Make(int count, int stride)
+        {
+            var b = new GraphicsBuffer(GraphicsBuffer.Target.Structured, Math.Max(count, 1), stride);
+            _owned.Add(b);
+            return b;
+        }
+
+        GraphicsBuffer Upload(uint[] values, int start, int count)
+        {
+            GraphicsBuffer b = Make(count, 4);
+            if (count > 0) b.SetData(values, start, 0, count);
+            return b;
+        }
+
+        GraphicsBuffer Upload(int[] values)
+        {
+            GraphicsBuffer b = Make(values.Length, 4);
+            if (values.Length > 0) b.SetData(values);
+            return b;
+        }
+
+        // Per vertex (or per representative, with `rep`), the triangles around it, as CSR (ptr, faces).
+        static void VertexFaces(int[] triangles, int n, Func<int, int> rep, out int[] ptr, out int[] faces)
+        {
+            ptr = new int[n + 1];
+            for (int c = 0; c < triangles.Length; c++) ptr[rep(triangles[c]) + 1]++;
+            for (int i = 0; i < n; i++) ptr[i + 1] += ptr[i];
+            faces = new int[triangles.Length];
+            var fill = (int[])ptr.Clone();
+            for (int c = 0; c < triangles.Length; c++) faces[fill[rep(triangles[c])]++] = c / 3;
+        }
+
+        void OnEnable()
+        {
+            string problem = BakeProblem();
+            if (problem != null)
+            {
+                Debug.LogError(problem, this);
+                enabled = false;
+                return;
+            }
+            body.vertexBufferTarget |= GraphicsBuffer.Target.Raw;
+            garment.vertexBufferTarget |= GraphicsBuffer.Target.Raw;
+            _kBodyPrepare = compute.FindKernel("KisekaeBodyPrepare");
+            _kBodyNormals = compute.FindKernel("KisekaeBodyNormals");
+            _kPushFirst = compute.FindKernel("KisekaeSurfacePushFirst");
+            _kSmooth = compute.FindKernel("KisekaeSmooth");
+            _kPushSecond = compute.FindKernel("KisekaeSurfacePushSecond");
+            _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
+
+            int n = _nGarment, nb = _nBody, e = _data.Length - (3 * n * Candidates + (n + 1) + n);
+            int at = 0;
+            _corners = Upload(_data, at, 3 * n * Candidates);
+            at += 3 * n * Candidates;
+            _ringPtr = Upload(_data, at, n + 1);
+            at += n + 1;
+            _ringIdx = Upload(_data, at, e);
+            at += e;
+            _weld = Upload(_data, at, n);
+            var weld = new int[n];
+            for (int i = 0; i < n; i++) weld[i] = (int)_data[at + i];
+            _data = null;
+
+            int[] bodyTris = body.sharedMesh.triangles;
+            VertexFaces(bodyTris, nb, i => i, out int[] bodyPtr, out int[] bodyFaces);
+            _bodyTriangles = Upload(bodyTris);
+            _bodyFacePtr = Upload(bodyPtr);
+            _bodyFaces = Upload(bodyFaces);
+            int[] garmentTris = garment.sharedMesh.triangles;
+            VertexFaces(garmentTris, n, i => weld[i], out int[] garmentPtr, out int[] garmentFaces);
+            _garmentTriangles = Upload(garmentTris);
+            _garmentFacePtr = Upload(garmentPtr);
+            _garmentFaces = Upload(garmentFaces);
+            var uv = new List<Vector2>(n);
+            garment.sharedMesh.GetUVs(0, uv);
+            if (uv.Count != n) uv = new List<Vector2>(new Vector2[n]);
+            _uv = Make(n, 8);
+            _uv.SetData(uv);
+            _contactJoints = Make(1, 16);
+            _contactSides = Make(1, 16);
+            _contactRest = Make(1, 16);
+            _contactUploaded = false;
+
+            _bodyPositions = Make(nb, 16);
+            _bodyNormals = Make(nb, 16);
+            _dispA = Make(n, 16);
+            _dispB = Make(n, 16);
+            _positions = Make(n, 16);
+            _normals = Make(n, 16);
+            FillUntilTheFirstFrame(n);
+
+            _block = new MaterialPropertyBlock();
+            garment.GetPropertyBlock(_block);
+            _block.SetBuffer(IdSurfacePositions, _positions);
+            _block.SetBuffer(IdSurfaceNormals, _normals);
+            garment.SetPropertyBlock(_block);
+            foreach (Material m in garment.sharedMaterials)
+                if (m != null && !m.IsKeywordEnabled(Keyword))
+                    Debug.LogWarning($"KisekaeSurfacePush on '{name}': material '{m.name}' of '{garment.name}' " +
+                                     $"does not have Surface Push ({Keyword}) on, so it does not draw the " +
+                                     "corrected garment", this);
+            _cmd = new CommandBuffer { name = $"KisekaeSurfacePush {garment.name}" };
+            RenderPipelineManager.beginContextRendering += OnBeginContextRendering;
+        }
+
+        // The garment as Unity skins it now, uncorrected, so the material has positions before the first dispatch.
+        void FillUntilTheFirstFrame(int n)
+        {
+            var baked = new Mesh();
+            garment.BakeMesh(baked, true);
+            Vector3[] v = baked.vertices;
+            Vector3[] nrm = baked.normals;
+            Matrix4x4 m = garment.transform.localToWorldMatrix;
+            var pos = new Vector4[n];
+            var nor = new Vector4[n];
+            for (int i = 0; i < n && i < v.Length; i++)
+            {
+                Vector3 p = m.MultiplyPoint3x4(v[i]);
+                Vector3 q = i < nrm.Length ? m.MultiplyVector(nrm[i]).normalized : Vector3.up;
+                pos[i] = new Vector4(p.x, p.y, p.z, 0f);
+                nor[i] = new Vector4(q.x, q.y, q.z, 0f);
+            }
+            _positions.SetData(pos);
+            _normals.SetData(nor);
+            if (Application.isPlaying) Destroy(baked);
+            else DestroyImmediate(baked);
+        }
+
+        void OnDisable()
+        {
+            RenderPipelineManager.beginContextRendering -= OnBeginContextRendering;
+            if (garment != null && _block != null) garment.SetPropertyBlock(null);  // the material's buffers go away
+            _cmd?.Release();
+            _cmd = null;
+            _bodyVertices?.Dispose();
+            _garmentVertices?.Dispose();
+            _bodyVertices = _garmentVertices = null;
+            foreach (GraphicsBuffer b in _owned) b.Release();
+            _owned.Clear();
+            _data = null;
+        }
+
+        // KisekaeBodyContact may be enabled after this component: its per-vertex data go up once it has accepted
+        // its bake.
+        bool ContactReady()
+        {
+            if (contact == null || !contact.Active) return false;
+            if (_contactUploaded) return true;
+            var joints = new List<Vector4>(contact.VertexJoints);
+            var sides = new List<Vector4>(contact.VertexSides);
+            var rest = new List<Vector4>(_nBody);
+            foreach (Vector3 r in contact.VertexRest) rest.Add(new Vector4(r.x, r.y, r.z, 0f));
+            if (joints.Count != _nBody || sides.Count != _nBody || rest.Count != _nBody) return false;
+            _owned.Remove(_contactJoints);
+            _owned.Remove(_contactSides);
+            _owned.Remove(_contactRest);
+            _contactJoints.Release();
+            _contactSides.Release();
+            _contactRest.Release();
+            _contactJoints = Make(_nBody, 16);
+            _contactSides = Make(_nBody, 16);
+            _contactRest = Make(_nBody, 16);
+            _contactJoints.SetData(joints);
+            _contactSides.SetData(sides);
+            _contactRest.SetData(rest);
+            _contactUploaded = true;
+            return true;
+        }
+
+        static int Groups(int n) => (n + Group - 1) / Group;
+
+        void OnBeginContextRendering(ScriptableRenderContext context, List<Camera> cameras)
+        {
+            if (_cmd == null || body == null || garment == null) return;
+            // Unity has skinned both renderers for this frame by now (PostLateUpdate); null until the first skinning.
+            GraphicsBuffer bodyVertices = body.GetVertexBuffer();
+            GraphicsBuffer garmentVertices = garment.GetVertexBuffer();
+            if (bodyVertices == null || garmentVertices == null)
+            {
+                bodyVertices?.Dispose();
+                garmentVertices?.Dispose();
+                return;
+            }
+            _bodyVertices?.Dispose();
+            _garmentVertices?.Dispose();
+            _bodyVertices = bodyVertices;
+            _garmentVertices = garmentVertices;
+            Record(_cmd);
+            Graphics.ExecuteCommandBuffer(_cmd);  // before the context's draws, which run when it is submitted
+        }
+
+        void Record(CommandBuffer cmd)
+        {
+            ComputeShader cs = compute;
+            cmd.Clear();
+            // 1. the body: skinned -> world (+ contact), then its normals
+            bool contactOn = ContactReady();
+            cmd.SetComputeIntParam(cs, "_KisekaeBodyCount", _nBody);
+            cmd.SetComputeIntParam(cs, "_KisekaeBodyStride", _bodyVertices.stride);
+            cmd.SetComputeIntParam(cs, "_KisekaeBodyPositionOffset", 0);  // Position comes first in a vertex
+            cmd.SetComputeMatrixParam(cs, "_KisekaeBodyToWorld", body.localToWorldMatrix);
+            cmd.SetComputeIntParam(cs, "_KisekaeContactOn", contactOn ? 1 : 0);
+            if (contactOn)
+            {
+                cmd.SetComputeVectorArrayParam(cs, "_KisekaeJointCentre", contact.JointCentre);
+                cmd.SetComputeVectorArrayParam(cs, "_KisekaeJointNormal", contact.JointNormal);
+                cmd.SetComputeVectorArrayParam(cs, "_KisekaeJointRest", contact.JointRest);
+                cmd.SetComputeVectorArrayParam(cs, "_KisekaeJointRestDir", contact.JointRestDir);
+                cmd.SetComputeVectorParam(cs, "_KisekaeContact", contact.ContactParams);
+            }
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodySkinned", _bodyVertices);
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeContactJoints", _contactJoints);
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeContactSides", _contactSides);
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeContactRest", _contactRest);
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyPositionsRW", _bodyPositions);
+            cmd.DispatchCompute(cs, _kBodyPrepare, Groups(_nBody), 1, 1);
+            cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyPositions", _bodyPositions);
+            cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyTriangles", _bodyTriangles);
+            cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyVertexFacePtr", _bodyFacePtr);
+            cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyVertexFaces", _bodyFaces);
+            cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyNormalsRW", _bodyNormals);
+            cmd.DispatchCompute(cs, _kBodyNormals, Groups(_nBody), 1, 1);
+
+            // 2. the garment: push, smoothing passes, push + cap, normals
+            Vector3 u = up.sqrMagnitude > 0f ? up.normalized : Vector3.up;
+            cmd.SetComputeIntParam(cs, "_KisekaeGarmentCount", _nGarment);
+            cmd.SetComputeIntParam(cs, "_KisekaeGarmentStride", _garmentVertices.stride);
+            cmd.SetComputeIntParam(cs, "_KisekaeGarmentPositionOffset", 0);
+            cmd.SetComputeMatrixParam(cs, "_KisekaeGarmentToWorld", garment.localToWorldMatrix);
+            cmd.SetComputeVectorParam(cs, "_KisekaePush0", new Vector4(margin, stiffness, maxPush, skirtBias));
+            cmd.SetComputeVectorParam(cs, "_KisekaePush1", new Vector4(0f, u.x, u.y, u.z));
+            cmd.SetComputeFloatParam(cs, "_KisekaeReach", reach > 0f ? reach : maxPush);
+            Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
+            foreach (int k in new[] { _kPushFirst, _kPushSecond })
+            {
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentSkinned", _garmentVertices);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyPositions", _bodyPositions);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyNormals", _bodyNormals);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceCorners", _corners);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentUV", _uv);
+                cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
+            }
+            cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeDisplacementOut", _dispA);
+            cmd.DispatchCompute(cs, _kPushFirst, Groups(_nGarment), 1, 1);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ringIdx);
+            GraphicsBuffer src = _dispA, dst = _dispB;
+            for (int pass = 0; pass < smoothPasses; pass++)  // Jacobi: every pass reads the previous one whole
+            {
+                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementIn", src);
+                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementOut", dst);
+                cmd.DispatchCompute(cs, _kSmooth, Groups(_nGarment), 1, 1);
+                (src, dst) = (dst, src);
+            }
+            cmd.SetComputeBufferParam(cs, _kPushSecond, "_KisekaeDisplacementIn", src);  // the last pass's output
+            cmd.SetComputeBufferParam(cs, _kPushSecond, "_KisekaeGarmentPositionsRW", _positions);
+            cmd.DispatchCompute(cs, _kPushSecond, Groups(_nGarment), 1, 1);
+            cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentPositions", _positions);
+            cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentTriangles", _garmentTriangles);
+            cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentVertexFacePtr", _garmentFacePtr);
+            cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentVertexFaces", _garmentFaces);
+            cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeWeld", _weld);
+            cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentNormalsRW", _normals);
+            cmd.DispatchCompute(cs, _kGarmentNormals, Groups(_nGarment), 1, 1);
+        }
+    }
+}

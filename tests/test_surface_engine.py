@@ -1,0 +1,547 @@
+"""The surface push in the engine glue: bake document, loader, a NumPy engine that reads only the bake, Unity/O3DE."""
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from kisekae.avatar.poses import named_pose
+from kisekae.errors import KisekaeError
+from kisekae.fit.fix import params_for
+from kisekae.fit.pushout import bias_direction, push_amount
+from kisekae.fit.surface import CANDIDATES, SMOOTH_PASSES, bake_surface_candidates, one_ring, surface_runtime
+from kisekae.geom.closest import closest_point_triangles_numpy
+from kisekae.geom.normals import vertex_normals
+from kisekae.shaders import surface_bake as sb
+from kisekae.shaders.toolchain import HLSL_DIR, compile_hlsl
+
+UNITY = HLSL_DIR.parent / "unity"
+SRG = HLSL_DIR.parent / "o3de" / "KisekaeSrg.azsli"
+COMPUTE = UNITY / "Shaders" / "KisekaeSurfacePush.compute"
+GLUE = UNITY / "Runtime" / "KisekaeSurfacePush.cs"
+
+
+@pytest.fixture(scope="module")
+def baked(avatar, tmp_path_factory):
+    av = avatar.with_body_contact()
+    mesh = av.part("tights").mesh
+    cand = bake_surface_candidates(av, "tights", n_poses=40)
+    ring = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
+    doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", n_body_vertices=av.body.mesh.n_vertices,
+                          weld=mesh.weld)
+    folder = tmp_path_factory.mktemp("surface")
+    head, binary = sb.write_surface_bake(doc, folder / "tights.surface.json")
+    return av, cand, ring, doc, head, binary
+
+
+def _load(path_or_doc, av):
+    return sb.load_surface_bake(path_or_doc, av.part("tights").mesh.n_vertices, av.body.mesh.n_vertices)
+
+
+def test_bake_round_trips(baked):
+    av, cand, ring, doc, head, binary = baked
+    n, nb = av.part("tights").mesh.n_vertices, av.body.mesh.n_vertices
+    assert n == 2674 and cand.triangles.shape == (n, CANDIDATES)
+    header = json.loads(head.read_text())
+    assert header["binary"] == binary.name == "tights.surface.bytes"
+    assert header["vertices"] == n and header["bodyVertices"] == nb and header["candidates"] == CANDIDATES
+    assert header["version"] == sb.SURFACE_BAKE_VERSION and header["garment"] == "tights"
+    assert header["smoothPasses"] == SMOOTH_PASSES and header["bodyTriangles"] == len(av.body.mesh.faces)
+    # 16 triples of uint32 per vertex (192 B), the ring (4 B per offset and per entry), the weld map (4 B)
+    assert binary.stat().st_size == header["bytes"] == 4 * (n * 48 + (n + 1) + len(ring[1]) + n)
+    inline = json.loads(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}))
+    for source in (head, str(head), doc, inline):
+        got = _load(source, av)
+        np.testing.assert_array_equal(got["corners"], av.body.mesh.faces[cand.triangles])
+        np.testing.assert_array_equal(got["ring"][0], ring[0])
+        np.testing.assert_array_equal(got["ring"][1], ring[1])
+        np.testing.assert_array_equal(got["weld"], av.part("tights").mesh.weld)
+        assert got["k"] == CANDIDATES and got["garment"] == "tights" and got["smooth_passes"] == SMOOTH_PASSES
+
+
+def engine_push(p, corners, body, normals, params, tight, soft, up, reach):
+    """One push from the bake's corner triples alone, as KisekaeSurfacePush per vertex: the nearest candidate
+    (the first of equals) within reach, the normal blended at its closest point, the seed's push law."""
+    n, k, _ = corners.shape
+    rep = np.repeat(p, k, axis=0)
+    a, b, c = (body[corners[:, :, i].ravel()] for i in range(3))
+    q, bary = closest_point_triangles_numpy(rep, a, b, c)[:2]
+    dist = np.linalg.norm(rep - q, axis=1).reshape(n, k)
+    best = np.argmin(dist, axis=1)
+    rows = np.arange(n)
+    qb = q.reshape(n, k, 3)[rows, best]
+    w = np.asarray(bary).reshape(n, k, 3)[rows, best]
+    nrm = np.einsum("nc,ncd->nd", w, normals[corners[rows, best]])
+    nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-12)[:, None]
+    near = dist[rows, best] <= reach
+    s = np.where(near, np.einsum("ij,ij->i", p - qb, nrm), 1.0)
+    amount = np.where(near, push_amount(s, params.margin, params.stiffness, params.max_push, tight, soft,
+                                        params.skirt_bias), 0.0)
+    return p + amount[:, None] * bias_direction(nrm, params.skirt_bias, up)
+
+
+def engine_smooth(d, ptr, idx):
+    """One Jacobi pass of KisekaeSmoothPush from the CSR ring: the mean of the ring where it is longer."""
+    out = d.copy()
+    for v in range(len(d)):
+        nbr = idx[ptr[v]:ptr[v + 1]]
+        avg = d[nbr].mean(axis=0) if len(nbr) else np.zeros(3)
+        if avg @ avg > d[v] @ d[v]:
+            out[v] = 0.5 * (d[v] + avg)
+    return out
+
+
+def engine_frame(skinned, bake, body, normals, params, up=(0.0, 1.0, 0.0)):
+    """The engine's frame from the bake: push, bake['smooth_passes'] smoothing dispatches, push, cap."""
+    up = np.asarray(up, dtype=np.float64)
+    x = np.asarray(skinned, dtype=np.float64)
+    corners, (ptr, idx) = bake["corners"], bake["ring"]
+    first = engine_push(x, corners, body, normals, params, 0.0, 0.0, up, params.max_push)
+    d = first - x
+    for _ in range(bake["smooth_passes"]):
+        d = engine_smooth(d, ptr, idx)
+    new = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push)
+    disp = new - x
+    ln = np.linalg.norm(disp, axis=1)
+    over = ln > params.max_push
+    new[over] = x[over] + disp[over] * (params.max_push / ln[over])[:, None]
+    return new
+
+
+def test_engine_from_the_bake_reproduces_the_runtime(baked):
+    """A NumPy engine that reads only the bake's arrays equals surface_runtime(numpy=True) for crouch."""
+    av, cand, ring, doc, head, binary = baked
+    bake = _load(head, av)
+    pose = named_pose(av.skeleton, "crouch")
+    m = pose.skinning_matrices(av.skeleton)
+    body = av.body.posed(m).astype(np.float64)
+    faces = av.body.mesh.faces
+    normals = vertex_normals(body, faces).astype(np.float64)
+    skinned = av.part("tights").posed(m)
+    params = params_for("tights", None)
+    ref, push = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True)
+    assert push.max() > 0.002  # crouch pushes the tights (not a vacuous comparison)
+    ours = engine_frame(skinned, bake, body, normals, params)
+    assert np.abs(ours - ref).max() < 1e-9
+
+
+def _write_binary(path, flat):
+    path.write_bytes(np.asarray(flat, dtype="<u4").tobytes())
+
+
+def test_bad_bakes_are_refused(baked, tmp_path):
+    av, cand, ring, doc, head, binary = baked
+    n, nb = av.part("tights").mesh.n_vertices, av.body.mesh.n_vertices
+    header = json.loads(head.read_text())
+    data = np.frombuffer(binary.read_bytes(), dtype="<u4").copy()
+
+    def case(edit_header=None, edit_data=None, raw=None):
+        h = dict(header)
+        if edit_header:
+            h.update(edit_header)
+        (tmp_path / "b.surface.json").write_text(json.dumps(h))
+        if raw is not None:
+            (tmp_path / h["binary"]).write_bytes(raw)
+        else:
+            d = data.copy()
+            if edit_data:
+                edit_data(d)
+            _write_binary(tmp_path / h["binary"], d)
+        return tmp_path / "b.surface.json"
+
+    header["binary"] = "b.surface.bytes"
+    path = case()
+    assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
+    with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-1 kisekae surface bake"):
+        _load(case({"version": 2}), av)
+    with pytest.raises(KisekaeError, match="format"):
+        _load(case({"format": "something else"}), av)
+    wrong = rf"b\.surface\.json: baked for {n} garment vertices, the garment has {n + 1}$"
+    with pytest.raises(KisekaeError, match=wrong):
+        sb.load_surface_bake(case(), n + 1, nb)
+    with pytest.raises(KisekaeError, match=rf"b\.surface\.json: baked for a body of {nb} vertices, the body has 100"):
+        sb.load_surface_bake(case(), n, 100)
+    for bad in (-1, 2674.5, "2674", True):
+        with pytest.raises(KisekaeError, match="'vertices' must be a non-negative integer"):
+            _load(case({"vertices": bad}), av)
+    with pytest.raises(KisekaeError, match="missing entry 'ringEntries'"):
+        (tmp_path / "c.surface.json").write_text(json.dumps({k: v for k, v in header.items() if k != "ringEntries"}))
+        _load(tmp_path / "c.surface.json", av)
+    # the binary: truncated, too long, missing, ids out of range
+    with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: truncated: .* says 577404"):
+        _load(case(raw=data.tobytes()[:-4]), av)
+    with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: .*longer than"):
+        _load(case(raw=data.tobytes() + b"\0\0\0\0"), av)
+    with pytest.raises(KisekaeError, match=r"nope\.bytes named by the header is missing"):
+        (tmp_path / "d.surface.json").write_text(json.dumps({**header, "binary": "nope.bytes"}))
+        _load(tmp_path / "d.surface.json", av)
+    with pytest.raises(KisekaeError, match="must name a file next to the header"):
+        _load(case({"binary": "../elsewhere.bytes"}), av)
+
+    def corner_out(d):
+        d[7] = nb
+
+    with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: candidate corner ids outside 0\.\.{nb - 1}"):
+        _load(case(edit_data=corner_out), av)
+    ptr_at = n * CANDIDATES * 3
+
+    def ptr_down(d):
+        d[ptr_at + 5] = d[ptr_at + 4] - 1
+
+    with pytest.raises(KisekaeError, match="not CSR"):
+        _load(case(edit_data=ptr_down), av)
+
+    def ring_out(d):
+        d[ptr_at + n + 1] = n
+
+    with pytest.raises(KisekaeError, match="ring neighbour ids outside"):
+        _load(case(edit_data=ring_out), av)
+    with pytest.raises(KisekaeError, match="layout"):
+        _load(case({"layout": [{"name": "corners", "count": 1}]}), av)
+    with pytest.raises(KisekaeError, match="not a JSON surface bake header"):
+        (tmp_path / "e.surface.json").write_text("{not json")
+        _load(tmp_path / "e.surface.json", av)
+    with pytest.raises(KisekaeError, match="header not found"):
+        _load(tmp_path / "none.surface.json", av)
+    # an inline document: negative or non-integer data
+    inline = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}
+    for bad, message in ((-1, "negative values in 'corners'"), (3.5, "non-integer data in 'corners'"),
+                         ("x", "non-integer data in 'corners'"), (None, "non-integer data in 'corners'")):
+        corners = list(inline["corners"])
+        corners[10] = bad
+        with pytest.raises(KisekaeError, match=f"surface bake: {message}"):
+            _load({**inline, "corners": corners}, av)
+    with pytest.raises(KisekaeError, match="'ringIdx' has 3 entries"):
+        _load({**inline, "ringIdx": [0, 1, 2]}, av)
+    with pytest.raises(KisekaeError, match="missing arrays weld"):
+        _load({k: v for k, v in inline.items() if k != "weld"}, av)
+    # baking refuses candidates of another body
+    with pytest.raises(KisekaeError, match="triangles"):
+        sb.surface_bake(cand, ring, av.body.mesh.faces[:-1], "tights")
+
+
+def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.cli import main
+
+    args = ["fit", "--pose", "stand", "--garment", "skirt", "-o", str(tmp_path)]
+    assert main(args) == 0
+    head, binary = tmp_path / "skirt.surface.json", tmp_path / "skirt.surface.bytes"
+    av = load_builtin_avatar()
+    bake = sb.load_surface_bake(head, av.part("skirt").mesh.n_vertices, av.body.mesh.n_vertices)
+    assert bake["corners"].shape == (720, CANDIDATES, 3) and bake["garment"] == "skirt"
+    # an existing bake (header or binary) is refused before anything is written, and --force overwrites it
+    for name in ("skirt.surface.json", "skirt.surface.bytes"):
+        out = tmp_path / name.replace(".", "_")
+        out.mkdir()
+        (out / name).write_text("mine")
+        capsys.readouterr()
+        assert main(["fit", "--pose", "stand", "--garment", "skirt", "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert name in err and "--force" in err
+        assert sorted(p.name for p in out.iterdir()) == [name] and (out / name).read_text() == "mine"
+    head.write_text("mine")
+    assert main([*args, "--force"]) == 0
+    assert json.loads(head.read_text())["vertices"] == 720
+
+
+_PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeSurfacePushFirst", "KisekaeSmooth",
+                  "KisekaeSurfacePushSecond", "KisekaeGarmentNormals")
+
+
+def _has_surface_core() -> bool:
+    return (HLSL_DIR / "kisekae_surface.hlsl").is_file() and "kisekae_surface.hlsl" in (
+        HLSL_DIR / "kisekae_core.hlsl").read_text()
+
+
+def _compute_layout(tmp_path):
+    shutil.copy(UNITY / "Shaders" / "KisekaeCore.hlsl", tmp_path / "KisekaeCore.hlsl")
+    shutil.copytree(HLSL_DIR, tmp_path / "hlsl")
+    shutil.copy(COMPUTE, tmp_path / "KisekaeSurfacePush.compute.hlsl")
+    return tmp_path / "KisekaeSurfacePush.compute.hlsl"
+
+
+def test_compute_kernels_declared_and_dispatched():
+    text = COMPUTE.read_text()
+    cs = GLUE.read_text()
+    kernels = re.findall(r"^#pragma kernel (\w+)", text, flags=re.M)
+    assert tuple(kernels) == _PROBE_KERNELS
+    for k in kernels:
+        assert re.search(rf"\[numthreads\(64, 1, 1\)\]\s*void {k}\(", text), k
+        assert f'FindKernel("{k}")' in cs, k
+    assert '#include "KisekaeCore.hlsl"' in text
+    for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
+                  "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_POSITION",
+                  "KISEKAE_LOAD_BODY_NORMAL"):
+        assert f"#define {macro}" in text, macro
+    assert f"#define KISEKAE_SURFACE_CANDIDATES {CANDIDATES}" in text
+    assert f"public const int Candidates = {CANDIDATES};" in cs
+    assert f"public const int BakeVersion = {sb.SURFACE_BAKE_VERSION};" in cs
+    assert f"public int smoothPasses = {SMOOTH_PASSES};" in cs
+    assert "vertexBufferTarget |= GraphicsBuffer.Target.Raw" in cs and "GetVertexBuffer()" in cs
+    # the counts are checked against both meshes, and a mismatch is refused with the object's name
+    assert "h.vertices != n" in cs and "h.bodyVertices != nb" in cs and "enabled = false" in cs
+
+
+def test_o3de_srg_defines_the_surface_macros():
+    srg = SRG.read_text()
+    for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
+                  "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT"):
+        assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
+    for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement"):
+        assert member in srg, member
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+@pytest.mark.parametrize("kernel", _PROBE_KERNELS)
+def test_unity_compute_kernels_compile(tmp_path, kernel):
+    """Every kernel of KisekaeSurfacePush.compute, in the Unity include layout, through glslang (no warnings)."""
+    src = _compute_layout(tmp_path)
+    c = compile_hlsl(src, "comp", entry=kernel, use_cache=False, core_dir=tmp_path / "hlsl")
+    assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()
+
+
+def test_o3de_surface_macros_compile_with_the_srg_flattened(tmp_path):
+    """The SRG's surface macros, with the SRG turned into plain globals (AZSLc is not here), drive the core's
+    KisekaeSurfacePush and KisekaeSmoothPush through glslang."""
+    if not _has_surface_core():
+        pytest.skip("the core has no kisekae_surface.hlsl yet")
+    flat = SRG.read_text().replace("#pragma once", "").replace("KisekaeSrg::", "")
+    flat = flat.replace("ShaderResourceGroup KisekaeSrg : SRG_PerObject", "cbuffer KisekaeSrgFlat")
+    block = re.search(r"cbuffer KisekaeSrgFlat\s*\{(.*?)\n\}", flat, re.S)
+    lines = block.group(1).splitlines()
+    resources = [ln for ln in lines if re.match(r"\s*(Texture2D|StructuredBuffer)", ln)]
+    constants = [ln for ln in lines if ln not in resources]
+    flat = flat.replace(block.group(0), "cbuffer KisekaeSrgFlat\n{" + "\n".join(constants) + "\n};\n" +
+                        "\n".join(resources))
+    (tmp_path / "srg.hlsl").write_text(flat)
+    (tmp_path / "probe.hlsl").write_text("""#include "srg.hlsl"
+#include "kisekae_core.hlsl"
+RWStructuredBuffer<float4> gOut;
+[numthreads(64, 1, 1)]
+void main(uint3 id : SV_DispatchThreadID)
+{
+    KisekaePushParams P;
+    P.margin = m_push0.x; P.stiffness = m_push0.y; P.maxPush = m_push0.z; P.skirtBias = m_push0.w;
+    P.smoothK = m_push1.x; P.up = m_push1.yzw;
+    float push; float s;
+    float3 q = KisekaeSurfacePush(KISEKAE_LOAD_DISPLACEMENT(id.x), id.x, 0.0, 0.0, P, P.maxPush, push, s);
+    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x), push);
+}
+""")
+    c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
+    for name in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement"):
+        assert name in c.glsl, name
+
+
+# ---- the Unity kernels on llvmpipe, dispatched in KisekaeSurfacePush.cs's order ------------------------------------
+
+class _Kernel:
+    """One kernel of KisekaeSurfacePush.compute as a moderngl compute program; the loose uniforms ($Global) laid
+    out from spirv-cross's reflection."""
+
+    def __init__(self, ctx, src, core, entry):
+        self.c = compile_hlsl(src, "comp", entry=entry, core_dir=core)
+        self.program = ctx.compute_shader(self.c.glsl)
+        spv = src.parent / f"{entry}.spv"
+        spv.write_bytes(self.c.spirv)
+        refl = json.loads(subprocess.run(["spirv-cross", str(spv), "--reflect"], capture_output=True, text=True,
+                                         check=True).stdout)
+        self.block = None
+        for ub in refl.get("ubos", []):
+            members = refl["types"][ub["type"]]["members"]
+            self.block = (ub["block_size"], {m["name"]: m["offset"] for m in members})
+        self.ctx = ctx
+
+    def run(self, n, uniforms, buffers, textures=()):
+        keep = []
+        b = self.c.bindings
+        if self.block is not None:
+            size, offsets = self.block
+            data = bytearray(size)
+            for name, value in uniforms.items():
+                if name in offsets:
+                    raw = np.ascontiguousarray(value).tobytes()
+                    data[offsets[name]:offsets[name] + len(raw)] = raw
+            ubo = self.ctx.buffer(bytes(data))
+            ubo.bind_to_uniform_block(b["_Global"][1])
+            keep.append(ubo)
+        for name, buf in buffers.items():
+            if name in b:
+                buf.bind_to_storage_buffer(b[name][1])
+        for unit, (name, tex) in enumerate(textures):
+            for u in self.program:
+                if name in u:
+                    self.program[u].value = unit
+                    tex.use(location=unit)
+        self.program.run(group_x=(n + 63) // 64)
+        for k in keep:
+            k.release()
+
+
+def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
+                params, contact=None, mask=(0.0, 0.0)):
+    """KisekaeSurfacePush.cs's frame: the six kernels with its bindings, its ping-pong and its stride-40 skinned
+    buffers (position, normal, tangent). Returns (positions + push, normals, body positions, body normals), float32
+    (N, 4) each, world space."""
+    from kisekae.shaders.execute import gl_context
+
+    ctx = gl_context()
+    src = _compute_layout(tmp_path)
+    kernels = {k: _Kernel(ctx, src, tmp_path / "hlsl", k) for k in _PROBE_KERNELS}
+    nb, n = len(body_local), len(garment_local)
+    made = []
+
+    def buf(data=None, reserve=0):
+        b = ctx.buffer(data) if data is not None else ctx.buffer(reserve=reserve)
+        made.append(b)
+        return b
+
+    def skinned(points):
+        v = np.full((len(points), 10), 7.0, np.float32)  # junk normal and tangent around each position
+        v[:, :3] = points
+        return buf(v.tobytes())
+
+    def u32(a):
+        a = np.asarray(a, np.uint32).ravel()
+        return buf((a if a.size else np.zeros(1, np.uint32)).tobytes())
+
+    def f4(a):
+        return buf(np.ascontiguousarray(a, np.float32).tobytes())
+
+    def vertex_faces(tris, count, rep):  # as KisekaeSurfacePush.VertexFaces
+        tris = np.asarray(tris).reshape(-1, 3)
+        owners = rep[tris.ravel()]
+        order = np.argsort(owners, kind="stable")
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(owners, minlength=count))])
+        return ptr, (np.arange(tris.size) // 3)[order]
+
+    bptr, bfaces = vertex_faces(body_tris, nb, np.arange(nb))
+    gptr, gfaces = vertex_faces(garment_tris, n, bake["weld"])
+    bufs = {
+        "_KisekaeBodySkinned": skinned(body_local), "_KisekaeGarmentSkinned": skinned(garment_local),
+        "_KisekaeBodyTriangles": u32(body_tris), "_KisekaeBodyVertexFacePtr": u32(bptr),
+        "_KisekaeBodyVertexFaces": u32(bfaces), "_KisekaeGarmentTriangles": u32(garment_tris),
+        "_KisekaeGarmentVertexFacePtr": u32(gptr), "_KisekaeGarmentVertexFaces": u32(gfaces),
+        "_KisekaeSurfaceCorners": u32(bake["corners"]), "_KisekaeRingPtr": u32(bake["ring"][0]),
+        "_KisekaeRingIdx": u32(bake["ring"][1]), "_KisekaeWeld": u32(bake["weld"]),
+        "_KisekaeGarmentUV": f4(np.full((n, 2), 0.5)),
+    }
+    body_pos, body_nrm = buf(reserve=nb * 16), buf(reserve=nb * 16)
+    disp = [buf(reserve=n * 16), buf(reserve=n * 16)]
+    out_pos, out_nrm = buf(reserve=n * 16), buf(reserve=n * 16)
+    uni = {
+        "_KisekaeBodyCount": np.uint32(nb), "_KisekaeBodyStride": np.uint32(40),
+        "_KisekaeBodyPositionOffset": np.uint32(0), "_KisekaeGarmentCount": np.uint32(n),
+        "_KisekaeGarmentStride": np.uint32(40), "_KisekaeGarmentPositionOffset": np.uint32(0),
+        # HLSL's default column_major packing, as Unity's SetMatrix uploads a Matrix4x4: one column after the other
+        "_KisekaeBodyToWorld": np.ascontiguousarray(np.asarray(body_to_world, np.float32).T),
+        "_KisekaeGarmentToWorld": np.ascontiguousarray(np.asarray(garment_to_world, np.float32).T),
+        "_KisekaeContactOn": np.uint32(contact is not None),
+        "_KisekaePush0": np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias], np.float32),
+        "_KisekaePush1": np.array([0.0, 0.0, 1.0, 0.0], np.float32),
+        "_KisekaeReach": np.float32(params.max_push),
+    }
+    if contact is not None:
+        for key in ("_KisekaeJointCentre", "_KisekaeJointNormal", "_KisekaeJointRest", "_KisekaeJointRestDir"):
+            table = np.zeros((64, 4), np.float32)
+            table[:len(contact[key])] = contact[key]
+            uni[key] = table
+        uni["_KisekaeContact"] = np.asarray(contact["_KisekaeContact"], np.float32)
+    for key in ("joints", "sides", "rest"):
+        data = np.zeros((1, 4)) if contact is None else contact[key]
+        bufs["_KisekaeContact" + key.capitalize()] = f4(data)
+    tex = ctx.texture((1, 1), 4, np.array([*mask, 0.0, 0.0], np.float32).tobytes(), dtype="f4")
+    textures = [("KisekaeMaskMap", tex)]
+    kernels["KisekaeBodyPrepare"].run(nb, uni, {**bufs, "_KisekaeBodyPositionsRW": body_pos})
+    kernels["KisekaeBodyNormals"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
+                                                "_KisekaeBodyNormalsRW": body_nrm})
+    common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm}
+    kernels["KisekaeSurfacePushFirst"].run(n, uni, {**common, "_KisekaeDisplacementOut": disp[0]}, textures)
+    src_i = 0
+    for _ in range(bake["smooth_passes"]):
+        kernels["KisekaeSmooth"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": disp[src_i],
+                                              "_KisekaeDisplacementOut": disp[1 - src_i]})
+        src_i = 1 - src_i
+    kernels["KisekaeSurfacePushSecond"].run(n, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
+                                                     "_KisekaeGarmentPositionsRW": out_pos}, textures)
+    kernels["KisekaeGarmentNormals"].run(n, uni, {**bufs, "_KisekaeGarmentPositions": out_pos,
+                                                  "_KisekaeGarmentNormalsRW": out_nrm})
+    out = tuple(np.frombuffer(b.read(), np.float32).reshape(-1, 4).copy()
+                for b in (out_pos, out_nrm, body_pos, body_nrm))
+    for b in made:
+        b.release()
+    tex.release()
+    return out
+
+
+def _frame_of(T):
+    return lambda p: np.asarray(p, np.float64) @ T[:3, :3].T + T[:3, 3]
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
+    """The six kernels, bound and dispatched as KisekaeSurfacePush.cs does (ping-pong included), with the body
+    contact, a renderer-to-world transform per mesh and Unity's 40-byte skinned vertices, equal kisekae's runtime
+    (surface_runtime on the contact body, crouch) in world space; the body and garment normals equal
+    kisekae.geom.normals'."""
+    from kisekae.shaders import contact_bake as cb
+
+    av, cand, ring, doc, head, binary = baked
+    bake = _load(head, av)
+    mesh, faces = av.part("tights").mesh, av.body.mesh.faces
+    m = named_pose(av.skeleton, "crouch").skinning_matrices(av.skeleton)
+    T = np.eye(4)  # kisekae's space -> world: turned about up and moved
+    T[:3, :3] = [[np.cos(0.7), 0.0, np.sin(0.7)], [0.0, 1.0, 0.0], [-np.sin(0.7), 0.0, np.cos(0.7)]]
+    T[:3, 3] = [0.3, -0.1, 2.0]
+    G = np.eye(4)  # the garment's renderer sits elsewhere: its skinned vertices are in its own space
+    G[:3, 3] = [-1.0, 0.5, 0.25]
+    world = _frame_of(T)
+    skinned_garment = av.part("tights").posed(m).astype(np.float64)
+    tables = cb.contact_from_bake(cb.contact_bake(av.body.deform, av.skeleton.names), av.skeleton.names)
+    centre, normal, reach = cb.posed_tables(tables, np.einsum("ij,bjk->bik", T, m))  # world skinning matrices
+    contact = {"_KisekaeJointCentre": np.c_[centre, reach], "_KisekaeJointNormal": np.c_[normal, tables["radius"]],
+               "_KisekaeJointRest": np.c_[tables["rest_centre"], tables["flesh"]],
+               "_KisekaeJointRestDir": np.c_[tables["rest_dir"], np.zeros(len(reach))],
+               "_KisekaeContact": [tables["gap"], tables["band"], tables["ring_factor"], tables["rest_slack"]],
+               "joints": tables["joints"], "sides": tables["sides"],
+               "rest": np.c_[tables["rest"], np.zeros(len(tables["rest"]))]}
+    params = params_for("tights", None)
+    to_garment_local = _frame_of(np.linalg.inv(G) @ T)
+    pos, nrm, body_pos, body_nrm = unity_frame(tmp_path, av.body.skinned(m), to_garment_local(skinned_garment), T, G,
+                                               bake, faces, mesh.faces, params, contact)
+    body = av.body.posed(m).astype(np.float64)
+    assert np.abs(body_pos[:, :3] - world(body)).max() < 1e-5
+    normals = vertex_normals(body, faces).astype(np.float64)
+    assert np.abs(body_nrm[:, :3] - normals @ T[:3, :3].T).max() < 2e-3  # unit normals of mm-sized triangles in float32
+    ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True)
+    assert push.max() > 0.002
+    assert np.linalg.norm(pos[:, :3] - world(ref), axis=1).max() < 1e-5
+    assert np.abs(pos[:, 3] - push).max() < 1e-5
+    garment_normals = vertex_normals(ref, mesh.faces, mesh.weld).astype(np.float64) @ T[:3, :3].T
+    assert np.abs(nrm[:, :3] - garment_normals).max() < 2e-3
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_path):
+    """Plain skinning (no KisekaeBodyContact) and a tightness/softness mask: the kernels equal surface_runtime with
+    those masks."""
+    av, cand, ring, doc, head, binary = baked
+    plain = avatar  # the bake's candidates serve any pose of the same meshes
+    bake = _load(head, av)
+    mesh, faces = plain.part("tights").mesh, plain.body.mesh.faces
+    m = named_pose(plain.skeleton, "crouch").skinning_matrices(plain.skeleton)
+    body = plain.body.posed(m).astype(np.float64)
+    skinned_garment = plain.part("tights").posed(m).astype(np.float64)
+    params = params_for("tights", None)
+    pos = unity_frame(tmp_path, body, skinned_garment, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
+                      mask=(0.75, 0.5))[0]
+    normals = vertex_normals(body, faces).astype(np.float64)
+    ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, tightness=0.75,
+                                softness=0.5, numpy=True)
+    loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True)[0]
+    assert np.abs(ref - loose).max() > 1e-4  # the masks matter here
+    assert np.linalg.norm(pos[:, :3] - ref, axis=1).max() < 1e-5
