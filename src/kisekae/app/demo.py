@@ -8,8 +8,9 @@ pose them the same way, :func:`kisekae.avatar.contact.apply_contact`), ``timings
 seconds of this process, all its threads), both shown at the end, and anything a section stores
 for later ones. Each section is timed and shown with a progress bar. A section whose first call
 pays a one-time cost (Numba compiling or loading its kernels) does it first, untimed by its own
-numbers, and stores ``ctx["warmup"] = (wall s, CPU s)``; the timings table then shows it as a
-row of its own, labelled, apart from the section's time.
+numbers, and stores ``ctx["warmup"] = (wall s, CPU s)``, or ``(wall s, CPU s, what)`` for a cost of
+another kind (a bake); the timings table then shows it as a row of its own, labelled, apart from the
+section's time.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         warm = ctx.pop("warmup", None)
         if warm is not None:
-            name = f"{title}: one-time warm-up (Numba compiling or loading its kernels)"
+            what = warm[2] if len(warm) > 2 else "Numba compiling or loading its kernels"
+            name = f"{title}: one-time warm-up ({what})"
             rows.append((name, warm[0], warm[1]))
             wall, cpu = wall - warm[0], cpu - warm[1]
         rows.append((title, wall, cpu))

@@ -31,6 +31,7 @@ from ..render.renderer import DrawItem, default_renderer
 from ..render.scene import avatar_items, avatar_landmarks
 from ..render.sheets import comparison_sheet, save_gif
 from .contact_report import section_body_contact
+from .runtime_report import section_runtime
 from .shapes_report import section_body_shapes
 
 THUMB = (640, 360)
@@ -526,6 +527,7 @@ def format_pixel_table(records) -> str:
 SECTIONS = [
     ("pictures", section_pictures),
     ("before and after the fix", section_fix),
+    ("per-frame correction", section_runtime),
     ("body shapes", section_body_shapes),
     ("body against itself", section_body_contact),
     ("poke-through pixels", section_poke),
