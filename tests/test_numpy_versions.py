@@ -35,6 +35,10 @@ for name in ("crouch", "sit"):
     out[name] = {g: fixed[g].positions.tolist() for g in fixed}
     out[name + "_check"] = [json_record(r) for r in check_pose(a, p, ["tights", "skirt"],
                             posed_garments={g: fixed[g].positions for g in fixed})]
+from kisekae.fit.runtime import runtime_pose
+c = a.with_body_contact()
+r = runtime_pose(c, named_pose(c.skeleton, "crouch"), ["tights", "skirt"])
+out["runtime_crouch"] = {g: r[g][0].tolist() for g in r}
 json.dump(out, open(sys.argv[1], "w"))
 """
 
@@ -88,3 +92,15 @@ def test_fix_is_the_same_under_the_oldest_numpy(oldest_result, avatar, pose):
                 assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-9), k
             else:
                 assert a[k] == b[k], k
+
+
+def test_per_frame_path_is_the_same_under_the_oldest_numpy(oldest_result, avatar):
+    """The surface push (its candidates baked over range-of-motion poses, then one frame) on the contact body."""
+    from kisekae.avatar.poses import named_pose
+    from kisekae.fit.runtime import runtime_pose
+
+    c = avatar.with_body_contact()
+    r = runtime_pose(c, named_pose(c.skeleton, "crouch"), ["tights", "skirt"])
+    for g in ("tights", "skirt"):
+        diff = np.abs(np.asarray(oldest_result["runtime_crouch"][g], dtype=np.float32) - r[g][0]).max()
+        assert diff <= 1e-6, f"{g}: per-frame positions differ by up to {1000 * diff:.4f} mm between NumPy versions"
