@@ -106,3 +106,30 @@ def test_runtime_runs_the_cached_push_plan_like_the_numpy_reference():
     np.testing.assert_allclose(push, np.linalg.norm(want - pts, axis=1), atol=1e-9)
     first = runtime_pose(av, pose, ["tights"], method="capsules")["tights"][0]
     assert np.abs(first - want).max() < 1e-6  # runtime_pose: the same, stored as float32
+
+
+def test_covered_skin_mask_keeps_tight_fabric_skin_culled_in_folds():
+    """Tights: skin under fabric within TIGHT_COVER at rest is culled in every pose, so the crouch's hip crease,
+    where the bend folds skin through the corrected tights, shows (almost) nothing; the skirt keeps the
+    verification-pose mask alone, since a raised leg comes out from under it."""
+    from kisekae.app.report import add_poke_pixels
+    from kisekae.avatar.poses import VERIFICATION_POSES
+    from kisekae.fit.covered import avatar_covered
+    from kisekae.fit.runtime import covered_skin_triangles
+
+    av = load_builtin_avatar().with_body_contact()
+    poses = [named_pose(av.skeleton, p) for p in VERIFICATION_POSES]
+    per_pose = {g: avatar_covered(av, poses, [g])[1] for g in ("tights", "skirt")}
+    tights, skirt = covered_skin_triangles(av, "tights"), covered_skin_triangles(av, "skirt")
+    np.testing.assert_array_equal(skirt, per_pose["skirt"])
+    assert np.all(tights >= per_pose["tights"]) and tights.sum() > per_pose["tights"].sum()
+    pose = named_pose(av.skeleton, "crouch")
+    pos = {"tights": runtime_pose(av, pose, ["tights"])["tights"][0]}
+    recs = check_pose(av, pose, ["tights"], posed_garments=pos)
+    kw = dict(views=("hips",), sizes=((320, 180),))
+    add_poke_pixels(av, pose, recs, pos, **kw)
+    add_poke_pixels(av, pose, recs, pos, cull={"tights": per_pose["tights"]}, key="pose_mask", **kw)
+    add_poke_pixels(av, pose, recs, pos, cull={"tights": tights}, key="tight_mask", **kw)
+    r = recs[0]
+    assert r["poke_through_pixels"] > 100 and r["pose_mask"] > 100  # the crease shows through without the rule
+    assert r["tight_mask"] <= 0.02 * r["pose_mask"]

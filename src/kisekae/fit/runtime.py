@@ -78,20 +78,35 @@ def garment_ring(avatar: Avatar, name: str):
     return cache[name]
 
 
-def covered_skin_triangles(avatar: Avatar, name: str) -> np.ndarray:
-    """(F,) bool body triangles hidden under garment ``name`` in the seed's verification poses.
+#: Skin covered at rest by fabric this close (metres) stays covered in every pose, for garments that are not
+#: skirt-like: the fabric is bound to that skin and follows it (:func:`covered_skin_triangles`).
+TIGHT_COVER = 0.01
 
-    The covered-skin mask that an engine culls at run time (phase 2 of the seed note), baked once per
-    (avatar, garment) over stand, leg_raise and crouch with the skinned garment (see
-    :func:`kisekae.fit.covered.avatar_covered`) and cached on the avatar.
+
+def covered_skin_triangles(avatar: Avatar, name: str) -> np.ndarray:
+    """(F,) bool body triangles hidden under garment ``name``: the mask an engine culls at run time.
+
+    Phase 2 of the seed note, baked once per (avatar, garment) and cached on the avatar. A body vertex is
+    covered (see :func:`kisekae.fit.covered.avatar_covered`) when the skinned garment hides it in every one of
+    the seed's verification poses (stand, leg_raise, crouch), or, for a garment that is not skirt-like (no skirt
+    bias by default: :func:`kisekae.fit.fix.params_for`), when fabric within :data:`TIGHT_COVER` hides it at
+    rest: such fabric follows its skin, so the skin stays under it in any pose, also where a bend folds the
+    skin through the fabric (the crouch's hip crease, where the per-pose test alone loses it). A triangle is
+    culled when its three vertices are covered. Loose fabric (a skirt's hem over the thighs) is only trusted
+    where every verification pose agrees, because a raised leg comes out from under it.
     """
+    from ..avatar.pose import Pose
     from ..avatar.poses import VERIFICATION_POSES, named_pose
-    from .covered import avatar_covered
+    from .covered import avatar_covered, covered_triangles
 
     cache = avatar.__dict__.setdefault("_kisekae_covered", {})
     if name not in cache:
         poses = [named_pose(avatar.skeleton, p) for p in VERIFICATION_POSES]
-        cache[name] = avatar_covered(avatar, poses, [name])[1]
+        covered = avatar_covered(avatar, poses, [name])[0]
+        if params_for(name, None).skirt_bias == 0:
+            covered = covered | avatar_covered(avatar, [Pose.rest(avatar.skeleton)], [name],
+                                               max_distance=TIGHT_COVER)[0]
+        cache[name] = covered_triangles(covered, avatar.body.mesh.faces)
     return cache[name]
 
 
