@@ -201,3 +201,34 @@ def test_range_of_motion_measures_arm_elevation_from_hanging_down():
             ups.append(np.degrees(np.arctan2(d[0], -d[1])))  # the arm's elevation from hanging, frontal plane
         # the forward/back swing that follows tilts it out of the frontal plane, so compare the spread's ends
         assert min(ups) < lo + 15 and max(ups) > hi - 25
+
+
+def test_chord_allowance_on_a_cylinder():
+    """A cylinder of radius R with radial normals has curvature 1/R at every vertex (adjacent normals differ by
+    the same angle as their positions); a vertex with longest edge L keeps L^2 / (8 R) more room, up to the cap."""
+    from kisekae.fit.surface import CHORD_CAP, body_curvature
+
+    r, n_around, zs = 0.05, 32, np.linspace(-0.2, 0.2, 9)
+    a = np.linspace(0, 2 * np.pi, n_around, endpoint=False)
+    v = np.array([[r * np.cos(t), r * np.sin(t), z] for z in zs for t in a])
+    normals = np.array([[np.cos(t), np.sin(t), 0.0] for z in zs for t in a])
+    faces = []
+    for i in range(len(zs) - 1):
+        for j in range(n_around):
+            p, q = i * n_around + j, i * n_around + (j + 1) % n_around
+            faces += [[p, q, q + n_around], [p, q + n_around, p + n_around]]
+    faces = np.array(faces)
+    kappa = body_curvature(v, normals, faces)
+    np.testing.assert_allclose(kappa, 1 / r, rtol=1e-9)
+    pts = np.array([[r + 0.002, 0.0, 0.0], [0.0, r + 0.002, 0.05]])
+    cand = SurfaceCandidates(np.array([np.argsort(np.linalg.norm(v[faces].mean(1) - p, axis=1))[:16] for p in pts],
+                                      dtype=np.int32), len(faces))
+    params = PushParams(margin=0.01, stiffness=1.0, max_push=0.1)
+    for push in (surface_push, surface_push_numpy):
+        base = push(pts, cand, v, normals, faces, params)[2]
+        short = push(pts, cand, v, normals, faces, params, chord=[0.02, 0.02])[2]
+        long = push(pts, cand, v, normals, faces, params, chord=[0.05, 0.05])[2]
+        np.testing.assert_allclose(base - short, 0.02 ** 2 / (8 * r), atol=1e-12)
+        np.testing.assert_allclose(base - long, CHORD_CAP, atol=1e-12)
+    with pytest.raises(KisekaeError, match="chord"):
+        surface_push(pts, cand, v, normals, faces, params, chord=[0.02])

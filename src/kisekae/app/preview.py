@@ -72,10 +72,13 @@ class PreviewModel:
         Frame size, pixels.
     preset : str, default ``"realistic"``
     renderer : Renderer, optional
+    cull : bool, default True
+        Leave out the body triangles covered by the garments (:func:`kisekae.render.scene.cull_covered`), as the
+        engine glue does while they are worn; False draws the whole body under them.
     """
 
     def __init__(self, avatar=None, *, pose: str = "crouch", view: str = "three_quarter", size=(640, 480),
-                 preset: str = "realistic", renderer=None):
+                 preset: str = "realistic", renderer=None, cull: bool = True):
         from ..avatar.poses import named_pose
         from ..render.camera import VIEWS, resolution
         from ..render.materials import preset as _preset
@@ -93,6 +96,7 @@ class PreviewModel:
         self.size = resolution(size)
         self.preset = _preset(preset).name
         self.renderer = renderer or default_renderer()
+        self.cull = bool(cull)
         self.values = {s.name: float(s.default) for s in SLIDERS}
         self.dirty = {"fit", "wound"}
         self.counts = {"fit": 0, "frame": 0}
@@ -170,10 +174,11 @@ class PreviewModel:
         self.timings["fit_ms"] = (time.perf_counter() - t) * 1e3
 
     def items(self):
-        """Current draw items: body (pressure, wound hits) and the fixed garments (tension ratio)."""
+        """Current draw items: body (pressure, wound hits; without the covered skin when ``cull``) and the fixed
+        garments (tension ratio)."""
         from ..render import materials as M
         from ..render.renderer import WoundMorph
-        from ..render.scene import avatar_items
+        from ..render.scene import avatar_items, cull_covered
 
         if "fit" in self.dirty or self._fixed is None:
             self._refit()
@@ -188,6 +193,8 @@ class PreviewModel:
             target = body.positions - 0.012 * body.normals  # a 12 mm deep crater where hits land
             body.wound = WoundMorph(target, hits=hits, hole_size=0.02, hole_intensity=60.0, tint_distance=0.004)
             body.wound.check(len(body.positions), body.faces, "body")
+        if self.cull:  # after the wound's target normals, which are over the whole body
+            body = cull_covered(body, self.avatar, gs)
         return body, gs
 
     def frame(self) -> np.ndarray:

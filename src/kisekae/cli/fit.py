@@ -14,7 +14,9 @@ def register(sub):
                                    "runs the exact-skin push-out for every (pose, garment) and writes the fixed "
                                    "garments as OBJ, with a JSON report (fit per bone, check before/after, draw "
                                    "order), the body contact (body_contact.json) and, per garment, the surface "
-                                   "push's bake for the engine glue (NAME.surface.json + NAME.surface.bytes).")
+                                   "push's bake for the engine glue (NAME.surface.json + NAME.surface.bytes) and the "
+                                   "body triangles it covers, which an engine culls while it is worn "
+                                   "(NAME.covered.json).")
     p.add_argument("--avatar", metavar="FILE", help="avatar file (.glb/.gltf/.vrm) instead of the built-in one")
     add_avatar_args(p)
     p.add_argument("--layered", action="store_true", help="fix the garments as one stack, innermost first")
@@ -34,11 +36,11 @@ def run(args) -> int:
     from ..fit.fitting import fit_capsules, fit_report
     from ..fit.fix import fix_pose
     from ..fit.layers import draw_order
-    from ..fit.runtime import garment_candidates, garment_ring
     from ..io.obj import write_obj
     from ..qa.check import body_topology, check_pose, format_table, json_record
     from ..qa.penetration import BodyQuery
-    from ..shaders.surface_bake import surface_bake, surface_bake_paths, write_surface_bake
+    from ..shaders.covered_bake import covered_bake_path
+    from ..shaders.surface_bake import surface_bake_paths
 
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
@@ -47,10 +49,11 @@ def run(args) -> int:
     rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
     contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
     surface_paths = {name: surface_bake_paths(out, name) for name in garments}
+    covered_paths = {name: covered_bake_path(out, name) for name in garments}
     # a pose given twice (or two names that read the same in a file name) is refused here, not half-way
     check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []),
-                   *(p for pair in surface_paths.values() for p in pair), *(p for _, p in obj_list)],
-                  force=args.force, folders=[out])
+                   *(p for pair in surface_paths.values() for p in pair), *covered_paths.values(),
+                   *(p for _, p in obj_list)], force=args.force, folders=[out])
     objs = dict(obj_list)
     out.mkdir(parents=True, exist_ok=True)
     body = avatar.body
@@ -63,12 +66,7 @@ def run(args) -> int:
         from ..shaders.contact_bake import contact_bake
 
         contact_path.write_text(json.dumps(contact_bake(_contact(avatar), sk.names)))
-    # the surface push's data per garment (candidates baked over the range of motion, welded one-ring)
-    for name, (head_path, bin_path) in surface_paths.items():
-        mesh = avatar.part(name).mesh
-        doc = surface_bake(garment_candidates(avatar, name, progress=True), garment_ring(avatar, name),
-                           body.mesh.faces, name, n_body_vertices=body.mesh.n_vertices, weld=mesh.weld)
-        write_surface_bake(doc, head_path, bin_path)
+    _write_garment_bakes(avatar, surface_paths, covered_paths)
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
                                                            body.skin.weights, sk.rest, rest_query),
@@ -90,10 +88,28 @@ def run(args) -> int:
     report_path.write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
     print(format_table(records))
     extra = f", {contact_path.name} (the body contact for the engine glue)" if contact_path is not None else ""
-    extra += f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes)"
+    extra += (f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes) and covered-skin culling lists "
+              "(*.covered.json)")
     print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json{extra} "
           f"to {out}")
     return 0
+
+
+def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> None:
+    """Per garment, the surface push's data (candidates baked over the range of motion, welded one-ring) and the
+    body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
+    from ..fit.runtime import covered_skin_triangles, garment_candidates, garment_ring
+    from ..shaders.covered_bake import covered_bake, write_covered
+    from ..shaders.surface_bake import surface_bake, write_surface_bake
+
+    body = avatar.body
+    for name, (head_path, bin_path) in surface_paths.items():
+        mesh = avatar.part(name).mesh
+        doc = surface_bake(garment_candidates(avatar, name, progress=True), garment_ring(avatar, name),
+                           body.mesh.faces, name, n_body_vertices=body.mesh.n_vertices, weld=mesh.weld)
+        write_surface_bake(doc, head_path, bin_path)
+        write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
+                      covered_paths[name])
 
 
 def _contact(avatar):

@@ -22,6 +22,9 @@ def register(sub):
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help=f"initial slider value in display units (repeatable); sliders: {names}")
     p.add_argument("--snapshot", metavar="PNG", help="render one frame to this file and exit (no window)")
+    p.add_argument("--no-cull", dest="cull", action="store_false",
+                   help="draw the whole body under the garments (default: leave out the skin they cover, as the "
+                        "engine glue does with NAME.covered.json from kisekae fit)")
     add_contact_args(p)
     add_force_arg(p, "an existing --snapshot file")
     p.set_defaults(func=run)
@@ -48,7 +51,7 @@ def run(args) -> int:
             raise KisekaeError(f"{why}: the preview window needs a desktop session; render a still with "
                                "`kisekae preview --snapshot out.png` or run `kisekae demo`", "preview")
     model = PreviewModel(with_contact(load_builtin_avatar(), args), pose=args.pose, view=args.view, size=args.size,
-                         preset=args.preset)
+                         preset=args.preset, cull=args.cull)
     for item in args.set:
         name, sep, value = item.partition("=")
         if not sep:

@@ -32,7 +32,7 @@ from .bound import bind_to_skin, push_out_runtime
 from .fitting import fit_capsules
 from .fix import params_for
 from .pushout import CapsulePushPlan, PushParams
-from .surface import bake_surface_candidates, one_ring, surface_runtime
+from .surface import bake_surface_candidates, garment_chords, one_ring, surface_runtime
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
 RUNTIME_METHODS = ("surface", "capsules")
@@ -75,6 +75,14 @@ def garment_ring(avatar: Avatar, name: str):
     if name not in cache:
         mesh = avatar.part(name).mesh
         cache[name] = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
+    return cache[name]
+
+
+def garment_chord(avatar: Avatar, name: str):
+    """The garment's longest rest edge per vertex (:func:`kisekae.fit.surface.garment_chords`), cached."""
+    cache = avatar.__dict__.setdefault("_kisekae_chords", {})
+    if name not in cache:
+        cache[name] = garment_chords(avatar.part(name).mesh)
     return cache[name]
 
 
@@ -162,7 +170,8 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         else:
             cand, ring = garment_candidates(avatar, name), garment_ring(avatar, name)
             t0 = time.perf_counter()
-            new, push = surface_runtime(avatar.part(name).posed(m), cand, ring, body64, normals, faces, p)
+            new, push = surface_runtime(avatar.part(name).posed(m), cand, ring, body64, normals, faces, p,
+                                        chord=garment_chord(avatar, name))
         metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3,
                    "runtime_method": method}
         out[name] = (new.astype(np.float32), metrics)

@@ -10,7 +10,10 @@ frame (:func:`surface_push`), with the posed body (skinning, then the body conta
 1. the closest point ``q`` of the vertex ``p`` on each candidate triangle; the nearest one within ``reach``
    (default: maxPush) is its surface point, with the normal ``n`` blended from the triangle's vertex normals
    at ``q``;
-2. ``s = (p − q) · n`` is the signed clearance; the seed's push law (:func:`kisekae.fit.pushout.push_amount`:
+2. ``s = (p − q) · n − c`` is the signed clearance, less the vertex's chord allowance ``c``
+   (:func:`chord_allowance`: a flat cloth triangle between vertices on a curved body dips under it by the
+   sagitta κ L² / 8, L the vertex's longest edge and κ the body's curvature at q (:func:`body_curvature`), so
+   each vertex keeps that much more room, capped at :data:`CHORD_CAP`); the seed's push law (:func:`kisekae.fit.pushout.push_amount`:
    margin, stiffness, maxPush, skirt bias, tightness and softness masks) moves the vertex along ``n``
    (skirt-biased).
 
@@ -46,6 +49,8 @@ BAKE_POSES = 300
 SMOOTH_PASSES = 10
 #: Vertices per block of the Numba kernel.
 BLOCK = 64
+#: Largest chord allowance, metres (:func:`chord_allowance`): curvature from vertex normals is noisy at creases.
+CHORD_CAP = 0.003
 
 
 @dataclass
@@ -125,6 +130,66 @@ def _most_frequent(hits, k: int) -> np.ndarray:
     return out
 
 
+def _chords(chord, n: int) -> np.ndarray:
+    c = np.asarray(chord, dtype=np.float64).reshape(-1)
+    if len(c) != n or not np.all(np.isfinite(c)) or (len(c) and c.min() < 0):
+        raise KisekaeError(f"need {n} finite lengths >= 0, got {len(c)}", "chord")
+    return c
+
+
+def garment_chords(mesh) -> np.ndarray:
+    """(N,) float64 longest rest edge at each garment vertex, metres (welded: seam copies share it)."""
+    e = np.asarray(mesh.edges, dtype=np.int64)
+    v = np.asarray(mesh.vertices, dtype=np.float64)
+    length = np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1)
+    out = np.zeros(mesh.n_vertices)
+    np.maximum.at(out, e[:, 0], length)
+    np.maximum.at(out, e[:, 1], length)
+    return out[np.asarray(mesh.weld)]
+
+
+def body_curvature(body, body_normals, body_faces) -> np.ndarray:
+    """(Nb,) float64 curvature estimate at each body vertex, 1/m: the largest ``|n_a − n_b| / |x_a − x_b|`` over
+    the triangle edges at it (0 on zero-length edges). Per frame, from the posed body and its unit normals."""
+    v = np.asarray(body, dtype=np.float64)
+    n = np.asarray(body_normals, dtype=np.float64)
+    f = np.asarray(body_faces, dtype=np.int64)
+    out = np.zeros(len(v))
+    for a, b in ((0, 1), (1, 2), (2, 0)):
+        ia, ib = f[:, a], f[:, b]
+        dx = np.linalg.norm(v[ia] - v[ib], axis=1)
+        k = np.where(dx > 1e-9, np.linalg.norm(n[ia] - n[ib], axis=1) / np.maximum(dx, 1e-9), 0.0)
+        np.maximum.at(out, ia, k)
+        np.maximum.at(out, ib, k)
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _curvature_kernel(v, n, f, out):
+    out[:] = 0.0
+    for t in range(f.shape[0]):
+        for e in range(3):
+            a, b = f[t, e], f[t, (e + 1) % 3]
+            dx = np.sqrt((v[a, 0] - v[b, 0]) ** 2 + (v[a, 1] - v[b, 1]) ** 2 + (v[a, 2] - v[b, 2]) ** 2)
+            if dx > 1e-9:
+                k = np.sqrt((n[a, 0] - n[b, 0]) ** 2 + (n[a, 1] - n[b, 1]) ** 2 + (n[a, 2] - n[b, 2]) ** 2) / dx
+                out[a] = max(out[a], k)
+                out[b] = max(out[b], k)
+
+
+def chord_allowance(chord, kappa, cap: float = CHORD_CAP) -> np.ndarray:
+    """Sagitta of the garment's chords over the body near each vertex, metres: ``min(κ L² / 8, cap)``.
+
+    Parameters
+    ----------
+    chord : (N,) the vertex's longest edge L, metres (:func:`garment_chords`)
+    kappa : (N,) body curvature at the vertex's nearest body point, 1/m (:func:`body_curvature` blended with
+        the point's barycentrics, so it does not jump where two triangles are equally near)
+    cap : float, metres
+    """
+    return np.minimum(np.asarray(kappa, dtype=np.float64) * np.asarray(chord, dtype=np.float64) ** 2 / 8.0, cap)
+
+
 def _inputs(points, candidates: SurfaceCandidates, body, body_normals, body_faces, tightness, softness):
     p = as_points(points, "garment vertices").astype(np.float64)
     v = as_points(body, "posed body vertices").astype(np.float64)
@@ -140,7 +205,7 @@ def _inputs(points, candidates: SurfaceCandidates, body, body_normals, body_face
 
 def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
                        params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                       reach: float | None = None):
+                       reach: float | None = None, chord=None):
     """One surface push, NumPy reference.
 
     Parameters
@@ -153,6 +218,7 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
     tightness, softness : float or (N,) masks, 0..1
     up : (3,) the skirt bias's up axis
     reach : float, metres: a candidate farther than this from the vertex is ignored (default ``max_push``)
+    chord : (N,) longest edge at each vertex, metres (:func:`garment_chords`), or None: no chord allowance
 
     Returns
     -------
@@ -173,7 +239,11 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
     bb = np.asarray(bary).reshape(n_pts, k, 3)[rows, best]
     nrm = np.einsum("nc,ncd->nd", bb, nb[tri[rows, best]])
     nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-12)[:, None]
-    clear = np.where(dist[rows, best] <= reach, np.einsum("ij,ij->i", p - qb, nrm), np.inf)
+    sag = 0.0
+    if chord is not None:
+        kappa = np.einsum("nc,nc->n", bb, body_curvature(v, nb, f)[tri[rows, best]])
+        sag = chord_allowance(_chords(chord, n_pts), kappa)
+    clear = np.where(dist[rows, best] <= reach, np.einsum("ij,ij->i", p - qb, nrm) - sag, np.inf)
     amount = np.where(np.isfinite(clear), push_amount(np.where(np.isfinite(clear), clear, 1.0), params.margin,
                                                       params.stiffness, params.max_push, t, s, params.skirt_bias), 0.0)
     direction = bias_direction(nrm, params.skirt_bias, np.asarray(up, dtype=np.float64))
@@ -199,7 +269,8 @@ def _triangle_spheres(body, faces, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, tight, soft, prm, reach2, out, s_out):
+def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, chord, kv, cap, tight, soft, prm, reach2,
+                    out, s_out):
     margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
     n = active.shape[0]
     dd = np.empty(BLOCK)
@@ -215,6 +286,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ti
             v = active[s0 + i]
             px, py, pz = points[v, 0], points[v, 1], points[v, 2]
             best = np.inf
+            kap = 0.0
             qx = qy = qz = 0.0
             nx = ny = nz = 0.0
             for k in range(cand.shape[1]):
@@ -233,6 +305,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ti
                 d2 = (px - cx) * (px - cx) + (py - cy) * (py - cy) + (pz - cz) * (pz - cz)
                 if d2 < best:
                     best = d2
+                    kap = u * kv[a] + w1 * kv[b] + w2 * kv[c]
                     qx, qy, qz = cx, cy, cz
                     nx = u * body_normals[a, 0] + w1 * body_normals[b, 0] + w2 * body_normals[c, 0]
                     ny = u * body_normals[a, 1] + w1 * body_normals[b, 1] + w2 * body_normals[c, 1]
@@ -244,6 +317,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ti
             nz /= nl
             if best <= reach2:
                 dd[i] = (px - qx) * nx + (py - qy) * ny + (pz - qz) * nz
+                dd[i] -= min(kap * chord[v] * chord[v] / 8.0, cap)
             else:
                 dd[i] = np.inf
             gx[i] = nx
@@ -263,7 +337,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ti
 
 def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
                  params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                 reach: float | None = None, only=None):
+                 reach: float | None = None, only=None, chord=None):
     """One surface push, Numba kernel on one core; same contract as :func:`surface_push_numpy`.
 
     ``only`` : (M,) int vertex ids, or None for all: the other vertices are returned unchanged, with clearance
@@ -282,8 +356,12 @@ def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body
     out = p.copy()
     clear = np.full(len(p), np.nan)
     ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
-    _surface_kernel(p, ids, np.ascontiguousarray(candidates.triangles), f, v, nb, spheres, t, s, prm, reach * reach,
-                    out, clear)
+    ch = np.zeros(len(p)) if chord is None else np.ascontiguousarray(_chords(chord, len(p)))
+    kv = np.zeros(len(v))
+    if chord is not None:
+        _curvature_kernel(v, nb, f, kv)
+    _surface_kernel(p, ids, np.ascontiguousarray(candidates.triangles), f, v, nb, spheres, ch, kv, CHORD_CAP, t, s,
+                    prm, reach * reach, out, clear)
     return out, np.linalg.norm(out - p, axis=1), clear
 
 
@@ -381,7 +459,7 @@ def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
 
 def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_normals, body_faces,
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                    passes: int = SMOOTH_PASSES, numpy: bool = False):
+                    passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again,
     the total capped at maxPush.
 
@@ -392,6 +470,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     ring : :func:`one_ring` of the garment
     passes : int, smoothing passes (0: one push only... then the second push finds nothing left to do)
     numpy : bool, use the NumPy references instead of the Numba kernels
+    chord : (N,) :func:`garment_chords`, or None: no chord allowance
 
     Returns
     -------
@@ -401,16 +480,16 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     x = _f64(points, (len(points), 3), "garment vertices")
     args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
     if numpy:
-        first = surface_push_numpy(x, *args)[0]
+        first = surface_push_numpy(x, *args, chord=chord)[0]
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
-        new = surface_push_numpy(first, *args)[0]
+        new = surface_push_numpy(first, *args, chord=chord)[0]
     else:
-        first = surface_push(x, *args)[0]
+        first = surface_push(x, *args, chord=chord)[0]
         if passes > 0:
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         moved = np.flatnonzero(np.any(first != x, axis=1))
-        new = surface_push(first, *args, only=moved)[0]
+        new = surface_push(first, *args, only=moved, chord=chord)[0]
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)

@@ -117,3 +117,31 @@ def avatar_items(avatar, pose, *, garments=None, positions=None, preset="realist
         items[name] = mesh_item(avatar.part(name).mesh, posed(name), material=mat, attributes=attributes.get(name),
                                 role="garment")
     return body, items
+
+
+def covered_body_faces(avatar, garments) -> np.ndarray:
+    """(F,) bool body triangles hidden under any of ``garments``: what an engine culls while they are worn.
+
+    The union of :func:`kisekae.fit.runtime.covered_skin_triangles` (baked once per garment, cached on the avatar).
+    """
+    from ..fit.runtime import covered_skin_triangles
+
+    mask = np.zeros(len(avatar.body.mesh.faces), dtype=bool)
+    for name in garments:
+        mask |= covered_skin_triangles(avatar, name)
+    return mask
+
+
+def cull_covered(body: DrawItem, avatar, garments) -> DrawItem:
+    """The body item without the triangles covered by ``garments`` (:func:`covered_body_faces`).
+
+    Only the index list changes: positions, normals (computed over the whole body) and attributes stay, as an
+    engine that swaps the body's index buffer draws it.
+    """
+    from dataclasses import replace
+
+    mask = covered_body_faces(avatar, garments)
+    if len(mask) != len(body.faces):
+        raise KisekaeError(f"the body item has {len(body.faces)} triangles, the avatar's body {len(mask)}", "cull")
+    return replace(body, faces=body.faces[~mask])
+

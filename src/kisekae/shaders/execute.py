@@ -92,10 +92,25 @@ _programs: dict[str, object] = {}
 
 
 def gl_context():
-    """The process-wide standalone moderngl context used to execute the core (EGL, GL >= 4.3)."""
+    """The process-wide moderngl context used to execute the core (EGL, GL >= 4.3).
+
+    It is the renderer's shared context (:func:`kisekae.render.context.shared_context`) when that one offers
+    OpenGL 4.3, as Mesa's llvmpipe does: two standalone contexts in one process would each need to be made
+    current before every call (moderngl does not switch them), and a draw issued while the other context is
+    current crashes the driver. Otherwise a second standalone context is created.
+    """
     global _ctx
     with _lock:
         if _ctx is None:
+            try:
+                from ..render.context import shared_context
+
+                shared = shared_context()
+                if shared.version_code >= 430:
+                    _ctx = shared
+                    return _ctx
+            except KisekaeError:
+                pass
             try:
                 import moderngl
 

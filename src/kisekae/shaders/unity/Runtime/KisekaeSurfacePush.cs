@@ -146,7 +146,7 @@ namespace Kisekae
                 return $"{who}: the bake is for a garment of {h.vertices} vertices, '{garment.name}' has {n}";
             if (h.bodyVertices != nb)
                 return $"{who}: the bake is for a body of {h.bodyVertices} vertices, '{body.name}' has {nb}";
-            int bodyTris = body.sharedMesh.triangles.Length / 3;
+            int bodyTris = KisekaeCoveredSkin.FullTriangles(body).Length / 3;  // whole, also while skin is culled
             if (h.bodyTriangles != bodyTris)
                 return $"{who}: the bake is for a body of {h.bodyTriangles} triangles, '{body.name}' has {bodyTris}";
             if (h.ringEntries < 0)
@@ -257,7 +257,7 @@ namespace Kisekae
             for (int i = 0; i < n; i++) weld[i] = (int)_data[at + i];
             _data = null;
 
-            int[] bodyTris = body.sharedMesh.triangles;
+            int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
             VertexFaces(bodyTris, nb, i => i, out int[] bodyPtr, out int[] bodyFaces);
             _bodyTriangles = Upload(bodyTris);
             _bodyFacePtr = Upload(bodyPtr);
