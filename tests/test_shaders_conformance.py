@@ -29,13 +29,18 @@ def test_checks_cover_every_function_and_source(checks):
                  "wound decode delta8", "wound decode float", "body contact crouch one joint a pass",
                  "body contact knee_bend all slots", "body contact synthetic bend 150 all slots",
                  "body contact synthetic bend 180 one joint a pass", "surface push flat sheet (analytic)",
-                 "smooth push strip (analytic)"):
+                 "smooth push strip (analytic)", "surface push flat sheet (analytic) curvature 0",
+                 "surface push flat sheet (analytic) chord positions",
+                 "surface push chord allowance tube (analytic) curvature 1/R",
+                 "surface push chord allowance tube (analytic) clearance"):
         assert part in names
     for src in ("constants", "texture", "structured"):
         assert f"[{src}]" in names
     for pose in C.SURFACE_POSES:
         for garment in C.SURFACE_GARMENTS:
             assert f"surface push {pose} {garment}" in names and f"smooth push {pose} {garment}" in names
+            assert f"surface push {pose} {garment} body curvature" in names
+            assert f"surface push {pose} {garment} chord b=0 m=0.002 reach=0.1 clearance" in names
     for pose in C.POSES:
         assert f"avatar {pose}" in names
         assert f"avatar {pose} bound push" in names and f"avatar {pose} skin push" in names
@@ -181,6 +186,35 @@ def test_surface_gpu_inputs_are_validated():
         X.gpu_surface_push(pts, np.full((2, 1, 3), 4), body, nrm)
     with pytest.raises(KisekaeError, match="reach"):
         X.gpu_surface_push(pts, np.zeros((2, 1, 3), int), body, nrm, reach=-1.0)
+    # the chord allowance: chords per vertex (finite, >= 0) and the body curvature per body vertex with them
+    tri = np.zeros((2, 1, 3), int)
+    with pytest.raises(KisekaeError, match="curvature"):
+        X.gpu_surface_push(pts, tri, body, nrm, chord=[0.01, 0.01])
+    for chord in ([0.01], [0.01, -0.01], [0.01, np.nan]):
+        with pytest.raises(KisekaeError, match="chord"):
+            X.gpu_surface_push(pts, tri, body, nrm, chord=chord, curvature=np.zeros(4))
+    for kv in (np.zeros(3), [0.0, 0.0, -1.0, 0.0], [0.0, np.inf, 0.0, 0.0]):
+        with pytest.raises(KisekaeError, match="curvature"):
+            X.gpu_surface_push(pts, tri, body, nrm, chord=[0.01, 0.01], curvature=kv)
+    for bad in (np.array([[0, 1, 4]]), np.array([[0, 1]]), np.array([[0.0, 1.0, 2.0]])):
+        with pytest.raises(KisekaeError, match="faces"):
+            X.gpu_body_curvature(body, nrm, bad)
+    np.testing.assert_array_equal(X.gpu_body_curvature(body, nrm, faces), np.zeros(4))  # flat
+    assert X.gpu_body_curvature(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3), int)).shape == (0,)
+    bent = nrm.copy()
+    bent[3] = (0.6, 0.0, 0.8)  # |n3 - n_j| = sqrt(0.4) over its two edges of length 1 (to vertices 1 and 2)
+    kv = X.gpu_body_curvature(body, bent, faces)
+    np.testing.assert_allclose(kv, [0.0, np.sqrt(0.4), np.sqrt(0.4), np.sqrt(0.4)], rtol=1e-6)
+    # s = z - min(kappa L^2 / 8, 3 mm), kappa = kv blended at the closest point: (0.2, 0.2) in triangle (0, 1, 2) has
+    # barycentrics (0.6, 0.2, 0.2), so kappa = 0.4 sqrt(0.4); (0.7, 0.7) in (1, 3, 2) has kappa = sqrt(0.4), capped
+    cand = faces[np.array([[0], [1]])]
+    lawful = PushParams(margin=0.004, stiffness=1.0, max_push=0.1)
+    flat = X.gpu_surface_push(pts, cand, body, bent, lawful)
+    got = X.gpu_surface_push(pts, cand, body, bent, lawful, chord=[0.2, 0.2], curvature=kv)
+    np.testing.assert_allclose(flat[2] - got[2], [0.4 * np.sqrt(0.4) * 0.04 / 8.0, 0.003], atol=1e-7)
+    same = X.gpu_surface_push(pts, cand, body, bent, lawful, chord=[0.0, 0.0], curvature=kv)
+    for u, v in zip(same, flat):
+        np.testing.assert_array_equal(u, v)
     # fewer candidates than KISEKAE_SURFACE_CANDIDATES are padded with the first; ids or corners alike
     params = PushParams(margin=0.004, stiffness=1.0, max_push=0.1)
     a = X.gpu_surface_push(pts, np.array([[0, 1], [1, 0]]), body, nrm, params, faces=faces)

@@ -78,6 +78,7 @@ def _group_checks(group):
     elif group == "surface":  # the quick analytic cases first, so that detection can stop early
         yield C.surface_sheet_checks()
         yield C.smooth_strip_checks()
+        yield C.surface_chord_checks()
         yield C.surface_avatar_checks(poses)
     else:
         yield C.wound_checks("constants")
@@ -109,6 +110,7 @@ def test_literal_scan_finds_the_core_constants():
     assert ("kisekae_wound.hlsl", "255.0") in found       # body part id from 8-bit alpha
     assert ("kisekae_vertexdata.hlsl", "0") in found      # mip level of vertex texels
     assert ("kisekae_surface.hlsl", "0.5") in found       # the smoothing's Jacobi average
+    assert ("kisekae_surface.hlsl", "8.0") in found       # the chord's sagitta kappa L^2 / 8
     assert len(literals()) >= 60
 
 

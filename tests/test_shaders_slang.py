@@ -44,8 +44,9 @@ void body_contact(uint3 id : SV_DispatchThreadID)
 """
 
 
-#: The garment's surface push and its smoothing pass as an engine writes them: compute passes over structured buffers
-#: (candidate triangles, posed body, one-ring), no capsule data.
+#: The garment's surface push (with the chord allowance), its smoothing pass and the body curvature pass as an engine
+#: writes them: compute passes over structured buffers (candidate triangles, posed body, one-ring, chords, the
+#: triangles around each body vertex, the body curvature), no capsule data.
 SURFACE_STAGE = """
 #define KISEKAE_NO_DATA
 StructuredBuffer<float4> gBodyPositions;
@@ -54,12 +55,19 @@ StructuredBuffer<uint4> gCandidates;
 StructuredBuffer<uint2> gRingRange;
 StructuredBuffer<uint> gRing;
 StructuredBuffer<float4> gDisplacement;
+StructuredBuffer<float> gBodyCurvature;
+StructuredBuffer<uint2> gBodyFaceRange;
+StructuredBuffer<uint4> gBodyFaces;
+StructuredBuffer<float> gChord;
 #define KISEKAE_LOAD_BODY_POSITION(i) gBodyPositions[(i)].xyz
 #define KISEKAE_LOAD_BODY_NORMAL(i) gBodyNormals[(i)].xyz
 #define KISEKAE_LOAD_SURFACE_TRIANGLE(v, k) gCandidates[(uint)KISEKAE_SURFACE_CANDIDATES * (v) + (k)].xyz
 #define KISEKAE_LOAD_RING_RANGE(v) gRingRange[(v)]
 #define KISEKAE_LOAD_RING(e) gRing[(e)]
 #define KISEKAE_LOAD_DISPLACEMENT(j) gDisplacement[(j)].xyz
+#define KISEKAE_LOAD_BODY_CURVATURE(i) gBodyCurvature[(i)]
+#define KISEKAE_LOAD_BODY_FACE_RANGE(i) gBodyFaceRange[(i)]
+#define KISEKAE_LOAD_BODY_FACE(e) gBodyFaces[(e)].xyz
 #include "kisekae_core.hlsl"
 StructuredBuffer<float4> gPoints;
 StructuredBuffer<float4> gParams;
@@ -78,8 +86,14 @@ void surface_push(uint3 id : SV_DispatchThreadID)
     uint i = id.x;
     float push;
     float s;
-    float3 q = KisekaeSurfacePush(gPoints[i].xyz, i, gPoints[i].w, 0.0, P, P.maxPush, push, s);
+    float3 q = KisekaeSurfacePush(gPoints[i].xyz, i, gPoints[i].w, 0.0, P, P.maxPush, gChord[i], push, s);
     gOut[i] = float4(q, s);
+}
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void body_curvature(uint3 id : SV_DispatchThreadID)
+{
+    gOut[id.x] = float4(KisekaeBodyCurvature(id.x), 0.0, 0.0, 0.0);
 }
 [shader("compute")]
 [numthreads(64, 1, 1)]
@@ -91,7 +105,7 @@ void smooth_push(uint3 id : SV_DispatchThreadID)
 
 
 def test_surface_stage_compiles_with_slang_cpu():
-    for entry in ("surface_push", "smooth_push"):
+    for entry in ("surface_push", "smooth_push", "body_curvature"):
         compile_with_slang(SURFACE_STAGE, entry, name=f"kisekae_{entry}")
 
 
@@ -99,7 +113,7 @@ def test_surface_stage_compiles_with_glslang():
     from kisekae.shaders import compile_hlsl
 
     stage = SURFACE_STAGE.replace('[shader("compute")]\n', "")  # a Slang attribute glslang warns about
-    for entry in ("surface_push", "smooth_push"):
+    for entry in ("surface_push", "smooth_push", "body_curvature"):
         c = compile_hlsl(stage, "comp", entry=entry, use_cache=False)
         assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()
     with pytest.raises(KisekaeError, match="glslang failed"):  # the candidates need the posed body

@@ -12,7 +12,8 @@ from kisekae.avatar.poses import named_pose
 from kisekae.errors import KisekaeError
 from kisekae.fit.fix import params_for
 from kisekae.fit.pushout import bias_direction, push_amount
-from kisekae.fit.surface import CANDIDATES, SMOOTH_PASSES, bake_surface_candidates, one_ring, surface_runtime
+from kisekae.fit.surface import (CANDIDATES, SMOOTH_PASSES, bake_surface_candidates, body_curvature, chord_allowance,
+                                  garment_chords, one_ring, surface_runtime)
 from kisekae.geom.closest import closest_point_triangles_numpy
 from kisekae.geom.normals import vertex_normals
 from kisekae.shaders import surface_bake as sb
@@ -30,8 +31,8 @@ def baked(avatar, tmp_path_factory):
     mesh = av.part("tights").mesh
     cand = bake_surface_candidates(av, "tights", n_poses=40)
     ring = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
-    doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", n_body_vertices=av.body.mesh.n_vertices,
-                          weld=mesh.weld)
+    doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=garment_chords(mesh),
+                          n_body_vertices=av.body.mesh.n_vertices, weld=mesh.weld)
     folder = tmp_path_factory.mktemp("surface")
     head, binary = sb.write_surface_bake(doc, folder / "tights.surface.json")
     return av, cand, ring, doc, head, binary
@@ -50,8 +51,10 @@ def test_bake_round_trips(baked):
     assert header["vertices"] == n and header["bodyVertices"] == nb and header["candidates"] == CANDIDATES
     assert header["version"] == sb.SURFACE_BAKE_VERSION and header["garment"] == "tights"
     assert header["smoothPasses"] == SMOOTH_PASSES and header["bodyTriangles"] == len(av.body.mesh.faces)
-    # 16 triples of uint32 per vertex (192 B), the ring (4 B per offset and per entry), the weld map (4 B)
-    assert binary.stat().st_size == header["bytes"] == 4 * (n * 48 + (n + 1) + len(ring[1]) + n)
+    # 16 triples of uint32 per vertex (192 B), the ring (4 B per offset and per entry), the weld map (4 B), the chord
+    # (float32, 4 B)
+    assert binary.stat().st_size == header["bytes"] == 4 * (n * 48 + (n + 1) + len(ring[1]) + n + n) == 588100
+    chords = garment_chords(av.part("tights").mesh)
     inline = json.loads(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}))
     for source in (head, str(head), doc, inline):
         got = _load(source, av)
@@ -59,12 +62,15 @@ def test_bake_round_trips(baked):
         np.testing.assert_array_equal(got["ring"][0], ring[0])
         np.testing.assert_array_equal(got["ring"][1], ring[1])
         np.testing.assert_array_equal(got["weld"], av.part("tights").mesh.weld)
+        np.testing.assert_array_equal(got["chord"], chords.astype(np.float32))
+        assert got["chord"].dtype == np.float64 and 0.0 < got["chord"].min() and got["chord"].max() < 0.1
         assert got["k"] == CANDIDATES and got["garment"] == "tights" and got["smooth_passes"] == SMOOTH_PASSES
 
 
-def engine_push(p, corners, body, normals, params, tight, soft, up, reach):
-    """One push from the bake's corner triples alone, as KisekaeSurfacePush per vertex: the nearest candidate
-    (the first of equals) within reach, the normal blended at its closest point, the seed's push law."""
+def engine_push(p, corners, body, normals, params, tight, soft, up, reach, chord, kv):
+    """One push from the bake's corner triples and chords alone, as KisekaeSurfacePush per vertex: the nearest
+    candidate (the first of equals) within reach, the normal and the body curvature kv blended at its closest point,
+    the clearance less the chord allowance, the seed's push law."""
     n, k, _ = corners.shape
     rep = np.repeat(p, k, axis=0)
     a, b, c = (body[corners[:, :, i].ravel()] for i in range(3))
@@ -77,7 +83,8 @@ def engine_push(p, corners, body, normals, params, tight, soft, up, reach):
     nrm = np.einsum("nc,ncd->nd", w, normals[corners[rows, best]])
     nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-12)[:, None]
     near = dist[rows, best] <= reach
-    s = np.where(near, np.einsum("ij,ij->i", p - qb, nrm), 1.0)
+    kappa = np.einsum("nc,nc->n", w, kv[corners[rows, best]])
+    s = np.where(near, np.einsum("ij,ij->i", p - qb, nrm) - chord_allowance(chord, kappa), 1.0)
     amount = np.where(near, push_amount(s, params.margin, params.stiffness, params.max_push, tight, soft,
                                         params.skirt_bias), 0.0)
     return p + amount[:, None] * bias_direction(nrm, params.skirt_bias, up)
@@ -94,16 +101,18 @@ def engine_smooth(d, ptr, idx):
     return out
 
 
-def engine_frame(skinned, bake, body, normals, params, up=(0.0, 1.0, 0.0)):
-    """The engine's frame from the bake: push, bake['smooth_passes'] smoothing dispatches, push, cap."""
+def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0, 0.0)):
+    """The engine's frame from the bake: the body curvature, push, bake['smooth_passes'] smoothing dispatches, push,
+    cap."""
     up = np.asarray(up, dtype=np.float64)
     x = np.asarray(skinned, dtype=np.float64)
-    corners, (ptr, idx) = bake["corners"], bake["ring"]
-    first = engine_push(x, corners, body, normals, params, 0.0, 0.0, up, params.max_push)
+    corners, (ptr, idx), chord = bake["corners"], bake["ring"], bake["chord"]
+    kv = body_curvature(body, normals, body_faces)
+    first = engine_push(x, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv)
     d = first - x
     for _ in range(bake["smooth_passes"]):
         d = engine_smooth(d, ptr, idx)
-    new = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push)
+    new = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv)
     disp = new - x
     ln = np.linalg.norm(disp, axis=1)
     over = ln > params.max_push
@@ -112,7 +121,8 @@ def engine_frame(skinned, bake, body, normals, params, up=(0.0, 1.0, 0.0)):
 
 
 def test_engine_from_the_bake_reproduces_the_runtime(baked):
-    """A NumPy engine that reads only the bake's arrays equals surface_runtime(numpy=True) for crouch."""
+    """A NumPy engine that reads only the bake's arrays equals surface_runtime(numpy=True) for crouch, with the
+    chords runtime_pose passes (the bake's float32 chords against kisekae's float64 ones)."""
     av, cand, ring, doc, head, binary = baked
     bake = _load(head, av)
     pose = named_pose(av.skeleton, "crouch")
@@ -122,10 +132,13 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     normals = vertex_normals(body, faces).astype(np.float64)
     skinned = av.part("tights").posed(m)
     params = params_for("tights", None)
-    ref, push = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True)
+    chord = garment_chords(av.part("tights").mesh)
+    ref, push = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord)
     assert push.max() > 0.002  # crouch pushes the tights (not a vacuous comparison)
-    ours = engine_frame(skinned, bake, body, normals, params)
-    assert np.abs(ours - ref).max() < 1e-9
+    plain = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True)[0]
+    assert np.abs(ref - plain).max() > 1e-3  # the chord allowance matters here
+    ours = engine_frame(skinned, bake, body, normals, faces, params)
+    assert np.abs(ours - ref).max() < 1e-8
 
 
 def _write_binary(path, flat):
@@ -155,8 +168,8 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     header["binary"] = "b.surface.bytes"
     path = case()
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
-    with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-1 kisekae surface bake"):
-        _load(case({"version": 2}), av)
+    with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-2 kisekae surface bake"):
+        _load(case({"version": 1}), av)  # a bake without chords: write it again
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
     wrong = rf"b\.surface\.json: baked for {n} garment vertices, the garment has {n + 1}$"
@@ -171,7 +184,7 @@ def test_bad_bakes_are_refused(baked, tmp_path):
         (tmp_path / "c.surface.json").write_text(json.dumps({k: v for k, v in header.items() if k != "ringEntries"}))
         _load(tmp_path / "c.surface.json", av)
     # the binary: truncated, too long, missing, ids out of range
-    with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: truncated: .* says 577404"):
+    with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: truncated: .* says 588100"):
         _load(case(raw=data.tobytes()[:-4]), av)
     with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: .*longer than"):
         _load(case(raw=data.tobytes() + b"\0\0\0\0"), av)
@@ -199,6 +212,13 @@ def test_bad_bakes_are_refused(baked, tmp_path):
 
     with pytest.raises(KisekaeError, match="ring neighbour ids outside"):
         _load(case(edit_data=ring_out), av)
+    chord_at = len(data) - n
+    for bad in (-0.01, np.nan, np.inf):
+        def chord_bad(d, bad=bad):
+            d[chord_at + 3] = np.array([bad], "<f4").view("<u4")[0]
+
+        with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'chord' must be finite lengths >= 0"):
+            _load(case(edit_data=chord_bad), av)
     with pytest.raises(KisekaeError, match="layout"):
         _load(case({"layout": [{"name": "corners", "count": 1}]}), av)
     with pytest.raises(KisekaeError, match="not a JSON surface bake header"):
@@ -218,9 +238,19 @@ def test_bad_bakes_are_refused(baked, tmp_path):
         _load({**inline, "ringIdx": [0, 1, 2]}, av)
     with pytest.raises(KisekaeError, match="missing arrays weld"):
         _load({k: v for k, v in inline.items() if k != "weld"}, av)
+    for bad in ("x", None, True):
+        chord = list(inline["chord"])
+        chord[10] = bad
+        with pytest.raises(KisekaeError, match="surface bake: 'chord' is not an array of numbers"):
+            _load({**inline, "chord": chord}, av)
+    with pytest.raises(KisekaeError, match="'chord' must be finite"):
+        _load({**inline, "chord": [-1.0] * n}, av)
     # baking refuses candidates of another body
+    chord = garment_chords(av.part("tights").mesh)
     with pytest.raises(KisekaeError, match="triangles"):
-        sb.surface_bake(cand, ring, av.body.mesh.faces[:-1], "tights")
+        sb.surface_bake(cand, ring, av.body.mesh.faces[:-1], "tights", chord=chord)
+    with pytest.raises(KisekaeError, match="chords of tights: need 2674 finite lengths"):
+        sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord[:-1])
 
 
 def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
@@ -233,6 +263,7 @@ def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
     av = load_builtin_avatar()
     bake = sb.load_surface_bake(head, av.part("skirt").mesh.n_vertices, av.body.mesh.n_vertices)
     assert bake["corners"].shape == (720, CANDIDATES, 3) and bake["garment"] == "skirt"
+    np.testing.assert_array_equal(bake["chord"], garment_chords(av.part("skirt").mesh).astype(np.float32))
     # an existing bake (header or binary) is refused before anything is written, and --force overwrites it
     for name in ("skirt.surface.json", "skirt.surface.bytes"):
         out = tmp_path / name.replace(".", "_")
@@ -248,8 +279,8 @@ def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
     assert json.loads(head.read_text())["vertices"] == 720
 
 
-_PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeSurfacePushFirst", "KisekaeSmooth",
-                  "KisekaeSurfacePushSecond", "KisekaeGarmentNormals")
+_PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeSurfacePushFirst",
+                  "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeGarmentNormals")
 
 
 def _has_surface_core() -> bool:
@@ -275,8 +306,11 @@ def test_compute_kernels_declared_and_dispatched():
     assert '#include "KisekaeCore.hlsl"' in text
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_POSITION",
-                  "KISEKAE_LOAD_BODY_NORMAL"):
+                  "KISEKAE_LOAD_BODY_NORMAL", "KISEKAE_LOAD_BODY_CURVATURE", "KISEKAE_LOAD_BODY_FACE_RANGE",
+                  "KISEKAE_LOAD_BODY_FACE"):
         assert f"#define {macro}" in text, macro
+    assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", _chord' in cs
+    assert '"_KisekaeBodyCurvature", _bodyCurvature' in cs and '"chord"' in cs
     assert f"#define KISEKAE_SURFACE_CANDIDATES {CANDIDATES}" in text
     assert f"public const int Candidates = {CANDIDATES};" in cs
     assert f"public const int BakeVersion = {sb.SURFACE_BAKE_VERSION};" in cs
@@ -289,9 +323,11 @@ def test_compute_kernels_declared_and_dispatched():
 def test_o3de_srg_defines_the_surface_macros():
     srg = SRG.read_text()
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
-                  "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT"):
+                  "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_CURVATURE",
+                  "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
-    for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement"):
+    for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord",
+                   "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles"):
         assert member in srg, member
 
 
@@ -306,7 +342,7 @@ def test_unity_compute_kernels_compile(tmp_path, kernel):
 
 def test_o3de_surface_macros_compile_with_the_srg_flattened(tmp_path):
     """The SRG's surface macros, with the SRG turned into plain globals (AZSLc is not here), drive the core's
-    KisekaeSurfacePush and KisekaeSmoothPush through glslang."""
+    KisekaeSurfacePush (with the chord allowance), KisekaeSmoothPush and KisekaeBodyCurvature through glslang."""
     if not _has_surface_core():
         pytest.skip("the core has no kisekae_surface.hlsl yet")
     flat = SRG.read_text().replace("#pragma once", "").replace("KisekaeSrg::", "")
@@ -328,12 +364,14 @@ void main(uint3 id : SV_DispatchThreadID)
     P.margin = m_push0.x; P.stiffness = m_push0.y; P.maxPush = m_push0.z; P.skirtBias = m_push0.w;
     P.smoothK = m_push1.x; P.up = m_push1.yzw;
     float push; float s;
-    float3 q = KisekaeSurfacePush(KISEKAE_LOAD_DISPLACEMENT(id.x), id.x, 0.0, 0.0, P, P.maxPush, push, s);
-    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x), push);
+    float3 q = KisekaeSurfacePush(KISEKAE_LOAD_DISPLACEMENT(id.x), id.x, 0.0, 0.0, P, P.maxPush,
+                                  m_surfaceChord[id.x], push, s);
+    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x), push + KisekaeBodyCurvature(id.x));
 }
 """)
     c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
-    for name in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement"):
+    for name in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_bodyCurvature",
+                 "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles"):
         assert name in c.glsl, name
 
 
@@ -384,9 +422,9 @@ class _Kernel:
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
                 params, contact=None, mask=(0.0, 0.0)):
-    """KisekaeSurfacePush.cs's frame: the six kernels with its bindings, its ping-pong and its stride-40 skinned
+    """KisekaeSurfacePush.cs's frame: the seven kernels with its bindings, its ping-pong and its stride-40 skinned
     buffers (position, normal, tangent). Returns (positions + push, normals, body positions, body normals), float32
-    (N, 4) each, world space."""
+    (N, 4) each, world space, and the body curvature (Nb,)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -428,9 +466,10 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         "_KisekaeGarmentVertexFacePtr": u32(gptr), "_KisekaeGarmentVertexFaces": u32(gfaces),
         "_KisekaeSurfaceCorners": u32(bake["corners"]), "_KisekaeRingPtr": u32(bake["ring"][0]),
         "_KisekaeRingIdx": u32(bake["ring"][1]), "_KisekaeWeld": u32(bake["weld"]),
+        "_KisekaeSurfaceChord": buf(np.asarray(bake["chord"], np.float32).tobytes()),
         "_KisekaeGarmentUV": f4(np.full((n, 2), 0.5)),
     }
-    body_pos, body_nrm = buf(reserve=nb * 16), buf(reserve=nb * 16)
+    body_pos, body_nrm, body_kv = buf(reserve=nb * 16), buf(reserve=nb * 16), buf(reserve=nb * 4)
     disp = [buf(reserve=n * 16), buf(reserve=n * 16)]
     out_pos, out_nrm = buf(reserve=n * 16), buf(reserve=n * 16)
     uni = {
@@ -459,7 +498,10 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     kernels["KisekaeBodyPrepare"].run(nb, uni, {**bufs, "_KisekaeBodyPositionsRW": body_pos})
     kernels["KisekaeBodyNormals"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
                                                 "_KisekaeBodyNormalsRW": body_nrm})
-    common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm}
+    kernels["KisekaeBodyCurvatures"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
+                                                   "_KisekaeBodyNormals": body_nrm, "_KisekaeBodyCurvatureRW": body_kv})
+    common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm,
+              "_KisekaeBodyCurvature": body_kv}
     kernels["KisekaeSurfacePushFirst"].run(n, uni, {**common, "_KisekaeDisplacementOut": disp[0]}, textures)
     src_i = 0
     for _ in range(bake["smooth_passes"]):
@@ -471,7 +513,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     kernels["KisekaeGarmentNormals"].run(n, uni, {**bufs, "_KisekaeGarmentPositions": out_pos,
                                                   "_KisekaeGarmentNormalsRW": out_nrm})
     out = tuple(np.frombuffer(b.read(), np.float32).reshape(-1, 4).copy()
-                for b in (out_pos, out_nrm, body_pos, body_nrm))
+                for b in (out_pos, out_nrm, body_pos, body_nrm)) + (np.frombuffer(body_kv.read(), np.float32).copy(),)
     for b in made:
         b.release()
     tex.release()
@@ -484,10 +526,10 @@ def _frame_of(T):
 
 @pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
 def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
-    """The six kernels, bound and dispatched as KisekaeSurfacePush.cs does (ping-pong included), with the body
+    """The seven kernels, bound and dispatched as KisekaeSurfacePush.cs does (ping-pong included), with the body
     contact, a renderer-to-world transform per mesh and Unity's 40-byte skinned vertices, equal kisekae's runtime
-    (surface_runtime on the contact body, crouch) in world space; the body and garment normals equal
-    kisekae.geom.normals'."""
+    (surface_runtime on the contact body with the chords runtime_pose passes, crouch) in world space; the body and
+    garment normals equal kisekae.geom.normals', the body curvature kisekae.fit.surface.body_curvature."""
     from kisekae.shaders import contact_bake as cb
 
     av, cand, ring, doc, head, binary = baked
@@ -511,13 +553,18 @@ def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
                "rest": np.c_[tables["rest"], np.zeros(len(tables["rest"]))]}
     params = params_for("tights", None)
     to_garment_local = _frame_of(np.linalg.inv(G) @ T)
-    pos, nrm, body_pos, body_nrm = unity_frame(tmp_path, av.body.skinned(m), to_garment_local(skinned_garment), T, G,
-                                               bake, faces, mesh.faces, params, contact)
+    pos, nrm, body_pos, body_nrm, body_kv = unity_frame(tmp_path, av.body.skinned(m),
+                                                        to_garment_local(skinned_garment), T, G, bake, faces,
+                                                        mesh.faces, params, contact)
     body = av.body.posed(m).astype(np.float64)
     assert np.abs(body_pos[:, :3] - world(body)).max() < 1e-5
     normals = vertex_normals(body, faces).astype(np.float64)
     assert np.abs(body_nrm[:, :3] - normals @ T[:3, :3].T).max() < 2e-3  # unit normals of mm-sized triangles in float32
-    ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True)
+    kv = body_curvature(body, normals, faces)
+    # relative to max(kv, 1/m): the float32 normals of mm-sized triangles above (1.3e-3 measured)
+    assert (np.abs(body_kv - kv) / np.maximum(kv, 1.0)).max() < 5e-3
+    ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True,
+                                chord=garment_chords(mesh))
     assert push.max() > 0.002
     assert np.linalg.norm(pos[:, :3] - world(ref), axis=1).max() < 1e-5
     assert np.abs(pos[:, 3] - push).max() < 1e-5
@@ -540,8 +587,9 @@ def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_
     pos = unity_frame(tmp_path, body, skinned_garment, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
                       mask=(0.75, 0.5))[0]
     normals = vertex_normals(body, faces).astype(np.float64)
+    chord = garment_chords(mesh)
     ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, tightness=0.75,
-                                softness=0.5, numpy=True)
-    loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True)[0]
+                                softness=0.5, numpy=True, chord=chord)
+    loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
     assert np.abs(ref - loose).max() > 1e-4  # the masks matter here
     assert np.linalg.norm(pos[:, :3] - ref, axis=1).max() < 1e-5

@@ -96,9 +96,9 @@ def run(args) -> int:
 
 
 def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> None:
-    """Per garment, the surface push's data (candidates baked over the range of motion, welded one-ring) and the
-    body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
-    from ..fit.runtime import covered_skin_triangles, garment_candidates, garment_ring
+    """Per garment, the surface push's data (candidates baked over the range of motion, welded one-ring, chords) and
+    the body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
+    from ..fit.runtime import covered_skin_triangles, garment_candidates, garment_chord, garment_ring
     from ..shaders.covered_bake import covered_bake, write_covered
     from ..shaders.surface_bake import surface_bake, write_surface_bake
 
@@ -106,7 +106,8 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> No
     for name, (head_path, bin_path) in surface_paths.items():
         mesh = avatar.part(name).mesh
         doc = surface_bake(garment_candidates(avatar, name, progress=True), garment_ring(avatar, name),
-                           body.mesh.faces, name, n_body_vertices=body.mesh.n_vertices, weld=mesh.weld)
+                           body.mesh.faces, name, chord=garment_chord(avatar, name),
+                           n_body_vertices=body.mesh.n_vertices, weld=mesh.weld)
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])

@@ -61,11 +61,22 @@ def create_context(*, backend: str = "egl", require: int = MIN_GL_VERSION, **bac
 
 
 def shared_context():
-    """Return one process-wide context, created on first use (see :func:`create_context`)."""
+    """Return one process-wide context, created on first use.
+
+    It is the shader core's executor context (:func:`kisekae.shaders.execute.gl_context`, OpenGL 4.3, as
+    Mesa's llvmpipe offers) when that one can be made, so that one process has one context: moderngl does not
+    make a standalone context current before each call, and a draw issued while another context is current
+    crashes the driver. Where OpenGL 4.3 is missing, a context of its own (:func:`create_context`, 3.3).
+    """
     global _shared
     with _lock:
         if _shared is None:
-            _shared = create_context()
+            from ..shaders.execute import gl_context
+
+            try:
+                _shared = gl_context()
+            except KisekaeError:
+                _shared = create_context()
         return _shared
 
 

@@ -24,6 +24,8 @@ KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
 KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
 KisekaeContactPlane(s) kisekae.avatar.contact.contact_planes_numpy positions 1e-5 m
 KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, push, clearance 1e-5 m
+                       (with and without the chord allowance)
+KisekaeBodyCurvature   kisekae.fit.surface.body_curvature          1e-5 relative (of max(kv, 1/m))
 KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
 =====================  ==========================================  =============================
 
@@ -770,6 +772,8 @@ TOL_SURFACE = 1e-5
 #: Squared-distance ties between two candidates with different closest points, and points this close to the
 #: reach, are left out of the surface push comparison (float32 may choose the other side), metres.
 SURFACE_TIE = 1e-6
+#: Body curvature: largest error relative to max(kv, 1 1/m) (float32 normals differ by ~1e-7 over mm edges).
+TOL_CURVATURE = 1e-5
 #: (PushParams fields, reach) of the surface push checks; reach None = max_push.
 SURFACE_CASES = (
     (dict(), None),
@@ -791,13 +795,15 @@ def surface_vectors(pose: str, garment: str, seed: int = 0):
     body or in the contact band), its candidates (:func:`kisekae.fit.surface.bake_surface_candidates` over
     :data:`SURFACE_BAKE_POSES` poses, duplicated for the copy), the posed body (skinning and body contact) and its
     vertex normals, float32 as the GPU gets them; random masks; each point's distance to its nearest candidate and
-    whether a different closest point of another candidate ties with it (:data:`SURFACE_TIE`).
+    whether a different closest point of another candidate ties with it (:data:`SURFACE_TIE`); the garment's chords
+    (:func:`kisekae.fit.surface.garment_chords`, duplicated for the copy) and the body curvature ``kv``
+    (:func:`kisekae.fit.surface.body_curvature`).
     """
     def build():
         from ..avatar.poses import named_pose
         from ..fit.surface import bake_surface_candidates
         from ..geom.closest import closest_point_triangles_numpy
-        from ..fit.surface import SurfaceCandidates
+        from ..fit.surface import SurfaceCandidates, body_curvature, garment_chords
         from ..geom.normals import vertex_normals
 
         av = _memo("surface avatar", _surface_avatar)
@@ -824,7 +830,8 @@ def surface_vectors(pose: str, garment: str, seed: int = 0):
         return {"pose": pose, "garment": garment, "points": pts, "candidates": SurfaceCandidates(tri, len(faces)),
                 "corners": corners, "body": body, "normals": normals, "faces": faces,
                 "tightness": rng.uniform(0, 1, n), "softness": rng.uniform(0, 1, n), "distance": d_best, "tie": tie,
-                "n_skinned": len(x), "mesh": av.part(garment).mesh}
+                "n_skinned": len(x), "mesh": av.part(garment).mesh,
+                "chord": np.tile(garment_chords(av.part(garment).mesh), 2), "kv": body_curvature(body, normals, faces)}
     return _memo(("surface vectors", pose, garment, seed), build)
 
 
@@ -870,9 +877,83 @@ def surface_sheet_checks():
     want = pts + amount[:, None] * [0.0, 0.0, 1.0]
     got, push, s = X.gpu_surface_push(pts, tri, v, normals, params, faces=faces, tightness=tight, softness=soft)
     label = "surface push flat sheet (analytic)"
-    return [Check(label + " positions", _err(got[ok], want[ok]), TOL_SURFACE, int(ok.sum())),
-            Check(label + " push length", _err(push[ok], amount[ok]), TOL_SURFACE, int(ok.sum())),
-            Check(label + " clearance", _err(s[ok], clear[ok]), TOL_SURFACE, int(ok.sum()))]
+    checks = [Check(label + " positions", _err(got[ok], want[ok]), TOL_SURFACE, int(ok.sum())),
+              Check(label + " push length", _err(push[ok], amount[ok]), TOL_SURFACE, int(ok.sum())),
+              Check(label + " clearance", _err(s[ok], clear[ok]), TOL_SURFACE, int(ok.sum()))]
+    # a flat body has no curvature, so no chord allowance whatever the chords
+    kv = X.gpu_body_curvature(v, normals, faces)
+    checks.append(Check(label + " curvature 0", _err(kv, np.zeros(len(v))), TOL_CURVATURE, len(v)))
+    got, push, s = X.gpu_surface_push(pts, tri, v, normals, params, faces=faces, tightness=tight, softness=soft,
+                                      chord=rng.uniform(0.0, 0.1, n), curvature=kv)
+    checks.append(Check(label + " chord positions", _err(got[ok], want[ok]), TOL_SURFACE, int(ok.sum())))
+    return checks
+
+
+def _cylinder(radius: float, segments: int, rings: int, length: float):
+    """A closed tube of ``segments`` x (``rings`` - 1) quads (two triangles each) around the x axis, radius
+    ``radius`` at its vertices, from -length/2 to length/2; vertex normals radial (unit)."""
+    theta = 2.0 * np.pi * np.arange(segments) / segments
+    xs = np.linspace(-0.5 * length, 0.5 * length, rings)
+    x, th = np.meshgrid(xs, theta, indexing="ij")  # (rings, segments)
+    v = np.column_stack([x.ravel(), radius * np.cos(th).ravel(), radius * np.sin(th).ravel()])
+    nrm = np.column_stack([np.zeros(x.size), np.cos(th).ravel(), np.sin(th).ravel()])
+    faces = []
+    for r in range(rings - 1):
+        for s in range(segments):
+            a, b = r * segments + s, r * segments + (s + 1) % segments
+            faces += [[a, b, b + segments], [a, b + segments, a + segments]]
+    return v, nrm, np.array(faces)
+
+
+def surface_chord_checks():
+    """Analytic chord allowance: a tube of radius R = 0.1 m (64 segments, 4 rings; every vertex's largest
+    ``|n_a - n_b| / |x_a - x_b|`` is that of a circumferential edge, 1/R exactly); ``KisekaeBodyCurvature`` gives 1/R.
+    Points within 1.5 cm of the surface over the middle 60 % of a segment (its own facet is nearest) with chords L
+    from 0 to 7 cm: the clearance is the height above the facet along the blended radial normal less
+    ``min(L^2 / (8 R), 3 mm)`` (reached at L = 4.9 cm), the push the push law along that normal."""
+    from ..fit.pushout import PushParams, push_amount
+    from ..fit.surface import CHORD_CAP
+
+    radius, segments, rings, length = 0.1, 64, 4, 0.3
+    v, nrm, faces = _cylinder(radius, segments, rings, length)
+    rng = np.random.default_rng(29)
+    n = 1500
+    seg = rng.integers(0, segments, n)
+    step = 2.0 * np.pi / segments
+    phi = (seg + rng.uniform(0.2, 0.8, n)) * step
+    r = radius + rng.uniform(-0.015, 0.015, n)
+    px = rng.uniform(-0.1, 0.1, n)  # off the tube's open ends (0.15 m)
+    pts = np.column_stack([px, r * np.cos(phi), r * np.sin(phi)]).astype(np.float32).astype(np.float64)
+    # expected: the closest point on the segment's chord, the radial normals blended along it
+    a = radius * np.column_stack([np.cos(seg * step), np.sin(seg * step)])
+    b = radius * np.column_stack([np.cos((seg + 1) * step), np.sin((seg + 1) * step)])
+    yz = pts[:, 1:]
+    u = np.einsum("ij,ij->i", yz - a, b - a) / np.einsum("ij,ij->i", b - a, b - a)
+    q = a + u[:, None] * (b - a)
+    nb = (1.0 - u)[:, None] * a + u[:, None] * b
+    nb /= np.linalg.norm(nb, axis=1)[:, None]
+    chord = rng.uniform(0.0, 0.07, n)
+    chord[:50] = 0.0
+    clear = np.einsum("ij,ij->i", yz - q, nb) - np.minimum(chord ** 2 / (8.0 * radius), CHORD_CAP)
+    params = PushParams(margin=0.004, stiffness=0.7, max_push=0.1)
+    tight, soft = rng.uniform(0, 1, n), rng.uniform(0, 1, n)
+    amount = push_amount(clear, params.margin, params.stiffness, params.max_push, tight, soft)
+    want = pts + amount[:, None] * np.column_stack([np.zeros(n), nb])
+    # candidates: both triangles of the 8 quads of the point's ring of quads around its segment, in a random order
+    ring = np.minimum(((px + 0.5 * length) / (length / (rings - 1))).astype(np.int64), rings - 2)
+    quads = ring[:, None] * segments + (seg[:, None] + np.arange(-3, 5)[None]) % segments  # faces 2q, 2q + 1
+    tri = np.stack([2 * quads, 2 * quads + 1], axis=2).reshape(n, 16)
+    tri = np.array([rng.permutation(row) for row in tri])
+    kv = X.gpu_body_curvature(v, nrm, faces)
+    got, push, s = X.gpu_surface_push(pts, tri, v, nrm, params, faces=faces, tightness=tight, softness=soft,
+                                      chord=chord, curvature=kv)
+    label = "surface push chord allowance tube (analytic)"
+    capped = int(np.sum(chord ** 2 / (8.0 * radius) > CHORD_CAP))
+    return [Check(label + " curvature 1/R", _err(kv * radius, np.ones(len(v))), TOL_CURVATURE, len(v)),
+            Check(label + " clearance", _err(s, clear), TOL_SURFACE, n),
+            Check(label + " push length", _err(push, amount), TOL_SURFACE, n),
+            Check(label + " positions", _err(got, want), TOL_SURFACE, n),
+            Check(label + " capped", 0.0 if 0 < capped < n else float("inf"), 0.0, capped)]
 
 
 def smooth_strip_checks():
@@ -887,40 +968,68 @@ def smooth_strip_checks():
     return [Check("smooth push strip (analytic) 2 passes", _err(X.gpu_smooth_push(d, ring, 2), want), TOL_SURFACE, 6)]
 
 
-def _surface_reference(vec, case: dict, reach):
-    """:func:`kisekae.fit.surface.surface_push_numpy` of :func:`surface_vectors` ``vec`` for one case, memoised."""
+def _surface_reference(vec, case: dict, reach, chord: bool = False):
+    """:func:`kisekae.fit.surface.surface_push_numpy` of :func:`surface_vectors` ``vec`` for one case (with the
+    garment's chords when ``chord``), memoised."""
     from ..fit.pushout import PushParams
     from ..fit.surface import surface_push_numpy
 
-    return _memo(("surface", vec["pose"], vec["garment"], str(case), reach), lambda: surface_push_numpy(
+    return _memo(("surface", vec["pose"], vec["garment"], str(case), reach, chord), lambda: surface_push_numpy(
         vec["points"], vec["candidates"], vec["body"], vec["normals"], vec["faces"],
-        PushParams(**case, smooth_iterations=0), vec["tightness"], vec["softness"], reach=reach))
+        PushParams(**case, smooth_iterations=0), vec["tightness"], vec["softness"], reach=reach,
+        chord=vec["chord"] if chord else None))
+
+
+def _relative(a, b) -> float:
+    """Largest ``|a - b| / max(b, 1)``: curvature errors (1/m) relative to the curvature, or absolute below 1/m."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape or not np.all(np.isfinite(a)):
+        return float("inf")
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1.0), initial=0.0))
+
+
+def _surface_push_checks(vec, tag: str, chord: bool):
+    """The push of :func:`surface_vectors` ``vec`` against its reference, every case of :data:`SURFACE_CASES`;
+    with ``chord``, the garment's chords and the body curvature of ``KisekaeBodyCurvature``."""
+    from ..fit.pushout import PushParams
+
+    checks = []
+    pts = vec["points"]
+    extra = {}
+    if chord:
+        kv = X.gpu_body_curvature(vec["body"], vec["normals"], vec["faces"])
+        checks.append(Check(f"{tag} body curvature", _relative(kv, vec["kv"]), TOL_CURVATURE, len(kv)))
+        extra = {"chord": vec["chord"], "curvature": kv}
+        tag += " chord"
+    for case, reach in SURFACE_CASES:
+        params = PushParams(**case, smooth_iterations=0)
+        r = params.max_push if reach is None else reach
+        ref, rpush, rs = _surface_reference(vec, case, reach, chord)
+        got, push, s = X.gpu_surface_push(pts, vec["corners"], vec["body"], vec["normals"], params,
+                                          tightness=vec["tightness"], softness=vec["softness"], reach=reach, **extra)
+        ok = ~vec["tie"] & (np.abs(vec["distance"] - r) > SURFACE_TIE)
+        label = f"{tag} b={params.skirt_bias:g} m={params.margin:g} reach={r:g}"
+        checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_SURFACE, int(ok.sum())))
+        checks.append(Check(label + " push length", _err(push[ok], rpush[ok]), TOL_SURFACE, int(ok.sum())))
+        checks.append(Check(label + " clearance", _err(s[ok], rs[ok]), TOL_SURFACE, int(ok.sum())))
+    return checks
 
 
 def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
-    """``KisekaeSurfacePush`` against :func:`kisekae.fit.surface.surface_push_numpy` and ``KisekaeSmoothPush`` (1 and
-    10 passes) against :func:`~kisekae.fit.surface.smooth_push_numpy` on the built-in avatar
-    (:func:`surface_vectors`)."""
-    from ..fit.pushout import PushParams
+    """``KisekaeSurfacePush`` against :func:`kisekae.fit.surface.surface_push_numpy`, without and with the chord
+    allowance (``chord=garment_chords(mesh)``, the body curvature from ``KisekaeBodyCurvature``, itself checked
+    against :func:`~kisekae.fit.surface.body_curvature`), and ``KisekaeSmoothPush`` (1 and 10 passes) against
+    :func:`~kisekae.fit.surface.smooth_push_numpy` on the built-in avatar (:func:`surface_vectors`)."""
     from ..fit.surface import SMOOTH_PASSES, one_ring, smooth_push_numpy
 
     checks = []
     for pose in poses:
         for garment in garments:
             vec = surface_vectors(pose, garment)
-            pts, n = vec["points"], len(vec["points"])
+            pts = vec["points"]
             tag = f"surface push {pose} {garment}"
-            for case, reach in SURFACE_CASES:
-                params = PushParams(**case, smooth_iterations=0)
-                r = params.max_push if reach is None else reach
-                ref, rpush, rs = _surface_reference(vec, case, reach)
-                got, push, s = X.gpu_surface_push(pts, vec["corners"], vec["body"], vec["normals"], params,
-                                                  tightness=vec["tightness"], softness=vec["softness"], reach=reach)
-                ok = ~vec["tie"] & (np.abs(vec["distance"] - r) > SURFACE_TIE)
-                label = f"{tag} b={params.skirt_bias:g} m={params.margin:g} reach={r:g}"
-                checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_SURFACE, int(ok.sum())))
-                checks.append(Check(label + " push length", _err(push[ok], rpush[ok]), TOL_SURFACE, int(ok.sum())))
-                checks.append(Check(label + " clearance", _err(s[ok], rs[ok]), TOL_SURFACE, int(ok.sum())))
+            checks += _surface_push_checks(vec, tag, chord=False)
+            checks += _surface_push_checks(vec, tag, chord=True)
             # smoothing the displacement of the first push (skinned and jittered vertices, each on the ring)
             k = vec["n_skinned"]
             mesh = vec["mesh"]
@@ -937,7 +1046,8 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
 
 def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push and its smoothing (``kisekae_surface.hlsl``): analytic cases, then the built-in avatar."""
-    return surface_sheet_checks() + smooth_strip_checks() + surface_avatar_checks(poses, garments)
+    return (surface_sheet_checks() + smooth_strip_checks() + surface_chord_checks()
+            + surface_avatar_checks(poses, garments))
 
 
 def run_checks(sources=("constants",), poses=POSES, core_dir=None):

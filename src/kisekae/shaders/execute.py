@@ -44,6 +44,7 @@ MODES = {
     "contact_planes": 15,
     "surface_push": 16,
     "smooth_push": 17,
+    "body_curvature": 18,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -92,25 +93,15 @@ _programs: dict[str, object] = {}
 
 
 def gl_context():
-    """The process-wide moderngl context used to execute the core (EGL, GL >= 4.3).
+    """The process-wide standalone moderngl context used to execute the core (EGL, GL >= 4.3).
 
-    It is the renderer's shared context (:func:`kisekae.render.context.shared_context`) when that one offers
-    OpenGL 4.3, as Mesa's llvmpipe does: two standalone contexts in one process would each need to be made
-    current before every call (moderngl does not switch them), and a draw issued while the other context is
-    current crashes the driver. Otherwise a second standalone context is created.
+    The renderer draws with this same context where it exists (:func:`kisekae.render.context.shared_context`):
+    moderngl does not switch between standalone contexts, and a draw issued while another context is current
+    crashes the driver.
     """
     global _ctx
     with _lock:
         if _ctx is None:
-            try:
-                from ..render.context import shared_context
-
-                shared = shared_context()
-                if shared.version_code >= 430:
-                    _ctx = shared
-                    return _ctx
-            except KisekaeError:
-                pass
             try:
                 import moderngl
 
@@ -664,9 +655,80 @@ def _surface_corners(triangles, faces, n: int, n_body: int) -> np.ndarray:
     return np.concatenate([tri, pad], axis=1)
 
 
+def _body_textures(body, normals, texture_width: int) -> dict:
+    """The posed body and its normals as the RGBA32F vertex textures of the harness."""
+    return {"body_position": vertex_texture(np.column_stack([body, np.ones(len(body), np.float32)]), texture_width),
+            "body_normal": vertex_texture(np.column_stack([normals, np.zeros(len(normals), np.float32)]),
+                                          texture_width)}
+
+
+def _posed_body(body_positions, body_normals):
+    body = as_points(body_positions, "body_positions", dtype=np.float32)
+    bn = as_points(body_normals, "body_normals", dtype=np.float32)
+    if bn.shape != body.shape:
+        raise KisekaeError(f"expected shape {body.shape}, got {bn.shape}", "body_normals")
+    if len(body) >= _MAX_FLOAT_ID:
+        raise KisekaeError("more than 2^24 body vertices do not pass through float32 ids exactly", "body_positions")
+    return body, bn
+
+
+def _chord_inputs(chord, curvature, n: int, n_body: int):
+    """``(chord (n,), curvature (n_body,))`` float32 of :func:`gpu_surface_push`; zeros without a chord."""
+    if chord is None:
+        return np.zeros(n, np.float32), np.zeros(n_body, np.float32)
+    c = np.asarray(chord, np.float64).reshape(-1)
+    if c.shape != (n,) or not np.all(np.isfinite(c)) or (c.size and c.min() < 0):
+        raise KisekaeError(f"need {n} finite lengths >= 0 (m), got {c.shape}", "chord")
+    if curvature is None:
+        raise KisekaeError("a chord needs the body curvature (gpu_body_curvature or "
+                           "kisekae.fit.surface.body_curvature)", "curvature")
+    k = np.asarray(curvature, np.float64).reshape(-1)
+    if k.shape != (n_body,) or not np.all(np.isfinite(k)) or (k.size and k.min() < 0):
+        raise KisekaeError(f"need {n_body} finite values >= 0 (1/m), one per body vertex, got {k.shape}", "curvature")
+    return c.astype(np.float32), k.astype(np.float32)
+
+
+def gpu_body_curvature(body_positions, body_normals, faces, *, texture_width: int = 256):
+    """``KisekaeBodyCurvature`` on the GPU, one thread per body vertex over the triangles around it:
+    :func:`kisekae.fit.surface.body_curvature`.
+
+    Parameters
+    ----------
+    body_positions, body_normals : (Nb, 3) array_like
+        Posed body vertices (m) and their unit normals (uploaded as the harness's vertex textures).
+    faces : (F, 3) int array_like
+        Body triangles.
+    texture_width : int
+        Width of the body textures.
+
+    Returns
+    -------
+    (Nb,) float32, 1/m
+    """
+    body, bn = _posed_body(body_positions, body_normals)
+    nb = len(body)
+    f = np.asarray(faces)
+    if f.ndim != 2 or f.shape[1] != 3 or not np.issubdtype(f.dtype, np.integer) or (
+            f.size and (f.min() < 0 or f.max() >= nb)):
+        raise KisekaeError(f"expected (F, 3) integer ids in 0..{nb - 1}, got {f.shape} {f.dtype}", "faces")
+    if f.size >= _MAX_FLOAT_ID:
+        raise KisekaeError("more than 2^24 triangle corners do not pass through float32 ids exactly", "faces")
+    if nb == 0:
+        return np.zeros(0, np.float32)
+    owners = f.ravel()
+    order = np.argsort(owners, kind="stable")
+    count = np.bincount(owners, minlength=nb)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]])
+    table = np.zeros((max(f.size, nb, 1), 4), np.float32)
+    table[: f.size, :3] = f[order // 3]
+    o0, _ = _run("body_curvature", "constants", nb, in1=_vec4(nb, start, count), in2=table,
+                 textures=_body_textures(body, bn, texture_width))
+    return o0[:, 0]
+
+
 def gpu_surface_push(points, triangles, body_positions, body_normals, params: PushParams | None = None, *,
                      faces=None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), reach: float | None = None,
-                     texture_width: int = 256):
+                     chord=None, curvature=None, texture_width: int = 256):
     """``KisekaeSurfacePush`` on the GPU: one surface push of :func:`kisekae.fit.surface.surface_push_numpy`.
 
     Parameters
@@ -690,22 +752,24 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
         World up.
     reach : float, optional
         Metres; candidates farther than this are ignored (default ``max_push``).
+    chord : (N,) array_like, optional
+        Each vertex's longest rest edge (m, :func:`kisekae.fit.surface.garment_chords`): the chord allowance
+        ``min(kappa L^2 / 8, KISEKAE_CHORD_CAP)``; None: no allowance.
+    curvature : (Nb,) array_like, optional
+        Body curvature per body vertex (1/m, :func:`gpu_body_curvature` or
+        :func:`kisekae.fit.surface.body_curvature`), read through ``KISEKAE_LOAD_BODY_CURVATURE``; needed with
+        ``chord``.
     texture_width : int
         Width of the body textures.
 
     Returns
     -------
-    new_points : (N, 3) float32; push : (N,) float32 metres; clearance : (N,) float32 metres before the push
-    (``inf`` where no candidate is within reach, which the core reports as 1e30)
+    new_points : (N, 3) float32; push : (N,) float32 metres; clearance : (N,) float32 metres before the push, less
+    the chord allowance (``inf`` where no candidate is within reach, which the core reports as 1e30)
     """
     pts = as_points(points, "points", dtype=np.float32)
     n = len(pts)
-    body = as_points(body_positions, "body_positions", dtype=np.float32)
-    bn = as_points(body_normals, "body_normals", dtype=np.float32)
-    if bn.shape != body.shape:
-        raise KisekaeError(f"expected shape {body.shape}, got {bn.shape}", "body_normals")
-    if len(body) >= _MAX_FLOAT_ID:
-        raise KisekaeError("more than 2^24 body vertices do not pass through float32 ids exactly", "body_positions")
+    body, bn = _posed_body(body_positions, body_normals)
     if n * SURFACE_CANDIDATES >= _MAX_FLOAT_ID:
         raise KisekaeError(f"at most {_MAX_FLOAT_ID // SURFACE_CANDIDATES - 1} vertices a dispatch", "points")
     corners = _surface_corners(triangles, faces, n, len(body))
@@ -713,13 +777,15 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
     reach = p.max_push if reach is None else float(reach)
     if not (np.isfinite(reach) and reach >= 0):
         raise KisekaeError(f"must be finite and >= 0, got {reach!r}", "reach")
+    ch, kv = _chord_inputs(chord, curvature, n, len(body))
     table = np.zeros((max(n * SURFACE_CANDIDATES, 1), 4), np.float32)
     table[: n * SURFACE_CANDIDATES, :3] = corners.reshape(-1, 3)
-    tex = {"body_position": vertex_texture(np.column_stack([body, np.ones(len(body), np.float32)]), texture_width),
-           "body_normal": vertex_texture(np.column_stack([bn, np.zeros(len(bn), np.float32)]), texture_width)}
+    kappa = np.zeros((max(n, len(body)), 4), np.float32)
+    kappa[: len(body), 0] = kv
     o0, o1 = _run("surface_push", "constants", n, in0=_vec4(n, pts, _mask(tightness, n, "tightness")),
-                  in1=_vec4(n, _mask(softness, n, "softness")), in2=table,
-                  params=_push_params(p, up, smooth_k=False) + [[reach, 0.0, 0.0, 0.0]], textures=tex)
+                  in1=_vec4(n, _mask(softness, n, "softness"), ch), in2=table, in3=kappa,
+                  params=_push_params(p, up, smooth_k=False) + [[reach, 0.0, 0.0, 0.0]],
+                  textures=_body_textures(body, bn, texture_width))
     clear = np.where(o1[:, 0] >= np.float32(1e30), np.float32(np.inf), o1[:, 0])
     return o0[:, :3], o0[:, 3], clear
 

@@ -1,13 +1,15 @@
 """The surface push's data for an engine: what ``KisekaeSurfacePush`` and ``KisekaeSmoothPush`` read per garment.
 
 The per-frame garment correction of :mod:`kisekae.fit.surface` needs, per garment vertex, its ``K`` candidate
-body triangles and, for the smoothing passes, the garment's welded one-ring. An engine has the body's skinned
+body triangles, its chord (the longest rest edge, for the chord allowance) and, for the smoothing passes, the
+garment's welded one-ring. An engine has the body's skinned
 vertex buffer but not necessarily its index buffer in a form a compute pass can read, so the bake stores each
 candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k)`` is one load). The document:
 
 - a JSON header (``format``, ``version``, ``garment``, ``vertices``, ``bodyVertices``, ``bodyTriangles``,
   ``candidates`` K, ``ringEntries``, ``smoothPasses``, the binary's file name, ``layout`` and ``bytes``);
-- a binary file of little-endian uint32 arrays, one after the other, in the order of ``layout``:
+- a binary file of little-endian uint32 arrays (the last one float32), one after the other, in the order of
+  ``layout``:
 
   ====================  ==============  ===================================================================
   ``corners``           N · K · 3       vertex v's candidate k is ``corners[3 (v K + k) + c]``, c = 0, 1, 2
@@ -16,12 +18,19 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
   ``ringIdx``           E               neighbour garment vertex ids (a seam copy has its representative's ring)
   ``weld``              N               representative of each vertex (``Mesh.weld``): seam copies share one
                                         position; the engine sums face normals over it, so the copies shade alike
+  ``chord``             N               **float32** bits (not an id): each vertex's longest rest edge, metres
+                                        (:func:`kisekae.fit.surface.garment_chords`, welded), the L of the
+                                        chord allowance ``min(kappa L^2 / 8, 3 mm)`` (``KisekaeSurfacePush``'s
+                                        ``chord`` argument)
   ====================  ==============  ===================================================================
 
+The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
+whatever scale the engine imported the mesh at.
+
 ``kisekae fit -o DIR`` writes ``DIR/<garment>.surface.json`` and ``DIR/<garment>.surface.bytes`` (Unity imports a
-``.bytes`` file as a binary TextAsset). The built-in tights (2674 vertices, K = 16, 10,650 ring entries): 577,404
-bytes of binary (192 B per vertex of candidates, 16 B per vertex of ring and weld) and a 466-byte header; the same
-arrays as compact JSON numbers take 762,515 bytes (1.32 times), and an engine would have to parse them.
+``.bytes`` file as a binary TextAsset). The built-in tights (2674 vertices, K = 16, 10,650 ring entries): 588,100
+bytes of binary (192 B per vertex of candidates, 20 B per vertex of ring, weld and chord) and a 512-byte header; the
+same arrays as compact JSON numbers take 816,776 bytes (1.39 times), and an engine would have to parse them.
 :func:`load_surface_bake` reads either form (a header with its binary, or a document whose arrays are inline, as
 :func:`surface_bake` returns it or as JSON lists) and checks it against the meshes.
 """
@@ -36,20 +45,30 @@ import numpy as np
 
 from ..errors import KisekaeError, quote_name
 
-#: Version of the bake document.
-SURFACE_BAKE_VERSION = 1
+#: Version of the bake document (2: the chords).
+SURFACE_BAKE_VERSION = 2
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
-#: Arrays of the binary file, in order: name -> number of uint32 given (N vertices, K candidates, E ring entries).
-LAYOUT = ("corners", "ringPtr", "ringIdx", "weld")
+#: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
+LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord")
+#: Arrays of float32 values (the others are uint32 ids).
+FLOAT_ARRAYS = ("chord",)
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses")
 
 
 def _lengths(n: int, k: int, e: int) -> dict:
-    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n}
+    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n}
 
 
-def surface_bake(candidates, ring, body_faces, garment_name: str, *, n_body_vertices: int | None = None,
+def _chords(chord, n: int, source) -> np.ndarray:
+    """(n,) float64 finite lengths >= 0 (m), or a KisekaeError."""
+    c = np.asarray(chord, dtype=np.float64).ravel()
+    if len(c) != n or not np.all(np.isfinite(c)) or (c.size and c.min() < 0):
+        raise KisekaeError(f"need {n} finite lengths >= 0 (m), got {len(c)}", source)
+    return c
+
+
+def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_body_vertices: int | None = None,
                  weld=None, smooth_passes: int | None = None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
@@ -59,6 +78,8 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, n_body_vert
     ring : ``(ptr, idx)``, the garment's welded one-ring (:func:`kisekae.fit.surface.one_ring`)
     body_faces : (F, 3) body triangles the candidates index
     garment_name : str
+    chord : (N,) the garment's longest rest edge per vertex, metres (:func:`kisekae.fit.surface.garment_chords`);
+        stored as float32
     n_body_vertices : int, optional
         Vertices of the body (the engine checks its skinned mesh against it); default ``body_faces.max() + 1``.
     weld : (N,) int, optional, the garment's ``Mesh.weld`` (default: every vertex its own)
@@ -68,13 +89,13 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, n_body_vert
     Returns
     -------
     dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``
-    (flat uint32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    (flat uint32) and ``chord`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
 
     Raises
     ------
     KisekaeError
-        If the candidates were baked on another body or for another vertex count than the ring, or the ring or
-        the weld map is malformed.
+        If the candidates were baked on another body or for another vertex count than the ring, or the ring, the
+        weld map or the chords are malformed.
     """
     from ..fit.surface import SMOOTH_PASSES
 
@@ -96,6 +117,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, n_body_vert
         raise KisekaeError(f"neighbour ids outside 0..{n - 1}", source)
     if len(w) != n or (w.size and (w.min() < 0 or w.max() >= n)):
         raise KisekaeError(f"weld map of {len(w)} entries for {n} vertices, or ids out of range", "weld")
+    c = _chords(chord, n, f"chords of {garment_name}")
     k = int(tri.shape[1])
     corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
     doc = {
@@ -112,6 +134,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, n_body_vert
         "ringPtr": ptr.astype(np.uint32),
         "ringIdx": idx.astype(np.uint32),
         "weld": w.astype(np.uint32),
+        "chord": c.astype(np.float32),
     }
     return doc
 
@@ -134,7 +157,8 @@ def surface_bake_paths(folder, garment_name: str) -> tuple:
 
 
 def write_surface_bake(doc: dict, header_path, binary_path=None) -> tuple:
-    """Write the bake as a JSON header and a binary file of little-endian uint32 (next to it by default).
+    """Write the bake as a JSON header and a binary file of little-endian uint32 (float32 for the chords) next to it
+    (by default).
 
     Returns
     -------
@@ -151,7 +175,7 @@ def write_surface_bake(doc: dict, header_path, binary_path=None) -> tuple:
         a = np.asarray(doc[name]).ravel()
         if len(a) != lengths[name]:
             raise KisekaeError(f"{name} has {len(a)} entries, the header says {lengths[name]}", "surface bake")
-        arrays.append(a.astype("<u4"))
+        arrays.append(a.astype("<f4" if name in FLOAT_ARRAYS else "<u4"))
     binary_path.write_bytes(b"".join(a.tobytes() for a in arrays))
     header_path.write_text(json.dumps(surface_bake_header(doc, binary_path.name), indent=1))
     return header_path, binary_path
@@ -199,6 +223,19 @@ def _ids(values, name: str, source) -> np.ndarray:
     return out
 
 
+def _floats(values, name: str, source) -> np.ndarray:
+    """An inline array of numbers (list or array) as float64, or a KisekaeError."""
+    try:
+        a = np.asarray(values)
+        if isinstance(values, (list, tuple)) and any(isinstance(v, bool) for v in values):
+            raise TypeError("booleans")
+        if a.dtype.kind not in "uif":
+            raise TypeError(f"{a.dtype} data")
+        return a.astype(np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise KisekaeError(f"{name!r} is not an array of numbers ({exc})", source) from None
+
+
 def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int) -> dict:
     """Read and check a surface bake: a header path (with its binary next to it) or a document.
 
@@ -212,15 +249,16 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     Returns
     -------
     dict with ``version``, ``garment``, ``k``, ``smooth_passes``, ``n_body_triangles``, ``corners`` (N, K, 3)
-    int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`)
-    and ``weld`` (N,) int64.
+    int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
+    ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values).
 
     Raises
     ------
     KisekaeError
         Naming the file (or ``surface bake`` for a document): a missing or unreadable file, another format or
         version, missing, non-integer or negative counts or data, counts other than the meshes', a binary
-        shorter (truncated) or longer than its header says, ids out of range, a ring that is not CSR.
+        shorter (truncated) or longer than its header says, ids out of range, a ring that is not CSR, chords that
+        are not finite and >= 0.
     """
     head, source, binary = _read_header(path_or_doc)
     counts = _check_counts(head, source, n_garment_vertices, n_body_vertices)
@@ -231,11 +269,13 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     else:
         arrays = _binary_arrays(head, source, binary, lengths)
         source = binary
-    corners, ptr, idx, weld = (arrays[name] for name in LAYOUT)
+    corners, ptr, idx, weld, chord = (arrays[name] for name in LAYOUT)
     _check_ids(corners, ptr, idx, weld, n, e, n_body_vertices, source)
+    if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
+        raise KisekaeError("'chord' must be finite lengths >= 0 (m)", source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "n_body_triangles": counts["bodyTriangles"],
-            "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld}
+            "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld, "chord": chord}
 
 
 def _read_header(path_or_doc):
@@ -280,7 +320,8 @@ def _inline_arrays(head, source, lengths: dict) -> dict:
     missing = [name for name in LAYOUT if name not in head]
     if missing:
         raise KisekaeError(f"missing arrays {', '.join(missing)}", source)
-    arrays = {name: _ids(head[name], name, source) for name in LAYOUT}
+    arrays = {name: _floats(head[name], name, source) if name in FLOAT_ARRAYS else _ids(head[name], name, source)
+              for name in LAYOUT}
     for name in LAYOUT:
         if len(arrays[name]) != lengths[name]:
             raise KisekaeError(f"{name!r} has {len(arrays[name])} entries, the counts say {lengths[name]}", source)
@@ -300,10 +341,11 @@ def _binary_arrays(head, source, binary: Path, lengths: dict) -> dict:
         raise KisekaeError(f"truncated: {len(data)} bytes, the header {source.name} says {size}", binary)
     if len(data) > size:
         raise KisekaeError(f"{len(data)} bytes, longer than the {size} its header {source.name} says", binary)
-    flat = np.frombuffer(data, dtype="<u4").astype(np.int64)
     arrays, at = {}, 0
     for name in LAYOUT:
-        arrays[name] = flat[at:at + lengths[name]]
+        dtype = "<f4" if name in FLOAT_ARRAYS else "<u4"
+        arrays[name] = np.frombuffer(data, dtype=dtype, count=lengths[name], offset=4 * at).astype(
+            np.float64 if name in FLOAT_ARRAYS else np.int64)
         at += lengths[name]
     return arrays
 

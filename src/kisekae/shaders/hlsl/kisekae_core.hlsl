@@ -10,8 +10,10 @@
 // stage uses neither capsules nor hits. The skin-bound push-out and the wound target decoding also need the
 // per-vertex texture macros (KISEKAE_LOAD_BODY_*, KISEKAE_LOAD_WOUND_*; include
 // kisekae_source_vertex_textures.hlsl); without them only their array-free forms are compiled. The surface push
-// also needs its candidate triangles (KISEKAE_LOAD_SURFACE_TRIANGLE) and its smoothing pass the garment's
-// one-ring (KISEKAE_LOAD_RING, _RING_RANGE, _DISPLACEMENT); see kisekae_surface.hlsl.
+// also needs its candidate triangles (KISEKAE_LOAD_SURFACE_TRIANGLE) and the body curvature for its chord
+// allowance (KISEKAE_LOAD_BODY_CURVATURE, from KisekaeBodyCurvature over KISEKAE_LOAD_BODY_FACE_RANGE / _FACE), and
+// its smoothing pass the garment's one-ring (KISEKAE_LOAD_RING, _RING_RANGE, _DISPLACEMENT); see
+// kisekae_surface.hlsl.
 #ifndef KISEKAE_CORE_HLSL
 #define KISEKAE_CORE_HLSL
 

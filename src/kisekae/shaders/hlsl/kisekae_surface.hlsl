@@ -9,9 +9,18 @@
 //   k*    = argmin_k |p - q_k|^2                   (strictly smaller wins: ties keep the earlier candidate)
 //   |p - q_k*| > reach: no push (s = 1e30, standing for +infinity); reach defaults to maxPush
 //   n_q   = normalize(u n_i + v n_j + w n_k)       (the normal blended at q_k*)
-//   s     = (p - q_k*) . n_q                       (signed clearance, m)
+//   kappa = u kv_i + v kv_j + w kv_k               (the body's curvature blended at q_k*, 1/m)
+//   s     = (p - q_k*) . n_q - min(kappa L^2 / 8, KISEKAE_CHORD_CAP)
+//           (signed clearance, m, less the chord allowance: a flat cloth triangle between vertices on a curved
+//           body dips under it by the sagitta kappa L^2 / 8, L = `chord`, the vertex's longest rest edge (m,
+//           kisekae.fit.surface.garment_chords); chord 0 or kv 0: no allowance)
 //   the push law of kisekae_pushout.hlsl with d = s, along n_q (skirt bias included): KisekaeBoundPushOut with
 //   the bound point replaced by q_k*.
+// Body curvature (KisekaeBodyCurvature, kisekae.fit.surface.body_curvature), per frame after the body normals:
+//   kv_v  = max over the triangle edges (v, c) at v of |n_v - n_c| / |x_v - x_c|   (0 on zero-length edges)
+// one thread per body vertex looping over the triangles around it (the CSR list an engine's body normals pass
+// already loops over), rather than one thread per triangle with an atomic max on uint-encoded floats: no atomics,
+// no clearing pass, and each edge is seen from both of its ends, so the result does not depend on the order.
 // Smoothing (KisekaeSmoothPush, one pass; an engine ping-pongs two displacement buffers): with d the vertex's
 // displacement (corrected minus skinned, m) and a the mean displacement of its one-ring,
 //   d' = (d + a) / 2 if |a|^2 > |d|^2, else d      (a push spreads to the neighbours and never shrinks).
@@ -22,11 +31,20 @@
 //   KISEKAE_LOAD_RING_RANGE(v)           uint2, (start, count) of vertex v's one-ring in the neighbour list
 //   KISEKAE_LOAD_RING(e)                 uint, neighbour id at entry e of that list (kisekae.fit.surface.one_ring)
 //   KISEKAE_LOAD_DISPLACEMENT(j)         float3, displacement of garment vertex j from the previous pass (m)
+//   KISEKAE_LOAD_BODY_CURVATURE(i)       float, kv of body vertex i this frame (1/m; KisekaeBodyCurvature's output).
+//                                        Define it with the candidates; undefined, it reads 0.0 (no allowance)
+//   KISEKAE_LOAD_BODY_FACE_RANGE(i)      uint2, (start, count) of body vertex i's triangles in the list below
+//   KISEKAE_LOAD_BODY_FACE(e)            uint3, body vertex ids of the triangle at entry e of that list
+//                                        (the last two: KisekaeBodyCurvature, compiled when both are defined)
+// KISEKAE_CHORD_CAP (m, default 0.003 = kisekae.fit.surface.CHORD_CAP) caps the chord allowance.
 #ifndef KISEKAE_SURFACE_HLSL
 #define KISEKAE_SURFACE_HLSL
 
 #ifndef KISEKAE_SURFACE_CANDIDATES
 #define KISEKAE_SURFACE_CANDIDATES 16
+#endif
+#ifndef KISEKAE_CHORD_CAP
+#define KISEKAE_CHORD_CAP 0.003
 #endif
 
 // Parameter num / den of the closest point along an edge; 0 on a zero-length edge (den = |edge|^2 there).
@@ -109,11 +127,44 @@ float KisekaeSurfaceDistance2(float3 p, uint3 corners, out float3 bary)
     return dot(d, d);
 }
 
+#ifndef KISEKAE_LOAD_BODY_CURVATURE
+#define KISEKAE_LOAD_BODY_CURVATURE(i) 0.0
+#endif
+
+// Chord allowance (m) of a vertex whose longest rest edge is `chord` (m) over body curvature `kappa` (1/m): the
+// sagitta kappa chord^2 / 8 of kisekae.fit.surface.chord_allowance, capped at KISEKAE_CHORD_CAP.
+float KisekaeChordAllowance(float chord, float kappa)
+{
+    return min(kappa * chord * chord / 8.0, (float)KISEKAE_CHORD_CAP);
+}
+
+// The push at the closest point (barycentrics bary) of body triangle `corners`: KisekaeBoundPushOut's law with the
+// clearance less `allowance` (m).
+float3 KisekaeSurfacePushAt(float3 p, uint3 corners, float3 bary, float allowance, float tightness, float softness,
+                            KisekaePushParams P, out float push, out float s)
+{
+    float3 b = bary.x * KISEKAE_LOAD_BODY_POSITION(corners.x) + bary.y * KISEKAE_LOAD_BODY_POSITION(corners.y)
+             + bary.z * KISEKAE_LOAD_BODY_POSITION(corners.z);
+    float3 nb = bary.x * KISEKAE_LOAD_BODY_NORMAL(corners.x) + bary.y * KISEKAE_LOAD_BODY_NORMAL(corners.y)
+              + bary.z * KISEKAE_LOAD_BODY_NORMAL(corners.z);
+    float3 n = KisekaeDirectionOr(nb, nb); // zero stays zero; kisekae:guard
+    s = dot(p - b, n) - allowance;
+    push = KisekaePushAmount(s, tightness, softness, P);
+    if (push <= 0.0 || dot(n, n) <= 0.0) // kisekae:guard
+    {
+        push = 0.0;
+        return p;
+    }
+    return p + push * KisekaePushDirection(n, P);
+}
+
 // Pushed position of garment vertex p (id v, m) from the nearest of its KISEKAE_SURFACE_CANDIDATES candidate
-// triangles within `reach` (m; kisekae.fit.surface passes maxPush). Outputs the push length (m) and the signed
-// clearance s (m) before the push; s = 1e30 when no candidate is within reach, and then nothing moves.
+// triangles within `reach` (m; kisekae.fit.surface passes maxPush), with the chord allowance of its longest rest
+// edge `chord` (m; 0: none) over the body curvature (KISEKAE_LOAD_BODY_CURVATURE) blended at the closest point.
+// Outputs the push length (m) and the signed clearance s (m, less the allowance) before the push; s = 1e30 when
+// no candidate is within reach, and then nothing moves.
 float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, KisekaePushParams P, float reach,
-                          out float push, out float s)
+                          float chord, out float push, out float s)
 {
     uint3 corners = KISEKAE_LOAD_SURFACE_TRIANGLE(v, 0u);
     float3 bary;
@@ -136,7 +187,44 @@ float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, Kis
         s = 1e30; // +infinity: no candidate within reach; kisekae:guard
         return p;
     }
-    return KisekaeBoundPushOutLoad(p, corners, bary, tightness, softness, P, push, s);
+    float kappa = bary.x * KISEKAE_LOAD_BODY_CURVATURE(corners.x) + bary.y * KISEKAE_LOAD_BODY_CURVATURE(corners.y)
+                + bary.z * KISEKAE_LOAD_BODY_CURVATURE(corners.z);
+    return KisekaeSurfacePushAt(p, corners, bary, KisekaeChordAllowance(chord, kappa), tightness, softness, P, push,
+                                s);
+}
+#endif
+
+#ifdef KISEKAE_LOAD_BODY_POSITION
+// Curvature of the posed body along the edge from (xa, na) to (xb, nb), 1/m: |na - nb| / |xa - xb|, 0 on a
+// zero-length edge (|xa - xb| <= 1e-9 m).
+float KisekaeEdgeCurvature(float3 xa, float3 na, float3 xb, float3 nb)
+{
+    float dx = length(xa - xb);
+    return dx > 1e-9 ? length(na - nb) / dx : 0.0; // zero-length edge; kisekae:guard
+}
+#endif
+
+#if defined(KISEKAE_LOAD_BODY_FACE_RANGE) && defined(KISEKAE_LOAD_BODY_FACE)
+#ifndef KISEKAE_LOAD_BODY_POSITION
+#error "kisekae: KISEKAE_LOAD_BODY_FACE needs the posed body (KISEKAE_LOAD_BODY_POSITION / _NORMAL)"
+#endif
+
+// kv of body vertex i (1/m): the largest KisekaeEdgeCurvature over the edges of the triangles around it
+// (KISEKAE_LOAD_BODY_FACE_RANGE / KISEKAE_LOAD_BODY_FACE); its own corner adds a zero-length edge, 0.
+float KisekaeBodyCurvature(uint i)
+{
+    float3 x = KISEKAE_LOAD_BODY_POSITION(i);
+    float3 n = KISEKAE_LOAD_BODY_NORMAL(i);
+    uint2 range = KISEKAE_LOAD_BODY_FACE_RANGE(i);
+    float kv = 0.0;
+    for (uint e = range.x; e < range.x + range.y; e++)
+    {
+        uint3 t = KISEKAE_LOAD_BODY_FACE(e);
+        kv = max(kv, KisekaeEdgeCurvature(x, n, KISEKAE_LOAD_BODY_POSITION(t.x), KISEKAE_LOAD_BODY_NORMAL(t.x)));
+        kv = max(kv, KisekaeEdgeCurvature(x, n, KISEKAE_LOAD_BODY_POSITION(t.y), KISEKAE_LOAD_BODY_NORMAL(t.y)));
+        kv = max(kv, KisekaeEdgeCurvature(x, n, KISEKAE_LOAD_BODY_POSITION(t.z), KISEKAE_LOAD_BODY_NORMAL(t.z)));
+    }
+    return kv;
 }
 #endif
 

@@ -45,9 +45,14 @@ RWStructuredBuffer<float4> gOut1;
         J.restDir = gIn5[2u * (j) + 1u].xyz; \
     }
 // Mode 16 reads the candidate triangles from gIn2: row KISEKAE_SURFACE_CANDIDATES * v + k = body vertex ids of
-// garment vertex v's candidate k (as floats). Mode 17 reads the displacements from gIn0 (xyz), each vertex's
-// one-ring range from gIn1 (x = start, y = count) and the neighbour list from gIn2 (x = vertex id).
+// garment vertex v's candidate k (as floats), and the body curvature from gIn3 (row i = body vertex i, x = kv).
+// Mode 17 reads the displacements from gIn0 (xyz), each vertex's one-ring range from gIn1 (x = start, y = count)
+// and the neighbour list from gIn2 (x = vertex id). Mode 18 reads each body vertex's triangle range from gIn1
+// (x = start, y = count) and the triangle list from gIn2 (xyz = body vertex ids).
 #define KISEKAE_LOAD_SURFACE_TRIANGLE(v, k) ((uint3)gIn2[(uint)KISEKAE_SURFACE_CANDIDATES * (v) + (k)].xyz)
+#define KISEKAE_LOAD_BODY_CURVATURE(i) (gIn3[(i)].x)
+#define KISEKAE_LOAD_BODY_FACE_RANGE(i) ((uint2)gIn1[(i)].xy)
+#define KISEKAE_LOAD_BODY_FACE(e) ((uint3)gIn2[(e)].xyz)
 #define KISEKAE_LOAD_RING_RANGE(v) ((uint2)gIn1[(v)].xy)
 #define KISEKAE_LOAD_RING(e) ((uint)gIn2[(e)].x)
 #define KISEKAE_LOAD_DISPLACEMENT(j) (gIn0[(j)].xyz)
@@ -323,11 +328,12 @@ void main(uint3 id : SV_DispatchThreadID)
 #if KISEKAE_HARNESS_HAS(16)
     if (gMode == 16u)
     {
-        // surface push: x0 = (vertex, tightness), x1.x = softness, candidate triangles in gIn2 (vertex id = i);
-        // push parameters as mode 3, gParams[2].x = reach (m); the posed body comes from the vertex textures
+        // surface push: x0 = (vertex, tightness), x1 = (softness, chord (m)), candidate triangles in gIn2 (vertex
+        // id = i), body curvature in gIn3; push parameters as mode 3, gParams[2].x = reach (m); the posed body comes
+        // from the vertex textures
         float push;
         float s;
-        float3 q = KisekaeSurfacePush(x0.xyz, i, x0.w, x1.x, HarnessPushParams(), gParams[2].x, push, s);
+        float3 q = KisekaeSurfacePush(x0.xyz, i, x0.w, x1.x, HarnessPushParams(), gParams[2].x, x1.y, push, s);
         y0 = float4(q, push);
         y1 = float4(s, 0.0, 0.0, 0.0);
     }
@@ -337,6 +343,13 @@ void main(uint3 id : SV_DispatchThreadID)
     {
         // one pass of the one-ring smoothing: displacements in gIn0, ring ranges in gIn1, neighbours in gIn2
         y0 = float4(KisekaeSmoothPush(i), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(18)
+    if (gMode == 18u)
+    {
+        // body curvature of body vertex i: its triangles through gIn1 / gIn2, the posed body from the vertex textures
+        y0 = float4(KisekaeBodyCurvature(i), 0.0, 0.0, 0.0);
     }
 #endif
     gOut0[i] = y0;

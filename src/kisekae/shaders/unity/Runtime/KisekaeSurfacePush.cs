@@ -2,12 +2,16 @@
 // one garment on one body, with the kernels of Shaders/KisekaeSurfacePush.compute.
 // Input: the garment's bake from `kisekae fit -o DIR` (kisekae.shaders.surface_bake): NAME.surface.json (header) and
 // NAME.surface.bytes (little-endian uint32 arrays: per garment vertex 16 candidate body triangles as body vertex id
-// triples, the welded one-ring as CSR, the weld map), both as TextAssets.
+// triples, the welded one-ring as CSR, the weld map; then float32 per garment vertex: its longest rest edge in m, the
+// chord of the chord allowance, baked so that it is kisekae's metres whatever scale the mesh was imported at), both
+// as TextAssets.
 // Each frame, once the renderers are skinned (RenderPipelineManager.beginContextRendering; URP), one command buffer:
 //   1. body: the skinned vertices (SkinnedMeshRenderer.GetVertexBuffer, vertexBufferTarget |= Raw) to world space,
 //      then the body contact of KisekaeBodyContact when one is given (the body Kisekae/BodyURP draws), then the body's
-//      area-weighted vertex normals                                                   2 dispatches over the body
-//   2. garment: the skinned vertices to world space, KisekaeSurfacePush (displacement A), smoothPasses dispatches of
+//      area-weighted vertex normals, then its curvature (KisekaeBodyCurvature over the triangles around each
+//      vertex, after the normals)                                                     3 dispatches over the body
+//   2. garment: the skinned vertices to world space, KisekaeSurfacePush with the chord allowance (the baked chord, the
+//      body curvature; displacement A), smoothPasses dispatches of
 //      KisekaeSmoothPush ping-ponging A and B, KisekaeSurfacePush again with the total capped at maxPush, then the
 //      garment's normals over its welded faces                          smoothPasses + 3 dispatches over the garment
 // The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
@@ -45,19 +49,19 @@ namespace Kisekae
         public int ringEntries;        // E
         public int smoothPasses;       // what kisekae runs (10)
         public string binary;          // the .bytes file's name
-        public KisekaeSurfaceBakeArray[] layout;  // corners N*K*3, ringPtr N+1, ringIdx E, weld N, in this order
+        public KisekaeSurfaceBakeArray[] layout;  // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32)
         public long bytes;
     }
 
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 1;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 2;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 16;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
-        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld" };
+        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
         public SkinnedMeshRenderer body;
@@ -88,13 +92,13 @@ namespace Kisekae
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
 
-        int _kBodyPrepare, _kBodyNormals, _kPushFirst, _kSmooth, _kPushSecond, _kGarmentNormals;
+        int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kGarmentNormals;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
-        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _uv;
+        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
         GraphicsBuffer _garmentTriangles, _garmentFacePtr, _garmentFaces;
         GraphicsBuffer _contactJoints, _contactSides, _contactRest;
-        GraphicsBuffer _bodyPositions, _bodyNormals, _dispA, _dispB, _positions, _normals;
+        GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals;
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
         bool _contactUploaded;
         int _nBody, _nGarment;
@@ -151,13 +155,13 @@ namespace Kisekae
                 return $"{who}: the bake is for a body of {h.bodyTriangles} triangles, '{body.name}' has {bodyTris}";
             if (h.ringEntries < 0)
                 return $"{who}: the bake's ringEntries {h.ringEntries} is negative";
-            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n };
+            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
             for (int i = 0; i < Layout.Length; i++)
                 if (h.layout[i].name != Layout[i] || h.layout[i].count != counts[i])
                     return $"{who}: the bake's layout disagrees with its counts ({Layout[i]})";
-            long expected = 4L * (counts[0] + counts[1] + counts[2] + counts[3]);
+            long expected = 4L * (counts[0] + counts[1] + counts[2] + counts[3] + counts[4]);
             byte[] raw = bakeData.bytes;
             if (raw.Length < expected)
                 return $"{who}: '{bakeData.name}' is truncated: {raw.Length} bytes, its header says {expected}";
@@ -188,6 +192,13 @@ namespace Kisekae
             for (int i = 0; i < n; i++)
                 if (data[at + i] >= (uint)n)
                     return $"{who}: weld id {data[at + i]} is outside the garment's {n} vertices";
+            at += n;
+            for (int i = 0; i < n; i++)
+            {
+                float chord = BitConverter.ToSingle(raw, 4 * (at + i));
+                if (!(chord >= 0f) || float.IsInfinity(chord))
+                    return $"{who}: the chord of garment vertex {i} ({chord} m) is not a finite length >= 0";
+            }
             _data = data;
             _nGarment = n;
             _nBody = nb;
@@ -239,12 +250,13 @@ namespace Kisekae
             garment.vertexBufferTarget |= GraphicsBuffer.Target.Raw;
             _kBodyPrepare = compute.FindKernel("KisekaeBodyPrepare");
             _kBodyNormals = compute.FindKernel("KisekaeBodyNormals");
+            _kBodyCurvatures = compute.FindKernel("KisekaeBodyCurvatures");
             _kPushFirst = compute.FindKernel("KisekaeSurfacePushFirst");
             _kSmooth = compute.FindKernel("KisekaeSmooth");
             _kPushSecond = compute.FindKernel("KisekaeSurfacePushSecond");
             _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
 
-            int n = _nGarment, nb = _nBody, e = _data.Length - (3 * n * Candidates + (n + 1) + n);
+            int n = _nGarment, nb = _nBody, e = _data.Length - (3 * n * Candidates + (n + 1) + n + n);
             int at = 0;
             _corners = Upload(_data, at, 3 * n * Candidates);
             at += 3 * n * Candidates;
@@ -255,6 +267,8 @@ namespace Kisekae
             _weld = Upload(_data, at, n);
             var weld = new int[n];
             for (int i = 0; i < n; i++) weld[i] = (int)_data[at + i];
+            at += n;
+            _chord = Upload(_data, at, n);  // float32 bits, read as StructuredBuffer<float>
             _data = null;
 
             int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
@@ -279,6 +293,7 @@ namespace Kisekae
 
             _bodyPositions = Make(nb, 16);
             _bodyNormals = Make(nb, 16);
+            _bodyCurvature = Make(nb, 4);
             _dispA = Make(n, 16);
             _dispB = Make(n, 16);
             _positions = Make(n, 16);
@@ -389,7 +404,7 @@ namespace Kisekae
         {
             ComputeShader cs = compute;
             cmd.Clear();
-            // 1. the body: skinned -> world (+ contact), then its normals
+            // 1. the body: skinned -> world (+ contact), then its normals, then its curvature
             bool contactOn = ContactReady();
             cmd.SetComputeIntParam(cs, "_KisekaeBodyCount", _nBody);
             cmd.SetComputeIntParam(cs, "_KisekaeBodyStride", _bodyVertices.stride);
@@ -416,6 +431,13 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyVertexFaces", _bodyFaces);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyNormalsRW", _bodyNormals);
             cmd.DispatchCompute(cs, _kBodyNormals, Groups(_nBody), 1, 1);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyPositions", _bodyPositions);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyNormals", _bodyNormals);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyTriangles", _bodyTriangles);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyVertexFacePtr", _bodyFacePtr);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyVertexFaces", _bodyFaces);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyCurvatureRW", _bodyCurvature);
+            cmd.DispatchCompute(cs, _kBodyCurvatures, Groups(_nBody), 1, 1);
 
             // 2. the garment: push, smoothing passes, push + cap, normals
             Vector3 u = up.sqrMagnitude > 0f ? up.normalized : Vector3.up;
@@ -433,6 +455,8 @@ namespace Kisekae
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyPositions", _bodyPositions);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyNormals", _bodyNormals);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceCorners", _corners);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceChord", _chord);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyCurvature", _bodyCurvature);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentUV", _uv);
                 cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
             }
