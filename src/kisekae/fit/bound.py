@@ -28,7 +28,7 @@ from ..geom.bvh import build_bvh, refit
 from ..geom.closest import closest_point_triangles_numpy, surface_distance
 from ..geom.normals import vertex_normals
 from ..validate import as_faces, as_points
-from .pushout import UP, PushParams, _block_push, bias_direction, cap_displacement, push_amount, resolve_mask
+from .pushout import UP, PushParams, _block_push, bias_direction, block_buffers, cap_displacement, push_amount, resolve_mask
 
 
 @dataclass
@@ -183,13 +183,7 @@ BLOCK = 64
 def _bound_kernel(points, corners, bary, body, body_normals, tight, soft, prm, start, cap, out, s_out):
     margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
     n = points.shape[0]
-    dd = np.empty(BLOCK)
-    gx = np.empty(BLOCK)
-    gy = np.empty(BLOCK)
-    gz = np.empty(BLOCK)
-    ct = np.empty(BLOCK)
-    cs = np.empty(BLOCK)
-    amt = np.empty(BLOCK)
+    dd, gx, gy, gz, ct, cs, amt = block_buffers(BLOCK)
     for s0 in range(0, n, BLOCK):
         m = min(BLOCK, n - s0)
         for i in range(m):

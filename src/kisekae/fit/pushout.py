@@ -491,6 +491,13 @@ def _block_exact(cx, cy, cz, nn, caps, c, q, ci, dd, gxb, gyb, gzb):
         gzb[i] = g2 if sel else gzb[i]
 
 
+@numba.njit(cache=True)
+def block_buffers(size):
+    """Scratch arrays of one block of a push kernel: distance, direction x/y/z, tightness, softness, amount."""
+    return (np.empty(size), np.empty(size), np.empty(size), np.empty(size), np.empty(size), np.empty(size),
+            np.empty(size))
+
+
 @numba.njit(cache=True, error_model="numpy", inline="always")
 def _block_push(dd, gxb, gyb, gzb, ct, cs_, nn, margin, stiffness, max_push, skirt_bias, upx, upy, upz, unit, amt):
     """The push law over gathered vertices (branch-free SIMD loop, as :func:`push_amount` and

@@ -39,7 +39,7 @@ from ..errors import KisekaeError
 from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
 from ..validate import as_faces, as_points
 from .bound import _f64
-from .pushout import PushParams, _block_push, bias_direction, cap_displacement, push_amount
+from .pushout import PushParams, _block_push, bias_direction, block_buffers, cap_displacement, push_amount
 
 #: Candidate triangles per garment vertex.
 CANDIDATES = 16
@@ -273,13 +273,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
                     out, s_out):
     margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
     n = active.shape[0]
-    dd = np.empty(BLOCK)
-    gx = np.empty(BLOCK)
-    gy = np.empty(BLOCK)
-    gz = np.empty(BLOCK)
-    ct = np.empty(BLOCK)
-    cs = np.empty(BLOCK)
-    amt = np.empty(BLOCK)
+    dd, gx, gy, gz, ct, cs, amt = block_buffers(BLOCK)
     for s0 in range(0, n, BLOCK):
         m = min(BLOCK, n - s0)
         for i in range(m):
