@@ -38,6 +38,14 @@ from .surface import bake_surface_candidates, garment_chords, one_ring, surface_
 RUNTIME_METHODS = ("surface", "capsules")
 
 
+def _cached(avatar: Avatar, slot: str, key, make):
+    """``make()`` computed once per ``key`` and kept on the avatar in the dict attribute ``slot``."""
+    cache = avatar.__dict__.setdefault(slot, {})
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
 def avatar_capsule_rig(avatar: Avatar):
     """The avatar's fitted capsule rig (medial method, as ``kisekae fit``), fitted once and cached."""
     rig = getattr(avatar, "_kisekae_capsule_rig", None)
@@ -51,11 +59,9 @@ def avatar_capsule_rig(avatar: Avatar):
 
 def garment_binding(avatar: Avatar, name: str):
     """The garment's :class:`~kisekae.fit.bound.SkinBinding` to the rest body, bound once and cached."""
-    cache = avatar.__dict__.setdefault("_kisekae_bindings", {})
-    if name not in cache:
-        cache[name] = bind_to_skin(avatar.part(name).mesh.vertices, avatar.body.mesh.vertices,
-                                   avatar.body.mesh.faces)
-    return cache[name]
+    body = avatar.body.mesh
+    return _cached(avatar, "_kisekae_bindings", name,
+                   lambda: bind_to_skin(avatar.part(name).mesh.vertices, body.vertices, body.faces))
 
 
 def garment_candidates(avatar: Avatar, name: str, *, progress: bool = False):
@@ -63,27 +69,19 @@ def garment_candidates(avatar: Avatar, name: str, *, progress: bool = False):
 
     The avatar's body as it is posed (with its contact step, if it has one) is what the bake samples.
     """
-    cache = avatar.__dict__.setdefault("_kisekae_surface_candidates", {})
-    if name not in cache:
-        cache[name] = bake_surface_candidates(avatar, name, progress=progress)
-    return cache[name]
+    return _cached(avatar, "_kisekae_surface_candidates", name,
+                   lambda: bake_surface_candidates(avatar, name, progress=progress))
 
 
 def garment_ring(avatar: Avatar, name: str):
     """The garment's welded one-ring (:func:`kisekae.fit.surface.one_ring`), cached."""
-    cache = avatar.__dict__.setdefault("_kisekae_rings", {})
-    if name not in cache:
-        mesh = avatar.part(name).mesh
-        cache[name] = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
-    return cache[name]
+    mesh = avatar.part(name).mesh
+    return _cached(avatar, "_kisekae_rings", name, lambda: one_ring(mesh.n_vertices, mesh.edges, mesh.weld))
 
 
 def garment_chord(avatar: Avatar, name: str):
     """The garment's longest rest edge per vertex (:func:`kisekae.fit.surface.garment_chords`), cached."""
-    cache = avatar.__dict__.setdefault("_kisekae_chords", {})
-    if name not in cache:
-        cache[name] = garment_chords(avatar.part(name).mesh)
-    return cache[name]
+    return _cached(avatar, "_kisekae_chords", name, lambda: garment_chords(avatar.part(name).mesh))
 
 
 #: Skin covered at rest by fabric this close (metres) stays covered in every pose, for garments that are not
@@ -107,15 +105,15 @@ def covered_skin_triangles(avatar: Avatar, name: str) -> np.ndarray:
     from ..avatar.poses import VERIFICATION_POSES, named_pose
     from .covered import avatar_covered, covered_triangles
 
-    cache = avatar.__dict__.setdefault("_kisekae_covered", {})
-    if name not in cache:
+    def make():
         poses = [named_pose(avatar.skeleton, p) for p in VERIFICATION_POSES]
         covered = avatar_covered(avatar, poses, [name])[0]
         if params_for(name, None).skirt_bias == 0:
             covered = covered | avatar_covered(avatar, [Pose.rest(avatar.skeleton)], [name],
                                                max_distance=TIGHT_COVER)[0]
-        cache[name] = covered_triangles(covered, avatar.body.mesh.faces)
-    return cache[name]
+        return covered_triangles(covered, avatar.body.mesh.faces)
+
+    return _cached(avatar, "_kisekae_covered", name, make)
 
 
 def garment_plan(avatar: Avatar, name: str, params: PushParams):
@@ -124,11 +122,8 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
     The plan checks the parameters, resolves the masks and orders the rest-pose vertices into compact
     blocks; every frame then only runs its kernel. Masks are 0, as :func:`push_out_runtime` has them by default.
     """
-    cache = avatar.__dict__.setdefault("_kisekae_push_plans", {})
-    key = (name, tuple(vars(params).items()))
-    if key not in cache:
-        cache[key] = CapsulePushPlan(avatar.part(name).mesh.vertices, params, tightness=0.0, softness=0.0)
-    return cache[key]
+    return _cached(avatar, "_kisekae_push_plans", (name, tuple(vars(params).items())),
+                   lambda: CapsulePushPlan(avatar.part(name).mesh.vertices, params, tightness=0.0, softness=0.0))
 
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,

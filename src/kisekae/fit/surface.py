@@ -341,19 +341,32 @@ def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body
     """
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
-    reach = params.max_push if reach is None else float(reach)
-    up = np.asarray(up, dtype=np.float64)
-    prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, *up], dtype=np.float64)
+    frame = _body_frame(v, nb, f, chord is not None)
+    ch = np.zeros(len(p)) if chord is None else np.ascontiguousarray(_chords(chord, len(p)))
+    ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
+    return _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach)
+
+
+def _body_frame(v, nb, f, curvature: bool) -> tuple:
+    """What every push of one frame reads of the posed body: ``(faces int64, triangle spheres (F, 4), curvature
+    (Nb,))``, the curvature 0 unless asked for (no chord allowance)."""
     f = np.ascontiguousarray(f, dtype=np.int64)
     spheres = np.empty((len(f), 4))
     _triangle_spheres(v, f, spheres)
+    kv = np.zeros(len(v))
+    if curvature:
+        _curvature_kernel(v, nb, f, kv)
+    return f, spheres, kv
+
+
+def _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach):
+    """The kernel over vertices ``ids`` of validated float64 inputs; :func:`surface_push`'s result."""
+    reach = params.max_push if reach is None else float(reach)
+    up = np.asarray(up, dtype=np.float64)
+    prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, *up], dtype=np.float64)
+    f, spheres, kv = frame
     out = p.copy()
     clear = np.full(len(p), np.nan)
-    ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
-    ch = np.zeros(len(p)) if chord is None else np.ascontiguousarray(_chords(chord, len(p)))
-    kv = np.zeros(len(v))
-    if chord is not None:
-        _curvature_kernel(v, nb, f, kv)
     _surface_kernel(p, ids, np.ascontiguousarray(candidates.triangles), f, v, nb, spheres, ch, kv, CHORD_CAP, t, s,
                     prm, reach * reach, out, clear)
     return out, np.linalg.norm(out - p, axis=1), clear
@@ -472,18 +485,22 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     """
     params = params or PushParams()
     x = _f64(points, (len(points), 3), "garment vertices")
-    args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
     if numpy:
+        args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
         first = surface_push_numpy(x, *args, chord=chord)[0]
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
     else:
-        first = surface_push(x, *args, chord=chord)[0]
+        # the body's spheres and curvature are the same for both pushes: made once
+        x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
+        frame = _body_frame(v, nb, f, chord is not None)
+        ch = np.zeros(len(x)) if chord is None else np.ascontiguousarray(_chords(chord, len(x)))
+        push = (candidates, v, nb, frame, ch, t, s, params, up, None)
+        first = _push(x, np.arange(len(x), dtype=np.int64), *push)[0]
         if passes > 0:
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
-        moved = np.flatnonzero(np.any(first != x, axis=1))
-        new = surface_push(first, *args, only=moved, chord=chord)[0]
+        new = _push(first, np.flatnonzero(np.any(first != x, axis=1)), *push)[0]
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
