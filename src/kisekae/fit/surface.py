@@ -285,6 +285,8 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
             nx = ny = nz = 0.0
             for k in range(cand.shape[1]):
                 t = cand[v, k]
+                if k > 0 and t == cand[v, 0]:
+                    break  # the bake pads a short list with its first: the rest are repeats
                 # the triangle's bounding sphere bounds its distance from below: skip what cannot be nearer
                 ex, ey, ez = px - spheres[t, 0], py - spheres[t, 1], pz - spheres[t, 2]
                 lb = np.sqrt(ex * ex + ey * ey + ez * ez) - spheres[t, 3]

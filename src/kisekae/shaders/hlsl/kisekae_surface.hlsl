@@ -3,7 +3,8 @@
 // Part of the kisekae shader core (include kisekae_core.hlsl); port of kisekae.fit.surface.surface_push_numpy
 // (the per-vertex step) and smooth_push_numpy (one Jacobi pass of the one-ring smoothing).
 // Offline (kisekae.fit.surface.bake_surface_candidates), every garment vertex v gets K body triangles it may
-// meet in any pose (KISEKAE_SURFACE_CANDIDATES, default 16; a vertex with fewer repeats its first). Per frame,
+// meet in any pose (KISEKAE_SURFACE_CANDIDATES, default 16; a vertex with fewer repeats its first, and the loop
+// stops at the first repeat, so most vertices test 1-3 triangles). Per frame,
 // from the posed body vertices x and their posed unit normals n:
 //   q_k   = closest point of p on candidate triangle k (Ericson 5.1.5, barycentrics (u, v, w))
 //   k*    = argmin_k |p - q_k|^2                   (strictly smaller wins: ties keep the earlier candidate)
@@ -169,9 +170,12 @@ float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, Kis
     uint3 corners = KISEKAE_LOAD_SURFACE_TRIANGLE(v, 0u);
     float3 bary;
     float best = KisekaeSurfaceDistance2(p, corners, bary);
+    uint3 first = corners;
     for (uint k = 1u; k < (uint)KISEKAE_SURFACE_CANDIDATES; k++)
     {
         uint3 ck = KISEKAE_LOAD_SURFACE_TRIANGLE(v, k);
+        if (all(ck == first))
+            break; // the bake pads a short list with its first candidate: the rest are repeats
         float3 bk;
         float dk = KisekaeSurfaceDistance2(p, ck, bk);
         if (dk < best)
