@@ -32,7 +32,7 @@ def test_checks_cover_every_function_and_source(checks):
                  "smooth push strip (analytic)", "surface push flat sheet (analytic) curvature 0",
                  "surface push flat sheet (analytic) chord positions",
                  "surface push chord allowance tube (analytic) curvature 1/R",
-                 "surface push chord allowance tube (analytic) clearance"):
+                 "surface push chord allowance tube (analytic) clearance", "stretch limit pair (analytic)"):
         assert part in names
     for src in ("constants", "texture", "structured"):
         assert f"[{src}]" in names
@@ -40,6 +40,7 @@ def test_checks_cover_every_function_and_source(checks):
         for garment in C.SURFACE_GARMENTS:
             assert f"surface push {pose} {garment}" in names and f"smooth push {pose} {garment}" in names
             assert f"surface push {pose} {garment} body curvature" in names
+            assert f"stretch limit {pose} {garment} skinned" in names and f"stretch limit {pose} {garment} jittered" in names
             assert f"surface push {pose} {garment} chord b=0 m=0.002 reach=0.1 clearance" in names
     for pose in C.POSES:
         assert f"avatar {pose}" in names
@@ -173,6 +174,15 @@ def test_constant_arrays_hold_a_95_capsule_rig():
 
 def test_surface_gpu_inputs_are_validated():
     from kisekae.fit.surface import one_ring
+
+    ring2 = one_ring(2, [[0, 1]])
+    two = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0]])
+    with pytest.raises(KisekaeError, match="stretch"):
+        X.gpu_stretch_limit(two, two, ring2, -0.1)
+    with pytest.raises(KisekaeError, match="points"):
+        X.gpu_stretch_limit(two[:1], two, ring2)
+    with pytest.raises(KisekaeError, match="ring"):
+        X.gpu_stretch_limit(two, two, (np.array([0, 1, 3]), np.array([1, 0])))
 
     body = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
     nrm = np.tile([0.0, 0.0, 1.0], (4, 1))

@@ -59,12 +59,14 @@ StructuredBuffer<float> gBodyCurvature;
 StructuredBuffer<uint2> gBodyFaceRange;
 StructuredBuffer<uint4> gBodyFaces;
 StructuredBuffer<float> gChord;
+StructuredBuffer<float4> gSkinned;
 #define KISEKAE_LOAD_BODY_POSITION(i) gBodyPositions[(i)].xyz
 #define KISEKAE_LOAD_BODY_NORMAL(i) gBodyNormals[(i)].xyz
 #define KISEKAE_LOAD_SURFACE_TRIANGLE(v, k) gCandidates[(uint)KISEKAE_SURFACE_CANDIDATES * (v) + (k)].xyz
 #define KISEKAE_LOAD_RING_RANGE(v) gRingRange[(v)]
 #define KISEKAE_LOAD_RING(e) gRing[(e)]
 #define KISEKAE_LOAD_DISPLACEMENT(j) gDisplacement[(j)].xyz
+#define KISEKAE_LOAD_GARMENT_SKINNED(j) gSkinned[(j)].xyz
 #define KISEKAE_LOAD_BODY_CURVATURE(i) gBodyCurvature[(i)]
 #define KISEKAE_LOAD_BODY_FACE_RANGE(i) gBodyFaceRange[(i)]
 #define KISEKAE_LOAD_BODY_FACE(e) gBodyFaces[(e)].xyz
@@ -101,11 +103,19 @@ void smooth_push(uint3 id : SV_DispatchThreadID)
 {
     gOut[id.x] = float4(KisekaeSmoothPush(id.x), 0.0);
 }
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void stretch_limit(uint3 id : SV_DispatchThreadID)
+{
+    bool moved;
+    float3 d = KisekaeStretchLimit(id.x, gParams[2].x, moved);
+    gOut[id.x] = float4(d, moved ? 1.0 : 0.0);
+}
 """
 
 
 def test_surface_stage_compiles_with_slang_cpu():
-    for entry in ("surface_push", "smooth_push", "body_curvature"):
+    for entry in ("surface_push", "smooth_push", "body_curvature", "stretch_limit"):
         compile_with_slang(SURFACE_STAGE, entry, name=f"kisekae_{entry}")
 
 
@@ -113,7 +123,7 @@ def test_surface_stage_compiles_with_glslang():
     from kisekae.shaders import compile_hlsl
 
     stage = SURFACE_STAGE.replace('[shader("compute")]\n', "")  # a Slang attribute glslang warns about
-    for entry in ("surface_push", "smooth_push", "body_curvature"):
+    for entry in ("surface_push", "smooth_push", "body_curvature", "stretch_limit"):
         c = compile_hlsl(stage, "comp", entry=entry, use_cache=False)
         assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()
     with pytest.raises(KisekaeError, match="glslang failed"):  # the candidates need the posed body

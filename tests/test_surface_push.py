@@ -8,7 +8,7 @@ from kisekae.avatar.poses import named_pose, range_of_motion_poses
 from kisekae.errors import KisekaeError
 from kisekae.fit.pushout import PushParams
 from kisekae.fit.surface import (SurfaceCandidates, bake_surface_candidates, one_ring, smooth_push, smooth_push_numpy,
-                                 surface_push, surface_push_numpy, surface_runtime)
+                                 stretch_limit, stretch_limit_numpy, surface_push, surface_push_numpy, surface_runtime)
 from kisekae.geom.normals import vertex_normals
 
 
@@ -77,6 +77,55 @@ def test_smoothing_spreads_pushes_and_never_shrinks_one():
     np.testing.assert_allclose(smooth_push(d, ring, 7), smooth_push_numpy(d, ring, 7), atol=1e-15)
 
 
+@pytest.mark.parametrize("limit", [stretch_limit, stretch_limit_numpy])
+def test_stretch_limit_meets_halfway_at_the_limit(limit):
+    """Analytic: an edge stretched to twice its skinned length comes back to exactly 1.1 times it in one pass, each
+    end moving half the excess; an edge inside the limit, or shortened, leaves its ends where they are."""
+    x = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [1.0, 0.0, 0.0], [1.1, 0.0, 0.0], [2.0, 0.0, 0.0], [2.1, 0.0, 0.0]])
+    ring = one_ring(6, [[0, 1], [2, 3], [4, 5]])
+    p = x.copy()
+    p[1] = (0.2, 0.0, 0.0)       # edge 0-1: 0.1 -> 0.2 m, over the limit
+    p[3] = (1.0 + 0.105, 0.0, 0.0)   # edge 2-3: 5 % longer, inside it
+    p[5] = (2.05, 0.0, 0.0)      # edge 4-5: half as long: compression is free
+    out, moved = limit(p, x, ring, 0.1)
+    np.testing.assert_allclose(out[0], [0.045, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(out[1], [0.155, 0.0, 0.0], atol=1e-15)
+    assert np.linalg.norm(out[1] - out[0]) == pytest.approx(0.11, abs=1e-15)
+    np.testing.assert_array_equal(out[2:], p[2:])
+    assert moved.tolist() == [True, True, False, False, False, False]
+
+
+def test_stretch_limit_averages_over_edges_and_numba_equals_numpy():
+    """A vertex pulled by two over-stretched edges moves by the mean of the two corrections; on random data the
+    kernel equals the reference, seam duplicates moving with their representative."""
+    x = np.array([[0.0, 0.0, 0.0], [-0.1, 0.0, 0.0], [0.0, 0.1, 0.0]])
+    p = np.array([[0.0, 0.0, 0.1], [-0.1, 0.0, 0.0], [0.0, 0.1, 0.0]])
+    ring = one_ring(3, [[0, 1], [0, 2]])
+    out, moved = stretch_limit_numpy(p, x, ring, 0.0)
+    l = np.sqrt(0.02)
+    c1 = 0.5 * (l - 0.1) / l * (p[1] - p[0])
+    c2 = 0.5 * (l - 0.1) / l * (p[2] - p[0])
+    np.testing.assert_allclose(out[0], p[0] + 0.5 * (c1 + c2), atol=1e-15)
+    assert moved.all()
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 3)) * 0.05
+    p = x + rng.normal(size=(40, 3)) * 0.02
+    edges = np.array(sorted({tuple(sorted(e)) for e in rng.integers(0, 38, size=(120, 2)) if e[0] != e[1]}))
+    weld = np.arange(40)
+    weld[38], weld[39] = 3, 7
+    p[38], p[39], x[38], x[39] = p[3], p[7], x[3], x[7]
+    ring = one_ring(40, edges, weld)
+    a, ma = stretch_limit(p, x, ring, 0.1)
+    b, mb = stretch_limit_numpy(p, x, ring, 0.1)
+    np.testing.assert_allclose(a, b, atol=1e-15)
+    np.testing.assert_array_equal(ma, mb)
+    np.testing.assert_array_equal(a[38], a[3])
+    with pytest.raises(KisekaeError, match="stretch"):
+        stretch_limit(p, x, ring, -0.1)
+    with pytest.raises(KisekaeError, match="ring"):
+        stretch_limit(p[:39], x[:39], ring, 0.1)
+
+
 def test_one_ring_gives_seam_duplicates_their_representative_ring():
     ptr, idx = one_ring(4, [[0, 1], [1, 2]], weld=[0, 1, 2, 1])
     ring = [sorted(idx[ptr[i]:ptr[i + 1]].tolist()) for i in range(4)]
@@ -137,6 +186,33 @@ def test_runtime_numpy_equals_numba_and_beats_the_capsule_path(contact_avatar, t
     assert ours["inside_count"] * 4 <= caps["inside_count"] < before["inside_count"]
     assert ours["flipped_faces"] < caps["flipped_faces"]
     assert ours["strain_p99"] < caps["strain_p99"]
+
+
+def test_stretch_limit_removes_spikes_in_the_crouch(contact_avatar, tights_candidates):
+    """Crouch tights: the limit passes lower the stretch of the worst edges without letting more vertices inside, and
+    the runtime with them still equals the NumPy reference."""
+    from kisekae.fit.fix import params_for
+    from kisekae.fit.runtime import garment_chord, garment_ring
+    from kisekae.qa.check import check_pose
+
+    av = contact_avatar
+    pose = named_pose(av.skeleton, "crouch")
+    m = pose.skinning_matrices(av.skeleton)
+    body = av.body.posed(m).astype(np.float64)
+    faces = av.body.mesh.faces
+    nb = vertex_normals(body, faces).astype(np.float64)
+    x = av.part("tights").posed(m)
+    args = (x, tights_candidates, garment_ring(av, "tights"), body, nb, faces, params_for("tights", None))
+    chord = garment_chord(av, "tights")
+    without = surface_runtime(*args, chord=chord, limit_passes=0)[0]
+    limited = surface_runtime(*args, chord=chord)[0]
+    np.testing.assert_allclose(limited, surface_runtime(*args, chord=chord, numpy=True)[0], atol=1e-9)
+    a, b = (check_pose(av, pose, ["tights"], posed_garments={"tights": g.astype(np.float32)})[0]
+            for g in (without, limited))
+    assert b["strain_p99"] < 0.85 * a["strain_p99"]
+    assert b["inside_count"] <= a["inside_count"] and b["edge_crossings"] <= a["edge_crossings"]
+    with pytest.raises(KisekaeError, match="limit passes"):
+        surface_runtime(*args, limit_passes=-1)
 
 
 def test_moving_the_scene_moves_the_result(contact_avatar, tights_candidates):

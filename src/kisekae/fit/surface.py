@@ -51,6 +51,11 @@ SMOOTH_PASSES = 10
 BLOCK = 64
 #: Largest chord allowance, metres (:func:`chord_allowance`): curvature from vertex normals is noisy at creases.
 CHORD_CAP = 0.003
+#: Stretch limit of :func:`stretch_limit`: an edge may grow to ``1 + STRETCH_LIMIT`` times its skinned length.
+STRETCH_LIMIT = 0.1
+#: Passes of stretch limiting, each followed by the push of the vertices it moved, at the end of
+#: :func:`surface_runtime`.
+LIMIT_PASSES = 4
 
 
 @dataclass
@@ -466,11 +471,93 @@ def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
                           np.empty_like(d))
 
 
+def _limit_inputs(points, skinned, ring, stretch):
+    p = _f64(points, (len(points), 3), "garment vertices")
+    x = _f64(skinned, p.shape, "skinned garment vertices")
+    ptr, idx = (np.asarray(a, dtype=np.int64) for a in ring)
+    if len(ptr) != len(p) + 1:
+        raise KisekaeError(f"one-ring of {len(ptr) - 1} vertices for {len(p)}", "ring")
+    if not (np.isfinite(stretch) and stretch >= 0):
+        raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch limit")
+    return p, x, ptr, idx
+
+
+def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
+    """One Jacobi pass of stretch limiting (Provot 1995), NumPy reference.
+
+    For every vertex ``i`` and each neighbour ``j`` of its one-ring whose edge is longer than ``1 + stretch`` times
+    its skinned length, the correction ``c_ij = (l − (1 + stretch) l0) / (2 l) · (p_j − p_i)`` (half the excess,
+    towards ``j``), with ``l = |p_j − p_i|`` and ``l0 = |x_j − x_i|``; the vertex moves by the mean of its
+    corrections. Both ends of an over-stretched edge meet halfway to the limit; edges may shrink freely.
+
+    Parameters
+    ----------
+    points : (N, 3) garment vertices after the push, metres
+    skinned : (N, 3) the same vertices skinned (the edge lengths to keep), metres
+    ring : :func:`one_ring` of the garment
+    stretch : float, allowed relative stretch (``STRETCH_LIMIT``)
+
+    Returns
+    -------
+    new_points : (N, 3) float64; moved : (N,) bool, True where at least one edge was over the limit
+    """
+    p, x, ptr, idx = _limit_inputs(points, skinned, ring, stretch)
+    count = np.diff(ptr)
+    owner = np.repeat(np.arange(len(p)), count)
+    dp = p[idx] - p[owner]
+    length = np.linalg.norm(dp, axis=1)
+    rest = (1.0 + stretch) * np.linalg.norm(x[idx] - x[owner], axis=1)
+    over = length > rest
+    k = np.where(over, 0.5 * (length - rest) / np.where(over, length, 1.0), 0.0)
+    acc = np.zeros_like(p)
+    np.add.at(acc, owner, k[:, None] * dp)
+    n_over = np.bincount(owner, weights=over.astype(np.float64), minlength=len(p))
+    moved = n_over > 0
+    return np.where(moved[:, None], p + acc / np.maximum(n_over, 1.0)[:, None], p), moved
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _limit_kernel(p, x, ptr, idx, scale, out, moved):
+    for i in range(p.shape[0]):
+        ax = ay = az = 0.0
+        c = 0
+        for e in range(ptr[i], ptr[i + 1]):
+            j = idx[e]
+            dx, dy, dz = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1], p[j, 2] - p[i, 2]
+            length = np.sqrt(dx * dx + dy * dy + dz * dz)
+            rest = scale * np.sqrt((x[j, 0] - x[i, 0]) ** 2 + (x[j, 1] - x[i, 1]) ** 2 + (x[j, 2] - x[i, 2]) ** 2)
+            if length > rest:
+                k = 0.5 * (length - rest) / length
+                ax += k * dx
+                ay += k * dy
+                az += k * dz
+                c += 1
+        moved[i] = c > 0
+        if c > 0:
+            out[i, 0] = p[i, 0] + ax / c
+            out[i, 1] = p[i, 1] + ay / c
+            out[i, 2] = p[i, 2] + az / c
+        else:
+            out[i, 0] = p[i, 0]
+            out[i, 1] = p[i, 1]
+            out[i, 2] = p[i, 2]
+
+
+def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
+    """:func:`stretch_limit_numpy` as a Numba kernel (one core)."""
+    p, x, ptr, idx = _limit_inputs(points, skinned, ring, stretch)
+    out = np.empty_like(p)
+    moved = np.empty(len(p), dtype=np.bool_)
+    _limit_kernel(p, x, ptr, idx, 1.0 + float(stretch), out, moved)
+    return out, moved
+
+
 def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_normals, body_faces,
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                    passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None):
-    """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again,
-    the total capped at maxPush.
+                    passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
+                    stretch: float = STRETCH_LIMIT):
+    """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
+    ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; the total capped at maxPush.
 
     Parameters
     ----------
@@ -480,21 +567,35 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     passes : int, smoothing passes (0: one push only... then the second push finds nothing left to do)
     numpy : bool, use the NumPy references instead of the Numba kernels
     chord : (N,) :func:`garment_chords`, or None: no chord allowance
+    limit_passes : int, stretch-limit passes (0: none)
+    stretch : float, the stretch limit's allowed relative stretch against the skinned edge lengths
 
     Returns
     -------
     new_points : (N, 3) float64 with ``|new − points| <= max_push``; push : (N,) metres
+
+    Notes
+    -----
+    Pushes along diverging normals (both sides of a crease, a limb that one vertex leaves on one side and its
+    neighbour on the other) stretch single edges to several times their length: spikes. The stretch limit pulls
+    the two ends of such an edge back towards each other, and the push that follows keeps each moved vertex out
+    of the body, so the push always has the last word.
     """
     params = params or PushParams()
     x = _f64(points, (len(points), 3), "garment vertices")
+    if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
+        raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
         first = surface_push_numpy(x, *args, chord=chord)[0]
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
+        for _ in range(limit_passes):
+            limited, moved = stretch_limit_numpy(new, x, ring, stretch)
+            new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
     else:
-        # the body's spheres and curvature are the same for both pushes: made once
+        # the body's spheres and curvature are the same for every push: made once
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
         frame = _body_frame(v, nb, f, chord is not None)
         ch = np.zeros(len(x)) if chord is None else np.ascontiguousarray(_chords(chord, len(x)))
@@ -504,5 +605,8 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != x, axis=1)), *push)[0]
+        for _ in range(limit_passes):
+            limited, moved = stretch_limit(new, x, ring, stretch)
+            new = _push(limited, np.flatnonzero(moved), *push)[0]
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)

@@ -27,6 +27,7 @@ KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, pu
                        (with and without the chord allowance)
 KisekaeBodyCurvature   kisekae.fit.surface.body_curvature          1e-5 relative (of max(kv, 1/m))
 KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
+KisekaeStretchLimit    kisekae.fit.surface.stretch_limit_numpy     1e-5 m, moved flags exact
 =====================  ==========================================  =============================
 
 Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
@@ -968,6 +969,21 @@ def smooth_strip_checks():
     return [Check("smooth push strip (analytic) 2 passes", _err(X.gpu_smooth_push(d, ring, 2), want), TOL_SURFACE, 6)]
 
 
+def stretch_pair_checks():
+    """Analytic stretch limit: an edge of 10 cm stretched to 20 cm meets halfway at 11 cm (each end moves 4.5 cm),
+    an edge 5 % long and one shortened by half stay where they are."""
+    from ..fit.surface import one_ring
+
+    x = np.array([[0, 0, 0], [0.1, 0, 0], [1, 0, 0], [1.1, 0, 0], [2, 0, 0], [2.1, 0, 0]], dtype=np.float64)
+    p = x.copy()
+    p[1, 0], p[3, 0], p[5, 0] = 0.2, 1.105, 2.05
+    want = p.copy()
+    want[0, 0], want[1, 0] = 0.045, 0.155
+    got, moved = X.gpu_stretch_limit(p, x, one_ring(6, [[0, 1], [2, 3], [4, 5]]), 0.1)
+    flags_ok = moved.tolist() == [True, True, False, False, False, False]
+    return [Check("stretch limit pair (analytic)", _err(got, want) if flags_ok else np.inf, TOL_SURFACE, 6)]
+
+
 def _surface_reference(vec, case: dict, reach, chord: bool = False):
     """:func:`kisekae.fit.surface.surface_push_numpy` of :func:`surface_vectors` ``vec`` for one case (with the
     garment's chords when ``chord``), memoised."""
@@ -1020,7 +1036,7 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     allowance (``chord=garment_chords(mesh)``, the body curvature from ``KisekaeBodyCurvature``, itself checked
     against :func:`~kisekae.fit.surface.body_curvature`), and ``KisekaeSmoothPush`` (1 and 10 passes) against
     :func:`~kisekae.fit.surface.smooth_push_numpy` on the built-in avatar (:func:`surface_vectors`)."""
-    from ..fit.surface import SMOOTH_PASSES, one_ring, smooth_push_numpy
+    from ..fit.surface import SMOOTH_PASSES, one_ring, smooth_push_numpy, stretch_limit_numpy
 
     checks = []
     for pose in poses:
@@ -1041,12 +1057,20 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
                                 lambda: smooth_push_numpy(d.astype(np.float64), ring, passes))
                     checks.append(Check(f"smooth push {pose} {garment} {part} {passes} passes",
                                         _err(X.gpu_smooth_push(d, ring, passes), ref), TOL_SURFACE, len(d)))
+            # the stretch limit over the pushed vertices (pushes along diverging normals stretch some edges)
+            pushed = _surface_reference(vec, *SURFACE_CASES[0])[0]
+            for part, sl in (("skinned", slice(0, k)), ("jittered", slice(k, None))):
+                ref, rmoved = stretch_limit_numpy(pushed[sl], pts[sl], ring)
+                got, moved = X.gpu_stretch_limit(pushed[sl], pts[sl], ring)
+                checks.append(Check(f"stretch limit {pose} {garment} {part} ({int(rmoved.sum())} moved)",
+                                    max(_err(got, ref), 0.0 if np.array_equal(moved, rmoved) else np.inf),
+                                    TOL_SURFACE, len(ref)))
     return checks
 
 
 def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push and its smoothing (``kisekae_surface.hlsl``): analytic cases, then the built-in avatar."""
-    return (surface_sheet_checks() + smooth_strip_checks() + surface_chord_checks()
+    return (surface_sheet_checks() + smooth_strip_checks() + stretch_pair_checks() + surface_chord_checks()
             + surface_avatar_checks(poses, garments))
 
 

@@ -45,6 +45,7 @@ MODES = {
     "surface_push": 16,
     "smooth_push": 17,
     "body_curvature": 18,
+    "stretch_limit": 19,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -790,6 +791,52 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
     return o0[:, :3], o0[:, 3], clear
 
 
+def _ring_rows(ring, n: int):
+    """The one-ring ``(ptr, idx)`` of ``n`` vertices, checked, as the harness's rows: ranges (n, 4) and neighbours."""
+    ptr, idx = (np.asarray(a) for a in ring)
+    if ptr.shape != (n + 1,) or idx.ndim != 1 or not (np.issubdtype(ptr.dtype, np.integer)
+                                                    and np.issubdtype(idx.dtype, np.integer)):
+        raise KisekaeError(f"expected integer ptr ({n + 1},) and idx (E,), got {ptr.shape} and {idx.shape}", "ring")
+    if ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
+        raise KisekaeError("ptr must start at 0, not decrease and end at len(idx)", "ring")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise KisekaeError(f"neighbour ids must be in 0..{n - 1}", "ring")
+    if max(n, len(idx)) >= _MAX_FLOAT_ID:
+        raise KisekaeError("more than 2^24 vertices or ring entries do not pass through float32 ids exactly", "ring")
+    neighbours = np.zeros((max(len(idx), n), 4), np.float32)
+    neighbours[: len(idx), 0] = idx
+    return _vec4(n, ptr[:-1], np.diff(ptr)), neighbours
+
+
+def gpu_stretch_limit(points, skinned, ring, stretch: float = 0.1):
+    """``KisekaeStretchLimit`` on the GPU, one pass: :func:`kisekae.fit.surface.stretch_limit_numpy`.
+
+    Parameters
+    ----------
+    points : (N, 3) array_like, garment vertices after the push (m)
+    skinned : (N, 3) array_like, the same vertices skinned (m)
+    ring : (ptr (N+1,), idx (E,)), the one-ring in CSR form (:func:`kisekae.fit.surface.one_ring`)
+    stretch : float, allowed relative stretch (>= 0)
+
+    Returns
+    -------
+    new_points : (N, 3) float32; moved : (N,) bool
+    """
+    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
+    p = as_points(points, "garment vertices", dtype=np.float32)
+    if p.shape != x.shape:
+        raise KisekaeError(f"{len(p)} points for {len(x)} skinned vertices", "points")
+    if not (np.isfinite(stretch) and stretch >= 0):
+        raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch")
+    n = len(p)
+    ranges, neighbours = _ring_rows(ring, n)
+    if not n:
+        return p.copy(), np.zeros(0, bool)
+    o0, _ = _run("stretch_limit", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=neighbours, in3=_vec4(n, x),
+                 params=[[float(stretch), 0.0, 0.0, 0.0]])
+    return x + o0[:, :3], o0[:, 3] > 0.5
+
+
 def gpu_smooth_push(displacement, ring, passes: int = 10):
     """``KisekaeSmoothPush`` on the GPU, one dispatch per pass (Jacobi, as an engine ping-pongs two buffers):
     :func:`kisekae.fit.surface.smooth_push_numpy`.
@@ -809,22 +856,10 @@ def gpu_smooth_push(displacement, ring, passes: int = 10):
     """
     d = as_points(displacement, "displacement", dtype=np.float32)
     n = len(d)
-    ptr, idx = (np.asarray(a) for a in ring)
-    if ptr.shape != (n + 1,) or idx.ndim != 1 or not (np.issubdtype(ptr.dtype, np.integer)
-                                                    and np.issubdtype(idx.dtype, np.integer)):
-        raise KisekaeError(f"expected integer ptr ({n + 1},) and idx (E,), got {ptr.shape} and {idx.shape}", "ring")
-    if ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
-        raise KisekaeError("ptr must start at 0, not decrease and end at len(idx)", "ring")
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise KisekaeError(f"neighbour ids must be in 0..{n - 1}", "ring")
-    if max(n, len(idx)) >= _MAX_FLOAT_ID:
-        raise KisekaeError("more than 2^24 vertices or ring entries do not pass through float32 ids exactly", "ring")
+    ranges, neighbours = _ring_rows(ring, n)
     passes = int(passes)
     if passes < 0:
         raise KisekaeError(f"must be >= 0, got {passes}", "passes")
-    ranges = _vec4(n, ptr[:-1], np.diff(ptr))
-    neighbours = np.zeros((max(len(idx), n), 4), np.float32)
-    neighbours[: len(idx), 0] = idx
     for _ in range(passes if n else 0):
         o0, _ = _run("smooth_push", "constants", n, in0=_vec4(n, d), in1=ranges, in2=neighbours)
         d = o0[:, :3].copy()

@@ -25,6 +25,10 @@
 // Smoothing (KisekaeSmoothPush, one pass; an engine ping-pongs two displacement buffers): with d the vertex's
 // displacement (corrected minus skinned, m) and a the mean displacement of its one-ring,
 //   d' = (d + a) / 2 if |a|^2 > |d|^2, else d      (a push spreads to the neighbours and never shrinks).
+// Stretch limit (KisekaeStretchLimit, one pass; kisekae.fit.surface.stretch_limit_numpy), after the second push:
+// with p = x + d (x skinned), for every one-ring edge (v, j) with l = |p_j - p_v| > (1 + stretch) |x_j - x_v|,
+//   c_j = (l - (1 + stretch) |x_j - x_v|) / (2 l) (p_j - p_v);   d' = d + mean of the c_j (d' = d if there are none)
+// and each vertex it moved is pushed again (KisekaeSurfacePush of x + d').
 // Units are metres; positions in the body's (posed) space.
 // Data macros (optional; the functions that need them are compiled only when they are defined):
 //   KISEKAE_LOAD_SURFACE_TRIANGLE(v, k)  uint3, body vertex ids of garment vertex v's candidate k (an expression)
@@ -32,6 +36,8 @@
 //   KISEKAE_LOAD_RING_RANGE(v)           uint2, (start, count) of vertex v's one-ring in the neighbour list
 //   KISEKAE_LOAD_RING(e)                 uint, neighbour id at entry e of that list (kisekae.fit.surface.one_ring)
 //   KISEKAE_LOAD_DISPLACEMENT(j)         float3, displacement of garment vertex j from the previous pass (m)
+//   KISEKAE_LOAD_GARMENT_SKINNED(j)      float3, skinned position of garment vertex j (m; KisekaeStretchLimit,
+//                                        compiled when it and the ring macros are defined)
 //   KISEKAE_LOAD_BODY_CURVATURE(i)       float, kv of body vertex i this frame (1/m; KisekaeBodyCurvature's output).
 //                                        Define it with the candidates; undefined, it reads 0.0 (no allowance)
 //   KISEKAE_LOAD_BODY_FACE_RANGE(i)      uint2, (start, count) of body vertex i's triangles in the list below
@@ -255,6 +261,38 @@ float3 KisekaeSmoothPush(uint v)
     float3 avg = sum / (float)range.y;
     return dot(avg, avg) > dot(d, d) ? 0.5 * (d + avg) : d;
 }
+
+#ifdef KISEKAE_LOAD_GARMENT_SKINNED
+// One Jacobi pass of the stretch limit (kisekae.fit.surface.stretch_limit_numpy, Provot 1995) for garment vertex v:
+// its new displacement (m) from the previous pass's displacements (KISEKAE_LOAD_DISPLACEMENT) and the skinned
+// garment (KISEKAE_LOAD_GARMENT_SKINNED, m). Each one-ring edge longer than (1 + stretch) times its skinned length
+// pulls v towards the neighbour by half the excess; v moves by the mean of those pulls. `moved` tells whether any
+// edge was over the limit (the engine then pushes v again: KisekaeSurfacePush has the last word).
+float3 KisekaeStretchLimit(uint v, float stretch, out bool moved)
+{
+    float3 x = KISEKAE_LOAD_GARMENT_SKINNED(v);
+    float3 d = KISEKAE_LOAD_DISPLACEMENT(v);
+    float3 p = x + d;
+    uint2 range = KISEKAE_LOAD_RING_RANGE(v);
+    float3 sum = float3(0.0, 0.0, 0.0);
+    uint count = 0u;
+    for (uint e = range.x; e < range.x + range.y; e++)
+    {
+        uint j = KISEKAE_LOAD_RING(e);
+        float3 xj = KISEKAE_LOAD_GARMENT_SKINNED(j);
+        float3 dp = xj + KISEKAE_LOAD_DISPLACEMENT(j) - p;
+        float len = length(dp);
+        float rest = (1.0 + stretch) * length(xj - x);
+        if (len > rest) // then len > 0: no division by zero
+        {
+            sum += (0.5 * (len - rest) / len) * dp;
+            count++;
+        }
+    }
+    moved = count > 0u;
+    return moved ? d + sum / (float)count : d;
+}
+#endif
 #endif
 
 #endif // KISEKAE_SURFACE_HLSL

@@ -56,6 +56,8 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_RING_RANGE(v) ((uint2)gIn1[(v)].xy)
 #define KISEKAE_LOAD_RING(e) ((uint)gIn2[(e)].x)
 #define KISEKAE_LOAD_DISPLACEMENT(j) (gIn0[(j)].xyz)
+// Mode 19 reads displacements and the ring as mode 17, and the skinned garment from gIn3 (xyz).
+#define KISEKAE_LOAD_GARMENT_SKINNED(j) (gIn3[(j)].xyz)
 #include "../kisekae_core.hlsl"
 
 
@@ -343,6 +345,16 @@ void main(uint3 id : SV_DispatchThreadID)
     {
         // one pass of the one-ring smoothing: displacements in gIn0, ring ranges in gIn1, neighbours in gIn2
         y0 = float4(KisekaeSmoothPush(i), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(19)
+    if (gMode == 19u)
+    {
+        // one pass of the stretch limit: displacements in gIn0, ring as mode 17, skinned garment in gIn3,
+        // gParams[0].x = stretch; y0 = (new displacement, 1 if moved else 0)
+        bool moved;
+        float3 d = KisekaeStretchLimit(i, gParams[0].x, moved);
+        y0 = float4(d, moved ? 1.0 : 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(18)
