@@ -16,7 +16,9 @@ Numba on one core except the tiny rig posing:
 The surface path (the default of ``kisekae check --runtime``), measured in the same run on the same
 garment: skin the body, the body contact (:func:`kisekae.avatar.contact.contact_planes`), body normals,
 skin the garment, the surface push (:func:`kisekae.fit.surface.surface_push`), ``SMOOTH_PASSES`` one-ring
-passes (:func:`kisekae.fit.surface.smooth_push`), the push again and the cap, garment normals; its
+passes (:func:`kisekae.fit.surface.smooth_push`), the push again, ``LIMIT_PASSES`` stretch-limit passes
+(:func:`kisekae.fit.surface.stretch_limit`, each with the push of the vertices it moved) and the cap, garment
+normals; its
 candidates are baked once before timing (``--bake-poses`` range-of-motion poses). In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
@@ -54,8 +56,8 @@ from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
 from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runtime  # noqa: E402
 from kisekae.fit.fitting import fit_capsules  # noqa: E402
 from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
-from kisekae.fit.surface import (SMOOTH_PASSES, bake_surface_candidates, one_ring, smooth_push,  # noqa: E402
-                                 surface_push, surface_runtime)
+from kisekae.fit.surface import (LIMIT_PASSES, SMOOTH_PASSES, bake_surface_candidates, one_ring,  # noqa: E402
+                                 smooth_push, stretch_limit, surface_push, surface_runtime)
 
 GARMENTS = ("tights", "skirt")
 
@@ -246,6 +248,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         cn = vertex_normals(cb, bfaces).astype(np.float64)
         first = surface_push(x, cand, cb, cn, bfaces, params)[0]
         smoothed = x + smooth_push(first - x, ring)
+        second = surface_push(smoothed, cand, cb, cn, bfaces, params)[0]
 
         def surface_frame():
             b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
@@ -258,13 +261,18 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
             ("S surface push, one (Numba)", lambda: surface_push(x, cand, cb, cn, bfaces, params)),
             (f"S smoothing, {SMOOTH_PASSES} one-ring passes (Numba)", lambda: smooth_push(first - x, ring)),
             ("S surface push again (Numba)", lambda: surface_push(smoothed, cand, cb, cn, bfaces, params)),
+            ("S stretch limit, one pass (Numba)", lambda: stretch_limit(second, x, ring)),
         ]
         for name, fn in surface_stages:
             w, c = measure(fn, repeat=repeat)
             rows.append([pose_name, name, f"{w * 1e3:.3f}", f"{c * 1e3:.3f}", ""])
         sf = measure(surface_frame, repeat=repeat)
-        rows.append([pose_name, "SURFACE FRAME: skin, contact, normals, push, smooth, push, normals",
-                     f"{sf[0] * 1e3:.3f}", f"{sf[1] * 1e3:.3f}", f"K = {cand.triangles.shape[1]} candidates"])
+        rows.append([pose_name, "SURFACE FRAME: skin, contact, normals, push, smooth, push, limit, normals",
+                     f"{sf[0] * 1e3:.3f}", f"{sf[1] * 1e3:.3f}",
+                     f"K = {cand.triangles.shape[1]} candidates, {LIMIT_PASSES} limit passes (each: limit, push moved)"])
+        nolimit = measure(lambda: surface_runtime(x, cand, ring, cb, cn, bfaces, params, limit_passes=0), repeat=repeat)
+        rows.append([pose_name, "baseline: surface_runtime without the stretch limit", f"{nolimit[0] * 1e3:.3f}",
+                     f"{nolimit[1] * 1e3:.3f}", "correction alone (no skinning, contact or normals)"])
         rows.append([pose_name, "baseline: NumPy garment normals", f"{numpy_normals[0] * 1e3:.3f}",
                      f"{numpy_normals[1] * 1e3:.3f}", "kisekae.geom.normals.vertex_normals_numpy"])
     return rows, {"body_vertices": len(bv0), "garment_vertices": len(gv), "garment_faces": len(gf),

@@ -351,7 +351,8 @@ def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body
     frame = _body_frame(v, nb, f, chord is not None)
     ch = np.zeros(len(p)) if chord is None else np.ascontiguousarray(_chords(chord, len(p)))
     ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
-    return _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach)
+    out, clear = _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach)
+    return out, np.linalg.norm(out - p, axis=1), clear
 
 
 def _body_frame(v, nb, f, curvature: bool) -> tuple:
@@ -367,7 +368,8 @@ def _body_frame(v, nb, f, curvature: bool) -> tuple:
 
 
 def _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach):
-    """The kernel over vertices ``ids`` of validated float64 inputs; :func:`surface_push`'s result."""
+    """The kernel over vertices ``ids`` of validated float64 inputs: :func:`surface_push`'s new points and
+    clearance."""
     reach = params.max_push if reach is None else float(reach)
     up = np.asarray(up, dtype=np.float64)
     prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, *up], dtype=np.float64)
@@ -376,7 +378,7 @@ def _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach):
     clear = np.full(len(p), np.nan)
     _surface_kernel(p, ids, np.ascontiguousarray(candidates.triangles), f, v, nb, spheres, ch, kv, CHORD_CAP, t, s,
                     prm, reach * reach, out, clear)
-    return out, np.linalg.norm(out - p, axis=1), clear
+    return out, clear
 
 
 def one_ring(n: int, edges, weld=None) -> tuple:
@@ -517,17 +519,26 @@ def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _limit_kernel(p, x, ptr, idx, scale, out, moved):
+def _limit_rest2(x, ptr, idx, scale, out):
+    """Squared stretch limit ``(scale |x_j − x_i|)²`` of every ring entry (i, j), from the skinned positions."""
+    for i in range(x.shape[0]):
+        for e in range(ptr[i], ptr[i + 1]):
+            j = idx[e]
+            out[e] = scale * scale * ((x[j, 0] - x[i, 0]) ** 2 + (x[j, 1] - x[i, 1]) ** 2 + (x[j, 2] - x[i, 2]) ** 2)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _limit_kernel(p, ptr, idx, rest2, out, moved):
     for i in range(p.shape[0]):
         ax = ay = az = 0.0
         c = 0
         for e in range(ptr[i], ptr[i + 1]):
             j = idx[e]
             dx, dy, dz = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1], p[j, 2] - p[i, 2]
-            length = np.sqrt(dx * dx + dy * dy + dz * dz)
-            rest = scale * np.sqrt((x[j, 0] - x[i, 0]) ** 2 + (x[j, 1] - x[i, 1]) ** 2 + (x[j, 2] - x[i, 2]) ** 2)
-            if length > rest:
-                k = 0.5 * (length - rest) / length
+            length2 = dx * dx + dy * dy + dz * dz
+            if length2 > rest2[e]:
+                length = np.sqrt(length2)
+                k = 0.5 * (length - np.sqrt(rest2[e])) / length
                 ax += k * dx
                 ay += k * dy
                 az += k * dz
@@ -544,11 +555,14 @@ def _limit_kernel(p, x, ptr, idx, scale, out, moved):
 
 
 def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
-    """:func:`stretch_limit_numpy` as a Numba kernel (one core)."""
+    """:func:`stretch_limit_numpy` as a Numba kernel (one core); the squared limits of the ring's edges are computed
+    first (:func:`surface_runtime` does that once for all its passes), so an edge within the limit costs no root."""
     p, x, ptr, idx = _limit_inputs(points, skinned, ring, stretch)
+    rest2 = np.empty(len(idx))
+    _limit_rest2(x, ptr, idx, 1.0 + float(stretch), rest2)
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
-    _limit_kernel(p, x, ptr, idx, 1.0 + float(stretch), out, moved)
+    _limit_kernel(p, ptr, idx, rest2, out, moved)
     return out, moved
 
 
@@ -605,8 +619,13 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != x, axis=1)), *push)[0]
+        if limit_passes > 0:
+            _, _, ptr, idx = _limit_inputs(new, x, ring, stretch)
+            rest2 = np.empty(len(idx))
+            _limit_rest2(x, ptr, idx, 1.0 + float(stretch), rest2)
+            limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
         for _ in range(limit_passes):
-            limited, moved = stretch_limit(new, x, ring, stretch)
+            _limit_kernel(new, ptr, idx, rest2, limited, moved)
             new = _push(limited, np.flatnonzero(moved), *push)[0]
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
