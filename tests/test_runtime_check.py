@@ -63,6 +63,33 @@ def test_check_runtime_records_and_pop(tmp_path, capsys):
         assert {"flipped_faces", "strain_p99", "self_crossings"} <= set(r)
 
 
+def test_check_inbetweens_measures_pop_between_slerped_poses(tmp_path, capsys):
+    """``--inbetweens 3`` checks the two key poses and two slerped poses between them, with pop_mm from the second
+    on, equal to the change of the correction computed here from independently slerped poses."""
+    from kisekae.render.animation import interpolate_pose
+
+    out_json = tmp_path / "ib.json"
+    code = main(["check", "--runtime", "--pose", "stand", "--pose", "knee_bend", "--inbetweens", "3",
+                 "--garment", "tights", "--json", str(out_json)])
+    capsys.readouterr()
+    assert code == 0
+    recs = [r for r in json.loads(out_json.read_text()) if r["stage"] == "runtime"]
+    assert len(recs) == 4 and recs[0]["pose"] == "stand" and recs[-1]["pose"] == "knee_bend"
+    assert "pop_mm" not in recs[0] and all("pop_mm" in r for r in recs[1:])
+    av = load_builtin_avatar().with_body_contact()
+    a, b = named_pose(av.skeleton, "stand"), named_pose(av.skeleton, "knee_bend")
+    corr = []
+    for t in (1 / 3, 2 / 3):
+        pose = interpolate_pose(a, b, t)
+        fixed = runtime_pose(av, pose, ["tights"])["tights"][0]
+        corr.append(fixed.astype(np.float64) - av.part("tights").posed(pose.skinning_matrices(av.skeleton)))
+    assert abs(recs[2]["pop_mm"] - np.linalg.norm(corr[1] - corr[0], axis=1).max() * 1e3) < 1e-3
+    assert main(["check", "--pose", "stand", "--inbetweens", "3"]) != 0
+    assert "two poses" in capsys.readouterr().err
+    assert main(["check", "--pose", "stand", "--pose", "crouch", "--inbetweens", "0"]) != 0
+    assert "--inbetweens" in capsys.readouterr().err
+
+
 def test_culling_covered_skin_removes_its_poke_through_pixels():
     from kisekae.app.report import add_poke_pixels
 

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import KisekaeError
 from .common import add_avatar_args, add_force_arg, add_push_args, check_outputs, load_avatar, load_poses, push_params
 
 
@@ -28,6 +29,11 @@ def register(sub):
                    help="also run the per-frame path an engine runs (see --runtime-method) and report it with stage 'runtime'; with --pixels also poke_through_pixels_culled, with the "
                         "skin covered in the verification poses culled as the engine does; with --bvh, pop_mm is the largest jump of the "
                         "correction from the previous selected frame")
+    p.add_argument("--inbetweens", type=int, default=1, metavar="N",
+                   help="check N - 1 slerped poses between consecutive poses too (bone rotations slerped, root "
+                        "translation lerped; default 1: the poses only), to see a sparse clip or two named poses "
+                        "as motion: with --runtime, pop_mm is then reported for every pose after the first, e.g. "
+                        "--pose stand --pose crouch --inbetweens 30 for one second at 30 fps")
     p.add_argument("--runtime-method", choices=("surface", "capsules"), default="surface",
                    help="the per-frame method of --runtime: 'surface' (default: each garment vertex kept outside the "
                         "nearest of its baked candidate body triangles, with one-ring smoothing) or 'capsules' (the "
@@ -42,7 +48,7 @@ def register(sub):
 
 
 def _add_pop(record, avatar, pose, positions, previous):
-    """``pop_mm`` against the previous frame's correction of the same garment (clip frames only)."""
+    """``pop_mm`` against the previous frame's correction of the same garment (clip frames and in-betweens only)."""
     from ..fit.runtime import pop_mm
 
     name = record["garment"]
@@ -56,8 +62,16 @@ def run(args) -> int:
     from ..qa.check import format_table, json_record
 
     check_outputs([args.json] if args.json else [], force=args.force)
+    if args.inbetweens < 1:
+        raise KisekaeError(f"must be at least 1, got {args.inbetweens}", "--inbetweens")
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
+    if args.inbetweens > 1:
+        from ..render.animation import inbetween
+
+        if len(poses) < 2:
+            raise KisekaeError("needs at least two poses (--pose, --pose-file, --bvh)", "--inbetweens")
+        poses = inbetween(poses, args.inbetweens)
     records = []
     params = push_params(args)
     previous = {}
@@ -132,6 +146,6 @@ def _stage_records(args, avatar, pose, garments, stage, positions, metrics, prev
         a.update(metrics[a["garment"]])
         if stage == "after" and args.layered:
             a["layered"] = True
-        if stage == "runtime" and args.bvh:
+        if stage == "runtime" and (args.bvh or args.inbetweens > 1):
             _add_pop(a, avatar, pose, positions[a["garment"]], previous)
     return after
