@@ -12,8 +12,8 @@ from kisekae.avatar.poses import named_pose
 from kisekae.errors import KisekaeError
 from kisekae.fit.fix import params_for
 from kisekae.fit.pushout import bias_direction, push_amount
-from kisekae.fit.surface import (CANDIDATES, SMOOTH_PASSES, bake_surface_candidates, body_curvature, chord_allowance,
-                                  garment_chords, one_ring, surface_runtime)
+from kisekae.fit.surface import (CANDIDATES, LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT, bake_surface_candidates,
+                                  body_curvature, chord_allowance, garment_chords, one_ring, surface_runtime)
 from kisekae.geom.closest import closest_point_triangles_numpy
 from kisekae.geom.normals import vertex_normals
 from kisekae.shaders import surface_bake as sb
@@ -51,6 +51,7 @@ def test_bake_round_trips(baked):
     assert header["vertices"] == n and header["bodyVertices"] == nb and header["candidates"] == CANDIDATES
     assert header["version"] == sb.SURFACE_BAKE_VERSION and header["garment"] == "tights"
     assert header["smoothPasses"] == SMOOTH_PASSES and header["bodyTriangles"] == len(av.body.mesh.faces)
+    assert header["limitPasses"] == LIMIT_PASSES == 4 and header["stretchLimit"] == STRETCH_LIMIT == 0.1
     # 16 triples of uint32 per vertex (192 B), the ring (4 B per offset and per entry), the weld map (4 B), the chord
     # (float32, 4 B)
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 48 + (n + 1) + len(ring[1]) + n + n) == 588100
@@ -65,6 +66,24 @@ def test_bake_round_trips(baked):
         np.testing.assert_array_equal(got["chord"], chords.astype(np.float32))
         assert got["chord"].dtype == np.float64 and 0.0 < got["chord"].min() and got["chord"].max() < 0.1
         assert got["k"] == CANDIDATES and got["garment"] == "tights" and got["smooth_passes"] == SMOOTH_PASSES
+        assert got["limit_passes"] == LIMIT_PASSES and got["stretch_limit"] == STRETCH_LIMIT
+        assert type(got["limit_passes"]) is int and type(got["stretch_limit"]) is float
+    # other values round-trip through the header and inline; 0 passes: an engine without the stretch limit
+    other = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chords, weld=av.part("tights").mesh.weld,
+                            n_body_vertices=nb, limit_passes=0, stretch_limit=0.25)
+    assert other["limitPasses"] == 0 and other["stretchLimit"] == 0.25
+    head2 = sb.write_surface_bake(other, head.parent / "other.surface.json")[0]
+    for source in (head2, other):
+        got = _load(source, av)
+        assert got["limit_passes"] == 0 and got["stretch_limit"] == 0.25
+    # a bake of the previous version (without limitPasses / stretchLimit) is refused, as the loader refuses every
+    # other version: it was made for an engine without the stretch limit; kisekae fit writes it again
+    old = {k: v for k, v in header.items() if k not in ("limitPasses", "stretchLimit")}
+    old["version"] = sb.SURFACE_BAKE_VERSION - 1
+    (head.parent / "old.surface.json").write_text(json.dumps(old))
+    with pytest.raises(KisekaeError, match=rf"old\.surface\.json: not a version-{sb.SURFACE_BAKE_VERSION} kisekae "
+                                           rf"surface bake .*version {sb.SURFACE_BAKE_VERSION - 1}; write it again"):
+        _load(head.parent / "old.surface.json", av)
 
 
 def engine_push(p, corners, body, normals, params, tight, soft, up, reach, chord, kv):
@@ -101,9 +120,31 @@ def engine_smooth(d, ptr, idx):
     return out
 
 
+def engine_limit(x, d, ptr, idx, stretch):
+    """One Jacobi pass of KisekaeStretchLimit from the CSR ring and the skinned garment x: per vertex, each one-ring
+    edge longer than (1 + stretch) times its skinned length pulls it towards the neighbour by half the excess; the
+    vertex moves by the mean pull. Returns the new displacements and the moved flags."""
+    out = d.copy()
+    moved = np.zeros(len(d), bool)
+    for v in range(len(d)):
+        p = x[v] + d[v]
+        pull, count = np.zeros(3), 0
+        for j in idx[ptr[v]:ptr[v + 1]]:
+            dp = x[j] + d[j] - p
+            length = np.sqrt(dp @ dp)
+            rest = (1.0 + stretch) * np.linalg.norm(x[j] - x[v])
+            if length > rest:
+                pull += (0.5 * (length - rest) / length) * dp
+                count += 1
+        if count:
+            out[v] = d[v] + pull / count
+            moved[v] = True
+    return out, moved
+
+
 def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0, 0.0)):
     """The engine's frame from the bake: the body curvature, push, bake['smooth_passes'] smoothing dispatches, push,
-    cap."""
+    bake['limit_passes'] stretch-limit dispatches (each pushing the vertices it moved again), cap."""
     up = np.asarray(up, dtype=np.float64)
     x = np.asarray(skinned, dtype=np.float64)
     corners, (ptr, idx), chord = bake["corners"], bake["ring"], bake["chord"]
@@ -112,12 +153,15 @@ def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0,
     d = first - x
     for _ in range(bake["smooth_passes"]):
         d = engine_smooth(d, ptr, idx)
-    new = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv)
-    disp = new - x
-    ln = np.linalg.norm(disp, axis=1)
+    d = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
+    for _ in range(bake["limit_passes"]):
+        d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"])
+        pushed = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
+        d = np.where(moved[:, None], pushed, d)
+    ln = np.linalg.norm(d, axis=1)
     over = ln > params.max_push
-    new[over] = x[over] + disp[over] * (params.max_push / ln[over])[:, None]
-    return new
+    d[over] *= (params.max_push / ln[over])[:, None]
+    return x + d
 
 
 def test_engine_from_the_bake_reproduces_the_runtime(baked):
@@ -139,6 +183,12 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     assert np.abs(ref - plain).max() > 1e-3  # the chord allowance matters here
     ours = engine_frame(skinned, bake, body, normals, faces, params)
     assert np.abs(ours - ref).max() < 1e-8
+    # the stretch limit moves the tights here (not a vacuous comparison), and the bake's limitPasses drives it
+    unlimited = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
+                                limit_passes=0)[0]
+    assert np.abs(ref - unlimited).max() > 1e-3
+    assert np.abs(engine_frame(skinned, {**bake, "limit_passes": 0}, body, normals, faces, params)
+                  - unlimited).max() < 1e-8
 
 
 def _write_binary(path, flat):
@@ -168,8 +218,9 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     header["binary"] = "b.surface.bytes"
     path = case()
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
-    with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-2 kisekae surface bake"):
-        _load(case({"version": 1}), av)  # a bake without chords: write it again
+    for old in (1, 2):  # a bake without chords, one without the stretch limit: write it again
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-3 kisekae surface bake"):
+            _load(case({"version": old}), av)
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
     wrong = rf"b\.surface\.json: baked for {n} garment vertices, the garment has {n + 1}$"
@@ -180,6 +231,15 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     for bad in (-1, 2674.5, "2674", True):
         with pytest.raises(KisekaeError, match="'vertices' must be a non-negative integer"):
             _load(case({"vertices": bad}), av)
+    for bad in (-1, 1.5, "4", True, None):
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: ('limitPasses' must be a non-negative integer|"
+                                               r"missing entry 'limitPasses')"):
+            _load(case({"limitPasses": bad}), av)
+    for bad in (-0.1, float("inf"), float("nan"), "0.1", True, None, 10 ** 400):
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: ('stretchLimit' must be a finite number >= 0|"
+                                               r"missing entry 'stretchLimit')"):
+            _load(case({"stretchLimit": bad}), av)
+    assert _load(case({"stretchLimit": 0}), av)["stretch_limit"] == 0.0  # JSON's integer 0: no stretch allowed
     with pytest.raises(KisekaeError, match="missing entry 'ringEntries'"):
         (tmp_path / "c.surface.json").write_text(json.dumps({k: v for k, v in header.items() if k != "ringEntries"}))
         _load(tmp_path / "c.surface.json", av)
@@ -251,6 +311,12 @@ def test_bad_bakes_are_refused(baked, tmp_path):
         sb.surface_bake(cand, ring, av.body.mesh.faces[:-1], "tights", chord=chord)
     with pytest.raises(KisekaeError, match="chords of tights: need 2674 finite lengths"):
         sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord[:-1])
+    for bad in (-1, 2.0, True):
+        with pytest.raises(KisekaeError, match="limit passes: must be an integer >= 0"):
+            sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord, limit_passes=bad)
+    for bad in (-0.1, np.inf, np.nan, "0.1", False):
+        with pytest.raises(KisekaeError, match="stretch limit: must be a finite number >= 0"):
+            sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord, stretch_limit=bad)
 
 
 def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
@@ -279,8 +345,11 @@ def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
     assert json.loads(head.read_text())["vertices"] == 720
 
 
+# KisekaeStretchLimits, not KisekaeStretchLimit: a kernel named as the core function it calls is an overloaded entry
+# point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
 _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeSurfacePushFirst",
-                  "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeGarmentNormals")
+                  "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeFinish",
+                  "KisekaeGarmentNormals")
 
 
 def _has_surface_core() -> bool:
@@ -307,14 +376,25 @@ def test_compute_kernels_declared_and_dispatched():
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_POSITION",
                   "KISEKAE_LOAD_BODY_NORMAL", "KISEKAE_LOAD_BODY_CURVATURE", "KISEKAE_LOAD_BODY_FACE_RANGE",
-                  "KISEKAE_LOAD_BODY_FACE"):
+                  "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED"):
         assert f"#define {macro}" in text, macro
+    # the macros come before the core: KisekaeStretchLimit is compiled only when KISEKAE_LOAD_GARMENT_SKINNED is
+    assert text.index("#define KISEKAE_LOAD_GARMENT_SKINNED") < text.index('#include "KisekaeCore.hlsl"')
+    assert "KisekaeStretchLimit(v, _KisekaeStretchLimit, moved)" in text
+    assert '"_KisekaeStretchLimit", stretchLimit' in cs
     assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", _chord' in cs
     assert '"_KisekaeBodyCurvature", _bodyCurvature' in cs and '"chord"' in cs
     assert f"#define KISEKAE_SURFACE_CANDIDATES {CANDIDATES}" in text
     assert f"public const int Candidates = {CANDIDATES};" in cs
     assert f"public const int BakeVersion = {sb.SURFACE_BAKE_VERSION};" in cs
     assert f"public int smoothPasses = {SMOOTH_PASSES};" in cs
+    assert f"public int limitPasses = {LIMIT_PASSES};" in cs and f"public float stretchLimit = {STRETCH_LIMIT}f;" in cs
+    assert "public int limitPasses;" in cs and "public float stretchLimit;" in cs  # the header's entries
+    # the order of the dispatches: push, smoothing, push, stretch limit, finish, normals
+    order = [cs.index(f"cmd.DispatchCompute(cs, {k}, ") for k in ("_kPushFirst", "_kSmooth", "_kPushSecond",
+                                                                     "_kStretchLimit", "_kFinish", "_kGarmentNormals")]
+    assert order == sorted(order)
+    assert "pass < limitPasses" in cs
     assert "vertexBufferTarget |= GraphicsBuffer.Target.Raw" in cs and "GetVertexBuffer()" in cs
     # the counts are checked against both meshes, and a mismatch is refused with the object's name
     assert "h.vertices != n" in cs and "h.bodyVertices != nb" in cs and "enabled = false" in cs
@@ -324,10 +404,11 @@ def test_o3de_srg_defines_the_surface_macros():
     srg = SRG.read_text()
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_CURVATURE",
-                  "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE"):
+                  "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
     for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord",
-                   "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles"):
+                   "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
+                   "m_garmentSkinned"):
         assert member in srg, member
 
 
@@ -342,7 +423,8 @@ def test_unity_compute_kernels_compile(tmp_path, kernel):
 
 def test_o3de_surface_macros_compile_with_the_srg_flattened(tmp_path):
     """The SRG's surface macros, with the SRG turned into plain globals (AZSLc is not here), drive the core's
-    KisekaeSurfacePush (with the chord allowance), KisekaeSmoothPush and KisekaeBodyCurvature through glslang."""
+    KisekaeSurfacePush (with the chord allowance), KisekaeSmoothPush, KisekaeStretchLimit and KisekaeBodyCurvature
+    through glslang."""
     if not _has_surface_core():
         pytest.skip("the core has no kisekae_surface.hlsl yet")
     flat = SRG.read_text().replace("#pragma once", "").replace("KisekaeSrg::", "")
@@ -366,12 +448,14 @@ void main(uint3 id : SV_DispatchThreadID)
     float push; float s;
     float3 q = KisekaeSurfacePush(KISEKAE_LOAD_DISPLACEMENT(id.x), id.x, 0.0, 0.0, P, P.maxPush,
                                   m_surfaceChord[id.x], push, s);
-    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x), push + KisekaeBodyCurvature(id.x));
+    bool moved;
+    float3 limited = KisekaeStretchLimit(id.x, 0.1, moved);
+    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x) + limited, push + KisekaeBodyCurvature(id.x) + (moved ? 1.0 : 0.0));
 }
 """)
     c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
     for name in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_bodyCurvature",
-                 "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles"):
+                 "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles", "m_garmentSkinned"):
         assert name in c.glsl, name
 
 
@@ -422,8 +506,9 @@ class _Kernel:
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
                 params, contact=None, mask=(0.0, 0.0)):
-    """KisekaeSurfacePush.cs's frame: the seven kernels with its bindings, its ping-pong and its stride-40 skinned
-    buffers (position, normal, tangent). Returns (positions + push, normals, body positions, body normals), float32
+    """KisekaeSurfacePush.cs's frame: the nine kernels with its bindings, its ping-pong (the smoothing, the second
+    push and the stretch-limit passes, from the bake's counts) and its stride-40 skinned buffers (position, normal,
+    tangent). Returns (positions + push, normals, body positions, body normals), float32
     (N, 4) each, world space, and the body curvature (Nb,)."""
     from kisekae.shaders.execute import gl_context
 
@@ -483,6 +568,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         "_KisekaePush0": np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias], np.float32),
         "_KisekaePush1": np.array([0.0, 0.0, 1.0, 0.0], np.float32),
         "_KisekaeReach": np.float32(params.max_push),
+        "_KisekaeStretchLimit": np.float32(bake["stretch_limit"]),
     }
     if contact is not None:
         for key in ("_KisekaeJointCentre", "_KisekaeJointNormal", "_KisekaeJointRest", "_KisekaeJointRestDir"):
@@ -509,7 +595,14 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
                                               "_KisekaeDisplacementOut": disp[1 - src_i]})
         src_i = 1 - src_i
     kernels["KisekaeSurfacePushSecond"].run(n, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
-                                                     "_KisekaeGarmentPositionsRW": out_pos}, textures)
+                                                     "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
+    src_i = 1 - src_i
+    for _ in range(bake["limit_passes"]):
+        kernels["KisekaeStretchLimits"].run(n, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
+                                                     "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
+        src_i = 1 - src_i
+    kernels["KisekaeFinish"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": disp[src_i],
+                                          "_KisekaeGarmentPositionsRW": out_pos})
     kernels["KisekaeGarmentNormals"].run(n, uni, {**bufs, "_KisekaeGarmentPositions": out_pos,
                                                   "_KisekaeGarmentNormalsRW": out_nrm})
     out = tuple(np.frombuffer(b.read(), np.float32).reshape(-1, 4).copy()
@@ -526,7 +619,7 @@ def _frame_of(T):
 
 @pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
 def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
-    """The seven kernels, bound and dispatched as KisekaeSurfacePush.cs does (ping-pong included), with the body
+    """The nine kernels, bound and dispatched as KisekaeSurfacePush.cs does (ping-pongs included), with the body
     contact, a renderer-to-world transform per mesh and Unity's 40-byte skinned vertices, equal kisekae's runtime
     (surface_runtime on the contact body with the chords runtime_pose passes, crouch) in world space; the body and
     garment normals equal kisekae.geom.normals', the body curvature kisekae.fit.surface.body_curvature."""

@@ -1,13 +1,16 @@
-"""The surface push's data for an engine: what ``KisekaeSurfacePush`` and ``KisekaeSmoothPush`` read per garment.
+"""The surface push's data for an engine: what ``KisekaeSurfacePush``, ``KisekaeSmoothPush`` and ``KisekaeStretchLimit``
+read per garment.
 
 The per-frame garment correction of :mod:`kisekae.fit.surface` needs, per garment vertex, its ``K`` candidate
-body triangles, its chord (the longest rest edge, for the chord allowance) and, for the smoothing passes, the
-garment's welded one-ring. An engine has the body's skinned
+body triangles, its chord (the longest rest edge, for the chord allowance) and, for the smoothing and stretch-limit
+passes, the garment's welded one-ring. An engine has the body's skinned
 vertex buffer but not necessarily its index buffer in a form a compute pass can read, so the bake stores each
 candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k)`` is one load). The document:
 
 - a JSON header (``format``, ``version``, ``garment``, ``vertices``, ``bodyVertices``, ``bodyTriangles``,
-  ``candidates`` K, ``ringEntries``, ``smoothPasses``, the binary's file name, ``layout`` and ``bytes``);
+  ``candidates`` K, ``ringEntries``, ``smoothPasses``, ``limitPasses`` and ``stretchLimit`` (the stretch limit's
+  passes and allowed relative stretch, :data:`kisekae.fit.surface.LIMIT_PASSES` and
+  :data:`~kisekae.fit.surface.STRETCH_LIMIT`), the binary's file name, ``layout`` and ``bytes``);
 - a binary file of little-endian uint32 arrays (the last one float32), one after the other, in the order of
   ``layout``:
 
@@ -25,11 +28,12 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
-whatever scale the engine imported the mesh at.
+whatever scale the engine imported the mesh at. The stretch limit needs no array of its own: it reads the one-ring,
+the skinned garment and the displacements, and compares each edge with its skinned length, which the engine has.
 
 ``kisekae fit -o DIR`` writes ``DIR/<garment>.surface.json`` and ``DIR/<garment>.surface.bytes`` (Unity imports a
 ``.bytes`` file as a binary TextAsset). The built-in tights (2674 vertices, K = 16, 10,650 ring entries): 588,100
-bytes of binary (192 B per vertex of candidates, 20 B per vertex of ring, weld and chord) and a 512-byte header; the
+bytes of binary (192 B per vertex of candidates, 20 B per vertex of ring, weld and chord) and a 553-byte header; the
 same arrays as compact JSON numbers take 816,776 bytes (1.39 times), and an engine would have to parse them.
 :func:`load_surface_bake` reads either form (a header with its binary, or a document whose arrays are inline, as
 :func:`surface_bake` returns it or as JSON lists) and checks it against the meshes.
@@ -45,15 +49,17 @@ import numpy as np
 
 from ..errors import KisekaeError, quote_name
 
-#: Version of the bake document (2: the chords).
-SURFACE_BAKE_VERSION = 2
+#: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
+#: of the frame). Other versions are refused: a version-2 bake was made for an engine without the stretch limit.
+SURFACE_BAKE_VERSION = 3
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
 LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord")
 #: Arrays of float32 values (the others are uint32 ids).
 FLOAT_ARRAYS = ("chord",)
-_HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses")
+_HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
+                  "limitPasses")
 
 
 def _lengths(n: int, k: int, e: int) -> dict:
@@ -69,7 +75,8 @@ def _chords(chord, n: int, source) -> np.ndarray:
 
 
 def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_body_vertices: int | None = None,
-                 weld=None, smooth_passes: int | None = None) -> dict:
+                 weld=None, smooth_passes: int | None = None, limit_passes: int | None = None,
+                 stretch_limit: float | None = None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -85,6 +92,10 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     weld : (N,) int, optional, the garment's ``Mesh.weld`` (default: every vertex its own)
     smooth_passes : int, optional, the smoothing passes the engine runs (default
         :data:`kisekae.fit.surface.SMOOTH_PASSES`)
+    limit_passes : int, optional, the stretch-limit passes the engine runs after the second push, each followed by
+        the push of the vertices it moved (default :data:`kisekae.fit.surface.LIMIT_PASSES`; 0: none)
+    stretch_limit : float, optional, the allowed relative stretch of an edge against its skinned length (default
+        :data:`kisekae.fit.surface.STRETCH_LIMIT`)
 
     Returns
     -------
@@ -95,9 +106,10 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     ------
     KisekaeError
         If the candidates were baked on another body or for another vertex count than the ring, or the ring, the
-        weld map or the chords are malformed.
+        weld map or the chords are malformed, or ``limit_passes`` is not an integer >= 0 or ``stretch_limit`` not a
+        finite number >= 0.
     """
-    from ..fit.surface import SMOOTH_PASSES
+    from ..fit.surface import LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT
 
     f = np.asarray(body_faces, dtype=np.int64)
     if f.ndim != 2 or f.shape[1] != 3 or (f.size and f.min() < 0):
@@ -118,6 +130,10 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     if len(w) != n or (w.size and (w.min() < 0 or w.max() >= n)):
         raise KisekaeError(f"weld map of {len(w)} entries for {n} vertices, or ids out of range", "weld")
     c = _chords(chord, n, f"chords of {garment_name}")
+    limit = _passes(LIMIT_PASSES if limit_passes is None else limit_passes, "limit passes")
+    stretch = _stretch_value(STRETCH_LIMIT if stretch_limit is None else stretch_limit)
+    if stretch is None:
+        raise KisekaeError(f"must be a finite number >= 0, got {stretch_limit!r}", "stretch limit")
     k = int(tri.shape[1])
     corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
     doc = {
@@ -130,6 +146,8 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "candidates": k,
         "ringEntries": int(len(idx)),
         "smoothPasses": int(SMOOTH_PASSES if smooth_passes is None else smooth_passes),
+        "limitPasses": limit,
+        "stretchLimit": stretch,
         "corners": corners,
         "ringPtr": ptr.astype(np.uint32),
         "ringIdx": idx.astype(np.uint32),
@@ -137,6 +155,13 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "chord": c.astype(np.float32),
     }
     return doc
+
+
+def _passes(value, source) -> int:
+    """A pass count given to :func:`surface_bake`: an integer >= 0 (not a bool), or a KisekaeError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise KisekaeError(f"must be an integer >= 0, got {value!r}", source)
+    return int(value)
 
 
 def surface_bake_header(doc: dict, binary_name: str) -> dict:
@@ -197,6 +222,28 @@ def _count(head: dict, key: str, source) -> int:
     return int(value)
 
 
+def _stretch_value(value) -> float | None:
+    """``value`` as a float if it is a finite number >= 0 (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        f = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return f if np.isfinite(f) and f >= 0 else None
+
+
+def _stretch(head: dict, source) -> float:
+    """The header's ``stretchLimit``: a finite number >= 0 (JSON has no inf or nan, but Python's json reads them)."""
+    value = head.get("stretchLimit")
+    if value is None:
+        raise KisekaeError("missing entry 'stretchLimit'", source)
+    stretch = _stretch_value(value)
+    if stretch is None:
+        raise KisekaeError(f"'stretchLimit' must be a finite number >= 0, got {_shown(value)}", source)
+    return stretch
+
+
 def _ids(values, name: str, source) -> np.ndarray:
     """An inline array of non-negative integer ids (list or array) as int64, or a KisekaeError."""
     try:
@@ -248,7 +295,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
 
     Returns
     -------
-    dict with ``version``, ``garment``, ``k``, ``smooth_passes``, ``n_body_triangles``, ``corners`` (N, K, 3)
+    dict with ``version``, ``garment``, ``k``, ``smooth_passes``, ``limit_passes`` (int),
+    ``stretch_limit`` (float), ``n_body_triangles``, ``corners`` (N, K, 3)
     int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
     ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values).
 
@@ -256,7 +304,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     ------
     KisekaeError
         Naming the file (or ``surface bake`` for a document): a missing or unreadable file, another format or
-        version, missing, non-integer or negative counts or data, counts other than the meshes', a binary
+        version, missing, non-integer or negative counts or data (``limitPasses`` included), a ``stretchLimit``
+        that is missing, not a number or not finite and >= 0, counts other than the meshes', a binary
         shorter (truncated) or longer than its header says, ids out of range, a ring that is not CSR, chords that
         are not finite and >= 0.
     """
@@ -274,7 +323,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
         raise KisekaeError("'chord' must be finite lengths >= 0 (m)", source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
-            "smooth_passes": counts["smoothPasses"], "n_body_triangles": counts["bodyTriangles"],
+            "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
+            "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
             "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld, "chord": chord}
 
 
@@ -304,6 +354,7 @@ def _check_counts(head, source, n_garment_vertices: int, n_body_vertices: int) -
                            f"{_shown(head.get('format'))}, version {_shown(head.get('version'))}; write it again "
                            "with kisekae fit)", source)
     counts = {key: _count(head, key, source) for key in _HEADER_COUNTS}
+    counts["stretchLimit"] = _stretch(head, source)
     if counts["vertices"] != n_garment_vertices:
         raise KisekaeError(f"baked for {counts['vertices']} garment vertices, the garment has {n_garment_vertices}",
                            source)

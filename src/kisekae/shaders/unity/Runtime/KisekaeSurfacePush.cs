@@ -11,9 +11,11 @@
 //      area-weighted vertex normals, then its curvature (KisekaeBodyCurvature over the triangles around each
 //      vertex, after the normals)                                                     3 dispatches over the body
 //   2. garment: the skinned vertices to world space, KisekaeSurfacePush with the chord allowance (the baked chord, the
-//      body curvature; displacement A), smoothPasses dispatches of
-//      KisekaeSmoothPush ping-ponging A and B, KisekaeSurfacePush again with the total capped at maxPush, then the
-//      garment's normals over its welded faces                          smoothPasses + 3 dispatches over the garment
+//      body curvature; displacement A), smoothPasses dispatches of KisekaeSmoothPush ping-ponging A and B,
+//      KisekaeSurfacePush again (into the next buffer), limitPasses dispatches of KisekaeStretchLimit (one-ring edges
+//      longer than 1 + stretchLimit times their skinned length pulled back; each vertex it moved pushed again),
+//      ping-ponging the same two buffers, the finish (the total capped at maxPush), then the garment's normals over
+//      its welded faces                                  smoothPasses + limitPasses + 4 dispatches over the garment
 // The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
 // normal) that the garment's renderer gets through a MaterialPropertyBlock as _KisekaeSurfacePositions and
 // _KisekaeSurfaceNormals: Kisekae/ClothURP with "Surface Push" on (keyword KISEKAE_SURFACE_PUSH) draws them by
@@ -48,6 +50,8 @@ namespace Kisekae
         public int candidates;         // K
         public int ringEntries;        // E
         public int smoothPasses;       // what kisekae runs (10)
+        public int limitPasses;        // stretch-limit passes after the second push (4)
+        public float stretchLimit;     // allowed relative stretch of an edge over its skinned length (0.1)
         public string binary;          // the .bytes file's name
         public KisekaeSurfaceBakeArray[] layout;  // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32)
         public long bytes;
@@ -56,7 +60,7 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 2;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 3;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 16;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
@@ -88,11 +92,16 @@ namespace Kisekae
         public float reach = 0f;
         [Tooltip("One-ring smoothing passes between the two pushes (kisekae: 10)")]
         public int smoothPasses = 10;
+        [Tooltip("Stretch-limit passes after the second push, each pushing the vertices it moved again (kisekae: 4)")]
+        public int limitPasses = 4;
+        [Tooltip("Allowed relative stretch of a garment edge over its skinned length (kisekae: 0.1)")]
+        public float stretchLimit = 0.1f;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
 
-        int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kGarmentNormals;
+        int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
+            _kFinish, _kGarmentNormals;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
@@ -122,6 +131,9 @@ namespace Kisekae
             if (!(margin > 0f) || !(maxPush >= margin) || float.IsInfinity(maxPush) || smoothPasses < 0)
                 return $"{who}: margin {margin} m and maxPush {maxPush} m must satisfy 0 < margin <= maxPush, " +
                        $"smoothPasses {smoothPasses} >= 0";
+            if (limitPasses < 0 || !(stretchLimit >= 0f) || float.IsInfinity(stretchLimit))
+                return $"{who}: limitPasses {limitPasses} must be >= 0 and stretchLimit {stretchLimit} a finite " +
+                       "number >= 0";
             if (contact != null && contact.body != body)
                 return $"{who}: the KisekaeBodyContact on '{contact.name}' is for another body";
             KisekaeSurfaceBakeHeader h;
@@ -136,6 +148,9 @@ namespace Kisekae
             if (h == null || h.format != BakeFormat || h.version != BakeVersion)
                 return $"{who}: '{bakeHeader.name}' is not a version-{BakeVersion} kisekae surface bake " +
                        "(write it again with kisekae fit)";
+            if (h.limitPasses < 0 || !(h.stretchLimit >= 0f) || float.IsInfinity(h.stretchLimit))
+                return $"{who}: the bake's limitPasses {h.limitPasses} must be >= 0 and its stretchLimit " +
+                       $"{h.stretchLimit} a finite number >= 0";
             if (h.candidates != Candidates)
                 return $"{who}: the bake has {h.candidates} candidates per vertex, the kernels read {Candidates} " +
                        "(KISEKAE_SURFACE_CANDIDATES)";
@@ -254,6 +269,8 @@ namespace Kisekae
             _kPushFirst = compute.FindKernel("KisekaeSurfacePushFirst");
             _kSmooth = compute.FindKernel("KisekaeSmooth");
             _kPushSecond = compute.FindKernel("KisekaeSurfacePushSecond");
+            _kStretchLimit = compute.FindKernel("KisekaeStretchLimits");
+            _kFinish = compute.FindKernel("KisekaeFinish");
             _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
 
             int n = _nGarment, nb = _nBody, e = _data.Length - (3 * n * Candidates + (n + 1) + n + n);
@@ -439,7 +456,7 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyCurvatureRW", _bodyCurvature);
             cmd.DispatchCompute(cs, _kBodyCurvatures, Groups(_nBody), 1, 1);
 
-            // 2. the garment: push, smoothing passes, push + cap, normals
+            // 2. the garment: push, smoothing passes, push, stretch-limit passes (each with its push), cap, normals
             Vector3 u = up.sqrMagnitude > 0f ? up.normalized : Vector3.up;
             cmd.SetComputeIntParam(cs, "_KisekaeGarmentCount", _nGarment);
             cmd.SetComputeIntParam(cs, "_KisekaeGarmentStride", _garmentVertices.stride);
@@ -448,8 +465,9 @@ namespace Kisekae
             cmd.SetComputeVectorParam(cs, "_KisekaePush0", new Vector4(margin, stiffness, maxPush, skirtBias));
             cmd.SetComputeVectorParam(cs, "_KisekaePush1", new Vector4(0f, u.x, u.y, u.z));
             cmd.SetComputeFloatParam(cs, "_KisekaeReach", reach > 0f ? reach : maxPush);
+            cmd.SetComputeFloatParam(cs, "_KisekaeStretchLimit", stretchLimit);
             Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
-            foreach (int k in new[] { _kPushFirst, _kPushSecond })
+            foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit })  // the kernels that push
             {
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentSkinned", _garmentVertices);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyPositions", _bodyPositions);
@@ -473,8 +491,22 @@ namespace Kisekae
                 (src, dst) = (dst, src);
             }
             cmd.SetComputeBufferParam(cs, _kPushSecond, "_KisekaeDisplacementIn", src);  // the last pass's output
-            cmd.SetComputeBufferParam(cs, _kPushSecond, "_KisekaeGarmentPositionsRW", _positions);
+            cmd.SetComputeBufferParam(cs, _kPushSecond, "_KisekaeDisplacementOut", dst);
             cmd.DispatchCompute(cs, _kPushSecond, Groups(_nGarment), 1, 1);
+            (src, dst) = (dst, src);
+            cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeRingPtr", _ringPtr);
+            cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeRingIdx", _ringIdx);
+            for (int pass = 0; pass < limitPasses; pass++)  // Jacobi, as the smoothing: the same two buffers
+            {
+                cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementIn", src);
+                cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementOut", dst);
+                cmd.DispatchCompute(cs, _kStretchLimit, Groups(_nGarment), 1, 1);
+                (src, dst) = (dst, src);
+            }
+            cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeGarmentSkinned", _garmentVertices);
+            cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeDisplacementIn", src);  // the last pass's output
+            cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeGarmentPositionsRW", _positions);
+            cmd.DispatchCompute(cs, _kFinish, Groups(_nGarment), 1, 1);
             cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentPositions", _positions);
             cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentTriangles", _garmentTriangles);
             cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentVertexFacePtr", _garmentFacePtr);
