@@ -527,6 +527,13 @@ def _limit_rest2(x, ptr, idx, scale, out):
             out[e] = scale * scale * ((x[j, 0] - x[i, 0]) ** 2 + (x[j, 1] - x[i, 1]) ** 2 + (x[j, 2] - x[i, 2]) ** 2)
 
 
+def _squared_limits(x, ptr, idx, stretch) -> np.ndarray:
+    """(E,) float64 squared longest length of every ring entry, from the skinned positions ``x``."""
+    out = np.empty(len(idx))
+    _limit_rest2(x, ptr, idx, 1.0 + float(stretch), out)
+    return out
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _limit_kernel(p, ptr, idx, rest2, out, moved):
     for i in range(p.shape[0]):
@@ -558,8 +565,7 @@ def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     """:func:`stretch_limit_numpy` as a Numba kernel (one core); the squared limits of the ring's edges are computed
     first (:func:`surface_runtime` does that once for all its passes), so an edge within the limit costs no root."""
     p, x, ptr, idx = _limit_inputs(points, skinned, ring, stretch)
-    rest2 = np.empty(len(idx))
-    _limit_rest2(x, ptr, idx, 1.0 + float(stretch), rest2)
+    rest2 = _squared_limits(x, ptr, idx, stretch)
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
     _limit_kernel(p, ptr, idx, rest2, out, moved)
@@ -621,8 +627,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         new = _push(first, np.flatnonzero(np.any(first != x, axis=1)), *push)[0]
         if limit_passes > 0:
             _, _, ptr, idx = _limit_inputs(new, x, ring, stretch)
-            rest2 = np.empty(len(idx))
-            _limit_rest2(x, ptr, idx, 1.0 + float(stretch), rest2)
+            rest2 = _squared_limits(x, ptr, idx, stretch)
             limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
         for _ in range(limit_passes):
             _limit_kernel(new, ptr, idx, rest2, limited, moved)

@@ -122,13 +122,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     if f.size and f.max() >= nb:
         raise KisekaeError(f"body faces use vertex {int(f.max())} of a body of {nb} vertices", "body faces")
     w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
-    source = f"one-ring of {garment_name}"
-    if len(ptr) != n + 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(idx):
-        raise KisekaeError(f"not a CSR ring of {n} vertices ({len(ptr)} offsets, {len(idx)} entries)", source)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise KisekaeError(f"neighbour ids outside 0..{n - 1}", source)
-    if len(w) != n or (w.size and (w.min() < 0 or w.max() >= n)):
-        raise KisekaeError(f"weld map of {len(w)} entries for {n} vertices, or ids out of range", "weld")
+    _check_ring(ptr, idx, w, n, f"one-ring of {garment_name}")
     c = _chords(chord, n, f"chords of {garment_name}")
     limit = _passes(LIMIT_PASSES if limit_passes is None else limit_passes, "limit passes")
     stretch = _stretch_value(STRETCH_LIMIT if stretch_limit is None else stretch_limit)
@@ -155,6 +149,16 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "chord": c.astype(np.float32),
     }
     return doc
+
+
+def _check_ring(ptr, idx, weld, n: int, source: str) -> None:
+    """Raise KisekaeError unless ``(ptr, idx)`` is a CSR one-ring of ``n`` vertices and ``weld`` a map into them."""
+    if len(ptr) != n + 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(idx):
+        raise KisekaeError(f"not a CSR ring of {n} vertices ({len(ptr)} offsets, {len(idx)} entries)", source)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise KisekaeError(f"neighbour ids outside 0..{n - 1}", source)
+    if len(weld) != n or (weld.size and (weld.min() < 0 or weld.max() >= n)):
+        raise KisekaeError(f"weld map of {len(weld)} entries for {n} vertices, or ids out of range", "weld")
 
 
 def _passes(value, source) -> int:
