@@ -160,6 +160,15 @@ def test_bake_holds_the_rest_skin_and_is_reproducible(contact_avatar, tights_can
     assert len(range_of_motion_poses(av.skeleton, 3, seed=4)) == 3
 
 
+def _crouch_frame(av):
+    """The crouch: (pose, skinned tights, posed body float64, its unit normals, body faces)."""
+    pose = named_pose(av.skeleton, "crouch")
+    m = pose.skinning_matrices(av.skeleton)
+    body = av.body.posed(m).astype(np.float64)
+    faces = av.body.mesh.faces
+    return pose, av.part("tights").posed(m), body, vertex_normals(body, faces).astype(np.float64), faces
+
+
 def test_runtime_numpy_equals_numba_and_beats_the_capsule_path(contact_avatar, tights_candidates):
     """Crouch (the seed's deepest verification pose): the surface path leaves far fewer tights vertices
     inside than the capsule path, with fewer flipped faces, and the two implementations agree."""
@@ -168,12 +177,7 @@ def test_runtime_numpy_equals_numba_and_beats_the_capsule_path(contact_avatar, t
     from kisekae.qa.check import check_pose
 
     av = contact_avatar
-    pose = named_pose(av.skeleton, "crouch")
-    m = pose.skinning_matrices(av.skeleton)
-    body = av.body.posed(m).astype(np.float64)
-    faces = av.body.mesh.faces
-    nb = vertex_normals(body, faces).astype(np.float64)
-    x = av.part("tights").posed(m)
+    pose, x, body, nb, faces = _crouch_frame(av)
     ring = garment_ring(av, "tights")
     p = params_for("tights", None)
     fast, push = surface_runtime(x, tights_candidates, ring, body, nb, faces, p)
@@ -196,12 +200,7 @@ def test_stretch_limit_removes_spikes_in_the_crouch(contact_avatar, tights_candi
     from kisekae.qa.check import check_pose
 
     av = contact_avatar
-    pose = named_pose(av.skeleton, "crouch")
-    m = pose.skinning_matrices(av.skeleton)
-    body = av.body.posed(m).astype(np.float64)
-    faces = av.body.mesh.faces
-    nb = vertex_normals(body, faces).astype(np.float64)
-    x = av.part("tights").posed(m)
+    pose, x, body, nb, faces = _crouch_frame(av)
     args = (x, tights_candidates, garment_ring(av, "tights"), body, nb, faces, params_for("tights", None))
     chord = garment_chord(av, "tights")
     without = surface_runtime(*args, chord=chord, limit_passes=0)[0]
