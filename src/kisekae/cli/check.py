@@ -36,7 +36,7 @@ def register(sub):
                         "--pose stand --pose crouch --inbetweens 30 for one second at 30 fps")
     p.add_argument("--runtime-method", choices=("surface", "capsules"), default="surface",
                    help="the per-frame method of --runtime: 'surface' (default: each garment vertex kept outside the "
-                        "nearest of its baked candidate body triangles, with one-ring smoothing) or 'capsules' (the "
+                        "nearest of its baked candidate body triangles, with one-ring smoothing and a stretch limit) or 'capsules' (the "
                         "first path: capsule field, then skin-bound clearance)")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "

@@ -4,8 +4,9 @@ Two methods (:data:`RUNTIME_METHODS`):
 
 - ``"surface"`` (the default): the surface push of :mod:`kisekae.fit.surface` against the posed body
   (skinning, then the body contact) and its normals: each garment vertex is kept outside the nearest of
-  its baked candidate body triangles, with one-ring smoothing passes between two pushes (HLSL:
-  ``KisekaeSurfacePush`` in the vertex stage, the smoothing as a compute pass).
+  its baked candidate body triangles, with one-ring smoothing passes between two pushes and stretch-limit
+  passes after them (HLSL: ``KisekaeSurfacePush``, ``KisekaeSmoothPush`` and ``KisekaeStretchLimit`` as compute
+  passes).
 - ``"capsules"``: the first per-frame path (``KisekaeSkinPushOut``): the capsule field of the fitted rig,
   then the skin-bound clearance against the posed body, the total capped at maxPush
   (:func:`kisekae.fit.bound.push_out_runtime`). Kept for comparison: it leaves 5-10 times more of the
