@@ -183,3 +183,28 @@ def test_screen_box_holds_the_projected_points():
     assert np.all((px[:, 0] >= x) & (px[:, 0] <= x + w) & (px[:, 1] >= y) & (px[:, 1] <= y + h))
     assert w < 200 and h < 200  # a real restriction, not the whole frame
     assert _screen_box(np.array([[0.0, 0.0, 3.5]]), cam, (320, 240)) is None  # behind the camera
+
+
+def _cull_far_half(pf):
+    """The sphere ``pf`` without the triangles facing away from +Z (what culling under a cloth would leave out)."""
+    p, f = pf
+    n = np.cross(p[f[:, 1]] - p[f[:, 0]], p[f[:, 2]] - p[f[:, 0]])
+    return p, f[n[:, 2] > 0]
+
+
+def test_culled_skin_keeps_the_whole_body_for_the_inside_test():
+    """A knee in front of a skirt, drawn with its far half culled, is still outside the cloth: with the whole body as
+    ``solid`` it is not counted (without it the missing back faces read as 'inside'); a body that pokes through
+    the cloth is counted either way."""
+    garment = _item(sphere(radius=0.45, nu=40, nv=20), "garment", "cloth")
+    cam = _front(garment.positions)
+    knee = sphere(center=(0.0, 0.0, 0.75), radius=0.15)
+    culled = _item(_cull_far_half(knee), "body")
+    assert poke_through(_item(knee, "body"), [garment], cam).count == 0
+    assert poke_through(culled, [garment], cam).count > 0  # the artefact the solid body removes
+    assert poke_through(culled, [garment], cam, solid=_item(knee, "body")).count == 0
+    poking = sphere(center=(0.0, 0.0, 0.12), radius=0.40)
+    whole = poke_through(_item(poking, "body"), [garment], cam).count
+    assert whole > 0
+    assert poke_through(_item(_cull_far_half(poking), "body"), [garment], cam, solid=_item(poking, "body")).count \
+        == whole

@@ -490,7 +490,7 @@ def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes
         for name in names:
             keep = ~np.asarray(cull[name], dtype=bool)
             if keep.any():
-                recs += poke_through_report(replace(body, faces=body.faces[keep]), {name: gs[name]}, **kw)
+                recs += poke_through_report(replace(body, faces=body.faces[keep]), {name: gs[name]}, solid=body, **kw)
             else:  # no skin left to show through
                 recs += [{"garment": name, "view": v, "resolution": z if isinstance(z, str) else f"{z[0]}x{z[1]}",
                           "poke_through_pixels": 0} for z in sizes for v in views]

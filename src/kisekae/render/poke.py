@@ -113,7 +113,7 @@ def _split(body, garments):
 
 
 def poke_through(body, garments, camera: Camera, size="720p", *, tolerance_m: float = DEFAULT_TOLERANCE_M,
-                 renderer: Renderer | None = None, _body_pass=None) -> PokeResult:
+                 renderer: Renderer | None = None, solid=None, _body_pass=None) -> PokeResult:
     """Count the body pixels that show through covering garments in one view.
 
     Parameters
@@ -127,6 +127,9 @@ def poke_through(body, garments, camera: Camera, size="720p", *, tolerance_m: fl
     tolerance_m : float, default :data:`DEFAULT_TOLERANCE_M`
         Depth allowance in metres.
     renderer : Renderer, optional
+    solid : DrawItem or list of DrawItem, optional
+        The whole body for the inside test, when ``body`` leaves culled skin out (default: ``body``): culling
+        changes which skin is drawn, not which cloth is inside the body.
 
     Returns
     -------
@@ -136,15 +139,16 @@ def poke_through(body, garments, camera: Camera, size="720p", *, tolerance_m: fl
     body_items, garment_items = _split(body, garments)
     tol = positive(tolerance_m, "tolerance_m", allow_zero=True)
     w, h = _resolution(size)
+    solid_items = None if solid is None else _split(solid, garments)[0]
     covered, poke = r.poke_masks(body_items, garment_items, camera, (w, h), tolerance_m=tol,
-                                 reuse_body=bool(_body_pass))
+                                 reuse_body=bool(_body_pass), solid=solid_items)
     return PokeResult(count=int(poke.sum()), covered=int(covered.sum()), mask=poke, covered_mask=covered,
                       size=(w, h), camera=camera)
 
 
 def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPORT_SIZES, frame_points=None,
                         landmarks=None, tolerance_m: float = DEFAULT_TOLERANCE_M, renderer: Renderer | None = None,
-                        keep_masks: bool = False, progress=None) -> list[dict]:
+                        keep_masks: bool = False, progress=None, solid=None) -> list[dict]:
     """Poke-through pixels per garment, view and resolution.
 
     Parameters
@@ -164,6 +168,8 @@ def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPOR
         Put each :class:`PokeResult` under the key ``"result"`` of its record.
     progress : callable, optional
         Called with no argument after each (view, size, garment).
+    solid : DrawItem or list of DrawItem, optional
+        The whole body for the inside test when ``body`` is drawn with skin left out (:func:`poke_through`).
 
     Returns
     -------
@@ -182,7 +188,7 @@ def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPOR
         for view in views:
             cam = named_camera(view, pts, w / h, landmarks=landmarks)
             for k, (gname, g) in enumerate(garments.items()):
-                res = poke_through(body_items, [g], cam, (w, h), tolerance_m=tolerance_m, renderer=r,
+                res = poke_through(body_items, [g], cam, (w, h), tolerance_m=tolerance_m, renderer=r, solid=solid,
                                    _body_pass=k > 0)  # the body pass of the first garment is reused
                 rec = {"garment": gname, "view": view, "resolution": label, "width": w, "height": h,
                        "covered_pixels": res.covered, "poke_through_pixels": res.count}

@@ -363,9 +363,10 @@ class Renderer:
             t = {"draw": msaa, "read": resolve}
         elif kind == "poke":  # nearest front/back depths of the body and of the garments, R8 verdict
             body = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")])
+            solid = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")])
             garment = ctx.framebuffer(color_attachments=[ctx.texture(size, 2, dtype="f4")])
             verdict = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 1)])
-            t = {"draw": body, "read": body, "garment": garment, "verdict": verdict}
+            t = {"draw": body, "read": body, "solid": solid, "garment": garment, "verdict": verdict}
         else:
             fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 2, dtype="f4")],
                                   depth_attachment=ctx.depth_renderbuffer(size))
@@ -560,7 +561,7 @@ class Renderer:
         ctx.enable(ctx.DEPTH_TEST)
 
     def poke_masks(self, body, garments, camera: Camera, size="720p", *, tolerance_m: float = 1e-4,
-                   reuse_body: bool = False):
+                   reuse_body: bool = False, solid=None):
         """Covered and poke-through masks computed on the GPU (one 8-bit readback).
 
         Same definition as :func:`kisekae.render.poke.poke_mask` on the id/depth passes: a pixel is
@@ -577,6 +578,10 @@ class Renderer:
         tolerance_m : float
         reuse_body : bool
             Keep the body pass of the previous call (same body, camera and size), e.g. per garment.
+        solid : sequence of DrawItem, optional
+            The whole body, for the inside test, when ``body`` is what is drawn with covered skin left out
+            (culling changes what shows, not what is inside: a knee in front of a skirt whose back faces are culled
+            is still outside the cloth). Default: ``body`` itself.
 
         Returns
         -------
@@ -589,6 +594,8 @@ class Renderer:
         t = self._target("poke", (w, h))
         if not reuse_body:
             self._nearest_pass(body, camera, (w, h), t["draw"])
+            if solid is not None:
+                self._nearest_pass([as_item(b) for b in solid], camera, (w, h), t["solid"])
         self._nearest_pass(garments, camera, (w, h), t["garment"])
         ctx = self.ctx
         t["verdict"].use()
@@ -598,8 +605,10 @@ class Renderer:
         ctx.scissor = _screen_box(np.concatenate([g.positions for g in garments]), camera, (w, h))
         t["draw"].color_attachments[0].use(0)
         t["garment"].color_attachments[0].use(1)
+        t["solid" if solid is not None else "draw"].color_attachments[0].use(2)
         self._poke["u_body"].value = 0
         self._poke["u_garment"].value = 1
+        self._poke["u_solid"].value = 2
         self._poke["u_tol"].value = float(tolerance_m)
         self._poke_vao.render(moderngl.TRIANGLES, vertices=3)
         ctx.scissor = None

@@ -208,6 +208,7 @@ void main() { f_nearest = gl_FrontFacing ? vec2(v_depth, 1e30) : vec2(1e30, v_de
 POKE_FS = """
 #version 330
 uniform sampler2D u_body;      // RG32F: nearest front-face and back-face linear depth (m), 1e30 = none
+uniform sampler2D u_solid;     // the same for the whole body (the drawn one may leave culled skin out)
 uniform sampler2D u_garment;
 uniform float u_tol;           // metres
 out float f_verdict;           // 0 free, 0.5 covered by a garment's outside, 1 poke-through
@@ -215,9 +216,10 @@ void main() {
     ivec2 p = ivec2(gl_FragCoord.xy);
     vec2 g = texelFetch(u_garment, p, 0).xy;
     vec2 b = texelFetch(u_body, p, 0).xy;
+    vec2 s = texelFetch(u_solid, p, 0).xy;
     bool covered = g.x < g.y;                  // the nearest garment surface is a front face
-    float nearest = min(b.x, b.y);             // the nearest body surface, either facing
-    bool inside = b.y > g.x;                   // the body's exit (back face) lies beyond the cloth
+    float nearest = min(b.x, b.y);             // the nearest drawn body surface, either facing
+    bool inside = s.y > g.x;                   // the whole body's exit (back face) lies beyond the cloth
     bool poke = covered && nearest < g.x - u_tol && inside;
     f_verdict = poke ? 1.0 : (covered ? 0.5 : 0.0);
 }
