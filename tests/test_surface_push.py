@@ -212,6 +212,8 @@ def test_stretch_limit_removes_spikes_in_the_crouch(contact_avatar, tights_candi
     assert b["inside_count"] <= a["inside_count"] and b["edge_crossings"] <= a["edge_crossings"]
     with pytest.raises(KisekaeError, match="limit passes"):
         surface_runtime(*args, limit_passes=-1)
+    with pytest.raises(KisekaeError, match="stretch limit"):
+        surface_runtime(*args, limit_passes=0, stretch=float("nan"))
 
 
 def test_moving_the_scene_moves_the_result(contact_avatar, tights_candidates):

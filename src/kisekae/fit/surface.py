@@ -605,6 +605,8 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     x = _f64(points, (len(points), 3), "garment vertices")
     if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
         raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
+    if not (np.isfinite(stretch) and stretch >= 0):
+        raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch limit")
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
         first = surface_push_numpy(x, *args, chord=chord)[0]
