@@ -29,6 +29,8 @@ def test_runtime_rows_pictures_and_numbers(contact_avatar):
     assert all(im.shape == (90, 160, 3) and im.dtype == np.uint8 for row in rows for im in row)
     assert [(p["garments"], p["view"], p["method"]) for p in pixels] == [
         (layer, "knees", label) for layer in RUNTIME_LAYERS for label, _ in RUNTIME_COLUMNS]
+    # culling the covered skin never shows more skin through the cloth than drawing the whole body
+    assert all(0 <= p["poke_through_pixels_culled"] <= p["poke_through_pixels"] for p in pixels)
     # the corrections move the tights: their pictures differ from plain skinning's
     tights = rows[0]
     assert all(np.abs(tights[i].astype(int) - tights[0]).sum() > 0 for i in (1, 2))

@@ -16,7 +16,7 @@ from ..render.camera import named_camera
 from ..render.htmlpage import scroll_box
 from ..render.poke import mark_pixels, poke_through
 from ..render.renderer import default_renderer
-from ..render.scene import avatar_items, avatar_landmarks
+from ..render.scene import avatar_items, avatar_landmarks, cull_covered
 from ..render.sheets import comparison_sheet
 
 #: Poses and close-up views of the section.
@@ -48,8 +48,10 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
         the drawn garments marked in magenta
     records : list of dict, per pose, column (``"method"``: ``"skinned"``, ``"capsules"``, ``"surface"``) and
         garment: the :data:`RUNTIME_FIELDS` of :func:`~kisekae.qa.check.check_pose` for those positions
-    pixels : list of dict, one per picture in row order: ``pose``, ``garments`` (drawn), ``view``, ``method`` and
-        ``poke_through_pixels``, the pixels marked (:func:`~kisekae.render.poke.poke_through` at ``size``)
+    pixels : list of dict, one per picture in row order: ``pose``, ``garments`` (drawn), ``view``, ``method``,
+        ``poke_through_pixels``, the pixels marked (:func:`~kisekae.render.poke.poke_through` at ``size``), and
+        ``poke_through_pixels_culled``, the same with the skin the drawn garments cover left out, as the engine
+        glue draws the body (:func:`~kisekae.render.scene.cull_covered`; the inside test on the whole body)
 
     The body is posed as the avatar poses it (``avatar.body.posed``: with its contact step, if it has one).
     The surface candidates, capsule rig and bindings are baked on the first call and cached on ``avatar``.
@@ -82,9 +84,11 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
                     body_item, items = scenes[label]
                     drawn = [items[g] for g in layer]
                     poke = poke_through(body_item, drawn, cam, size, renderer=r)
+                    culled = poke_through(cull_covered(body_item, avatar, layer), drawn, cam, size, renderer=r,
+                                          solid=body_item)
                     row.append(mark_pixels(r.draw([body_item, *drawn], cam, size).rgb, poke.mask, grow=1))
                     pixels.append({"pose": name, "garments": layer, "view": view, "method": label,
-                                   "poke_through_pixels": poke.count})
+                                   "poke_through_pixels": poke.count, "poke_through_pixels_culled": culled.count})
             rows.append(row)
     return rows, records, pixels
 
@@ -119,8 +123,8 @@ def section_runtime(ctx) -> str:
     labels = {"skinned": "skinned", "capsules": "capsule path", "surface": "surface push"}
     cols = [f"{v}: {labels[m]}" for v in RUNTIME_VIEWS for m, _ in RUNTIME_COLUMNS]
     per_row = len(RUNTIME_VIEWS) * len(RUNTIME_COLUMNS)
-    captions = [[f"{p['poke_through_pixels']} px" for p in pixels[i:i + per_row]]
-                for i in range(0, len(pixels), per_row)]
+    captions = [[f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px"
+                 for p in pixels[i:i + per_row]] for i in range(0, len(pixels), per_row)]
     row_labels = [f"{p['pose']}, {' + '.join(p['garments'])}" for p in pixels[::per_row]]
     sheet = comparison_sheet(rows, row_labels=row_labels, col_labels=cols, cell_width=CELL[0],
                              captions=captions, font_size=SHEET_FONT_PX,
@@ -134,7 +138,7 @@ def section_runtime(ctx) -> str:
                    f"<td class='num'>{r['flipped_faces']}</td><td class='num'>{r['strain_p99']:.3f}</td>"
                    f"<td class='num'>{r['strain_max']:.3f}</td></tr>" for r in records)
     nums = "; ".join(f"{p['pose']} {' + '.join(p['garments'])} {p['view']} {labels[p['method']]}: "
-                     f"{p['poke_through_pixels']} px" for p in pixels)
+                     f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px" for p in pixels)
     alt = (f"Close-ups of the {' and '.join(RUNTIME_VIEWS)} in the {' and '.join(RUNTIME_POSES)}, the body in the "
            f"tights alone and in the tights and the skirt, each skinned, corrected by the capsule path and by the "
            f"surface push, skin poking through the garments in magenta ({nums}).")
@@ -142,13 +146,16 @@ def section_runtime(ctx) -> str:
     return ("<h2>The per-frame correction</h2><p>What an engine runs every frame "
             "(<code>kisekae.fit.runtime.runtime_pose</code>). The surface push, the default, keeps each garment "
             "vertex outside the nearest of a few body triangles baked for it over a range of motion, measured "
-            "against the posed body's own surface, with one-ring smoothing between two pushes and a stretch limit that pulls "
-            "over-stretched edges back (each vertex it moves pushed again), so the cloth keeps its shape. The capsule path, the first per-frame method, pushes out of the fitted capsules and then "
+            "against the posed body's own surface, with one-ring smoothing between two pushes and a stretch limit "
+            "that pulls over-stretched edges back (each vertex it moves pushed again), so the cloth keeps its shape. "
+            "The capsule path, the first per-frame method, pushes out of the fitted capsules and then "
             "off the one skin point each vertex is bound to. Garment vertices inside the body, edges crossing it, "
             "flipped faces and stretch (strain against plain skinning) from <code>kisekae check</code>; "
             f"poke-through pixels (skin showing through the garments' outside at {CELL[0]}x{CELL[1]}) in magenta: "
             "they also see the flat garment triangles between the vertices, and the skirt hides the tights, so "
-            "each pose is drawn in the tights alone and in both. The "
+            "each pose is drawn in the tights alone and in both. The pictures draw the whole body; each caption also "
+            "gives the count with the skin under the drawn garments culled, as the engine glue draws it (the "
+            "covered-skin masks that <code>kisekae fit</code> writes). The "
             f"surface candidates are baked once per garment and avatar ({baked}), counted in the timings as a "
             "one-time row of their own.</p>"
             + scroll_box(f"<table><thead>{head}</thead><tbody>{body}</tbody></table>")
