@@ -44,6 +44,15 @@ def as_faces(f, n_vertices: int, name: str = "faces", *, corners: int = 3) -> np
     return arr.astype(np.int32)
 
 
+def as_nonnegative(a, n: int, name: str, *, what: str = "lengths", unit: str = "m") -> np.ndarray:
+    """``a`` as ``(n,)`` float64 finite values >= 0 (per-vertex lengths, curvatures), or a KisekaeError naming
+    ``name`` that says what was wanted (``what``, ``unit``) and how many values came."""
+    arr = np.asarray(a, dtype=np.float64).reshape(-1)
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)) or (arr.size and arr.min() < 0):
+        raise KisekaeError(f"need {n} finite {what} >= 0 ({unit}), got {len(arr)}", name)
+    return arr
+
+
 def as_per_vertex(a, n: int, name: str, *, dtype=np.float64, finite: bool = True) -> np.ndarray:
     """Return a per-vertex array whose first dimension is ``n``."""
     arr = np.ascontiguousarray(a, dtype=dtype)

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
-from ..validate import as_faces, as_points
+from ..validate import as_faces, as_nonnegative, as_points
 from .bound import _f64
 from .pushout import PushParams, _block_push, bias_direction, block_buffers, cap_displacement, push_amount
 
@@ -133,13 +133,6 @@ def _most_frequent(hits, k: int) -> np.ndarray:
         out[v, :len(top)] = top
         out[v, len(top):] = top[0]
     return out
-
-
-def _chords(chord, n: int) -> np.ndarray:
-    c = np.asarray(chord, dtype=np.float64).reshape(-1)
-    if len(c) != n or not np.all(np.isfinite(c)) or (len(c) and c.min() < 0):
-        raise KisekaeError(f"need {n} finite lengths >= 0, got {len(c)}", "chord")
-    return c
 
 
 def garment_chords(mesh) -> np.ndarray:
@@ -247,7 +240,7 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
     sag = 0.0
     if chord is not None:
         kappa = np.einsum("nc,nc->n", bb, body_curvature(v, nb, f)[tri[rows, best]])
-        sag = chord_allowance(_chords(chord, n_pts), kappa)
+        sag = chord_allowance(as_nonnegative(chord, n_pts, "chord"), kappa)
     clear = np.where(dist[rows, best] <= reach, np.einsum("ij,ij->i", p - qb, nrm) - sag, np.inf)
     amount = np.where(np.isfinite(clear), push_amount(np.where(np.isfinite(clear), clear, 1.0), params.margin,
                                                       params.stiffness, params.max_push, t, s, params.skirt_bias), 0.0)
@@ -349,7 +342,7 @@ def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
     frame = _body_frame(v, nb, f, chord is not None)
-    ch = np.zeros(len(p)) if chord is None else np.ascontiguousarray(_chords(chord, len(p)))
+    ch = np.zeros(len(p)) if chord is None else as_nonnegative(chord, len(p), "chord")
     ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
     out, clear = _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach)
     return out, np.linalg.norm(out - p, axis=1), clear
@@ -473,15 +466,24 @@ def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
                           np.empty_like(d))
 
 
+def _check_stretch(stretch) -> None:
+    if not (np.isfinite(stretch) and stretch >= 0):
+        raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch limit")
+
+
+def _ring_arrays(ring, n: int) -> tuple:
+    """``(ptr, idx)`` int64 of the one-ring ``ring`` of ``n`` vertices."""
+    ptr, idx = (np.asarray(a, dtype=np.int64) for a in ring)
+    if len(ptr) != n + 1:
+        raise KisekaeError(f"one-ring of {len(ptr) - 1} vertices for {n}", "ring")
+    return ptr, idx
+
+
 def _limit_inputs(points, skinned, ring, stretch):
     p = _f64(points, (len(points), 3), "garment vertices")
     x = _f64(skinned, p.shape, "skinned garment vertices")
-    ptr, idx = (np.asarray(a, dtype=np.int64) for a in ring)
-    if len(ptr) != len(p) + 1:
-        raise KisekaeError(f"one-ring of {len(ptr) - 1} vertices for {len(p)}", "ring")
-    if not (np.isfinite(stretch) and stretch >= 0):
-        raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch limit")
-    return p, x, ptr, idx
+    _check_stretch(stretch)
+    return (p, x, *_ring_arrays(ring, len(p)))
 
 
 def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
@@ -605,8 +607,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     x = _f64(points, (len(points), 3), "garment vertices")
     if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
         raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
-    if not (np.isfinite(stretch) and stretch >= 0):
-        raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch limit")
+    _check_stretch(stretch)
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
         first = surface_push_numpy(x, *args, chord=chord)[0]
@@ -620,7 +621,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         # the body's spheres and curvature are the same for every push: made once
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
         frame = _body_frame(v, nb, f, chord is not None)
-        ch = np.zeros(len(x)) if chord is None else np.ascontiguousarray(_chords(chord, len(x)))
+        ch = np.zeros(len(x)) if chord is None else as_nonnegative(chord, len(x), "chord")
         push = (candidates, v, nb, frame, ch, t, s, params, up, None)
         first = _push(x, np.arange(len(x), dtype=np.int64), *push)[0]
         if passes > 0:
@@ -628,7 +629,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != x, axis=1)), *push)[0]
         if limit_passes > 0:
-            _, _, ptr, idx = _limit_inputs(new, x, ring, stretch)
+            ptr, idx = _ring_arrays(ring, len(x))
             rest2 = _squared_limits(x, ptr, idx, stretch)
             limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
         for _ in range(limit_passes):

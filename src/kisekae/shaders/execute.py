@@ -18,7 +18,8 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..fit.pushout import PushParams
-from ..validate import as_points
+from ..fit.surface import STRETCH_LIMIT
+from ..validate import as_nonnegative, as_points
 from . import toolchain
 from .limits import MAX_CAPSULES, MAX_HITS, check_capsule_count
 
@@ -677,15 +678,11 @@ def _chord_inputs(chord, curvature, n: int, n_body: int):
     """``(chord (n,), curvature (n_body,))`` float32 of :func:`gpu_surface_push`; zeros without a chord."""
     if chord is None:
         return np.zeros(n, np.float32), np.zeros(n_body, np.float32)
-    c = np.asarray(chord, np.float64).reshape(-1)
-    if c.shape != (n,) or not np.all(np.isfinite(c)) or (c.size and c.min() < 0):
-        raise KisekaeError(f"need {n} finite lengths >= 0 (m), got {c.shape}", "chord")
+    c = as_nonnegative(chord, n, "chord")
     if curvature is None:
         raise KisekaeError("a chord needs the body curvature (gpu_body_curvature or "
                            "kisekae.fit.surface.body_curvature)", "curvature")
-    k = np.asarray(curvature, np.float64).reshape(-1)
-    if k.shape != (n_body,) or not np.all(np.isfinite(k)) or (k.size and k.min() < 0):
-        raise KisekaeError(f"need {n_body} finite values >= 0 (1/m), one per body vertex, got {k.shape}", "curvature")
+    k = as_nonnegative(curvature, n_body, "curvature (one per body vertex)", what="values", unit="1/m")
     return c.astype(np.float32), k.astype(np.float32)
 
 
@@ -808,7 +805,7 @@ def _ring_rows(ring, n: int):
     return _vec4(n, ptr[:-1], np.diff(ptr)), neighbours
 
 
-def gpu_stretch_limit(points, skinned, ring, stretch: float = 0.1):
+def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     """``KisekaeStretchLimit`` on the GPU, one pass: :func:`kisekae.fit.surface.stretch_limit_numpy`.
 
     Parameters
@@ -816,7 +813,7 @@ def gpu_stretch_limit(points, skinned, ring, stretch: float = 0.1):
     points : (N, 3) array_like, garment vertices after the push (m)
     skinned : (N, 3) array_like, the same vertices skinned (m)
     ring : (ptr (N+1,), idx (E,)), the one-ring in CSR form (:func:`kisekae.fit.surface.one_ring`)
-    stretch : float, allowed relative stretch (>= 0)
+    stretch : float, allowed relative stretch (>= 0; default :data:`kisekae.fit.surface.STRETCH_LIMIT`)
 
     Returns
     -------

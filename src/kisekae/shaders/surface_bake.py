@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError, quote_name
+from ..validate import as_nonnegative
 
 #: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
 #: of the frame). Other versions are refused: a version-2 bake was made for an engine without the stretch limit.
@@ -64,14 +65,6 @@ _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ri
 
 def _lengths(n: int, k: int, e: int) -> dict:
     return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n}
-
-
-def _chords(chord, n: int, source) -> np.ndarray:
-    """(n,) float64 finite lengths >= 0 (m), or a KisekaeError."""
-    c = np.asarray(chord, dtype=np.float64).ravel()
-    if len(c) != n or not np.all(np.isfinite(c)) or (c.size and c.min() < 0):
-        raise KisekaeError(f"need {n} finite lengths >= 0 (m), got {len(c)}", source)
-    return c
 
 
 def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_body_vertices: int | None = None,
@@ -123,7 +116,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         raise KisekaeError(f"body faces use vertex {int(f.max())} of a body of {nb} vertices", "body faces")
     w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
     _check_ring(ptr, idx, w, n, f"one-ring of {garment_name}")
-    c = _chords(chord, n, f"chords of {garment_name}")
+    c = as_nonnegative(chord, n, f"chords of {garment_name}")
     limit = _passes(LIMIT_PASSES if limit_passes is None else limit_passes, "limit passes")
     stretch = _stretch_value(STRETCH_LIMIT if stretch_limit is None else stretch_limit)
     if stretch is None:
