@@ -36,7 +36,7 @@ from kisekae.qa.selfcontact import BodySelfContact, signed_volume
 
 warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
 
-POSES = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_forward")
+POSES = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_forward", "arms_up", "twist")
 
 
 def bake_part_fields(rest, faces, owner_bone, cell, margin=0.03, min_vertices=20):
@@ -232,10 +232,12 @@ def main():
     ap.add_argument("--cap", type=float, default=0.0, help="combined: cap every round's move from plain skinning, "
                                                            "metres (0: only the projection's own 5 cm cap)")
     ap.add_argument("--bulge", action="store_true", help="combined: give back the rest volume at the end")
-    ap.add_argument("--candidate", choices=("bisector", "plane", "projection", "combined"), default="bisector",
+    ap.add_argument("--candidate", choices=("bisector", "plane", "projection", "combined", "solve", "solve+plane"),
+                    default="bisector",
                     help="bisector: per-part distance grids (candidate 1); plane: joint bisector planes (3); "
                          "projection: blended rest-level projection (4); combined: 4 and 3 alternated with "
-                         "smoothing of the displacement (5)")
+                         "smoothing of the displacement (5); solve: the continuation from rest "
+                         "(kisekae.avatar.contact_solve, 7); solve+plane: 7 then 3")
     args = ap.parse_args()
     av = load_builtin_avatar()
     body = av.body
@@ -256,6 +258,9 @@ def main():
         order = np.argsort(-body.skin.weights, 1)
         idx = np.take_along_axis(body.skin.indices, order, 1)
         wts = np.take_along_axis(body.skin.weights, order, 1).astype(np.float64)
+    if args.candidate.startswith("solve"):
+        from kisekae.avatar.contact_solve import body_contact_solve
+        solver = body_contact_solve(av)
     sk = av.skeleton
     planes = JointPlanes.from_skin(sk.parents, sk.rest, body.skin.indices, body.skin.weights, rest)
     print(f"{'pose':10s} {'buried':>12s} {'crossings':>12s} {'volume %':>16s} {'max move mm':>11s} {'flipped':>7s}")
@@ -266,6 +271,10 @@ def main():
         minv, rot = np.linalg.inv(mb), np.ascontiguousarray(mb[:, :3, :3])
         if args.candidate == "plane":
             y = plane_contact(x, m, planes, 0.004, args.band)
+        elif args.candidate.startswith("solve"):
+            y = solver(x, m)
+            if args.candidate == "solve+plane":
+                y = plane_contact(y, m, planes, 0.004, args.band)
         elif args.candidate in ("projection", "combined"):
             minv, rot = np.linalg.inv(m), np.ascontiguousarray(m[:, :3, :3])
             y = x

@@ -1,0 +1,621 @@
+"""Offline self-contact solve of the skinned body: a quasi-static continuation from the rest pose.
+
+Linear blend skinning moves each body part on its own, so in a deep pose one part passes into
+another (the calf into the thigh, the thigh into the belly). Where two parts overlap deeply, no
+per-vertex rule can tell which side of the other part a vertex belongs on: that knowledge is in the
+*path* from the rest pose, where nothing overlaps. This solve walks that path:
+
+1. the pose is reached from the rest pose in ``steps`` slerped poses (joint rotations slerped,
+   translations lerped, :func:`kisekae.render.animation.inbetween`);
+2. at each step the skinned body ``x_t`` gets the correction that the previous step ended with
+   (``y = x_t + y_{t-1} − x_{t-1}``);
+3. pairs: every (vertex, triangle) closer than ``detect`` in ``y`` or in ``y_{t-1}``, except
+   a vertex and the triangles within ``exclude`` of it at rest (its own neighbourhood: a fold of one
+   joint is not a contact between two parts);
+4. each pair keeps the side it had at the end of the previous step, where the body was free of
+   contact: ``side = sign(s_{t-1})``, required clearance ``min(gap, |s_{t-1}|)`` (pairs that were
+   already closer than ``gap`` are not pushed apart);
+5. ``iters`` rounds of: every violated pair moves its vertex and the triangle apart along the
+   triangle's normal, half each, the triangle's share split by the closest point's barycentrics
+   (Jacobi: the moves of all pairs are averaged per vertex); then ``smooth_passes`` screened membrane
+   passes over the correction ``y − x_t`` (towards ``1 − screen`` times its one-ring mean, weight
+   ``smooth``), so the contact forms a smooth surface, no single vertex is pulled out of its skin and
+   a push fades within a few rings; finally up to ``FINAL_ROUNDS`` rounds of projection alone.
+
+Pairs where the vertex does not face its triangle (clearance along the normal under ``FACING`` times
+the distance) are left out: their side is not defined.
+
+The step is small, so a pair never passes through in one step unseen, and the side it keeps is the
+one it had where the body was whole. It is a simulation of the skin alone (no inertia, no volume
+term), deterministic: the same pose gives the same body wherever the body stands (within 1e-6 m).
+Without contact the correction is zero: where no pair is violated the membrane has nothing to
+spread, so the result equals plain skinning, and the rest pose is unchanged.
+
+It is offline: about a second a pose on one core for the built-in body. The per-frame path
+cannot run it; what it is for is a reference body for checks and fixes, and the training data of
+pose-space correctives (docs/contact.md, candidate 7).
+
+Functions work on plain arrays: :func:`detect_pairs`, :func:`project_pairs` (Numba) and
+:func:`project_pairs_numpy` (the NumPy reference), :func:`smooth_correction`; :class:`ContactSolveTopology`
+holds what is made once per body; :func:`solve_contact_path` runs the continuation over a list of
+skinned bodies; :func:`pose_path` gives the path to a pose; :func:`body_contact_solve` makes an avatar's
+body ``deform`` of it (:class:`BodyContactSolve`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from ..errors import KisekaeError
+from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
+from ..validate import as_faces, as_points
+
+#: Default slerped steps from the rest pose to the pose.
+STEPS = 10
+#: Default rounds of (projection, smoothing) per step.
+ITERS = 10
+#: Default clearance kept between two parts, metres (room for two cloth layers).
+GAP = 0.004
+#: Default distance below which a (vertex, triangle) pair is a candidate, metres.
+DETECT = 0.012
+#: Default rest distance below which a triangle is the vertex's own neighbourhood, metres.
+EXCLUDE = 0.02
+#: Default weight of the ring mean in one membrane pass over the correction.
+SMOOTH = 0.5
+#: Default screening of the membrane: the fraction of the ring's mean lost per pass (a push fades over a few rings).
+SCREEN = 0.1
+#: Default membrane passes per round.
+SMOOTH_PASSES = 2
+#: A pair counts only where the vertex faces its triangle: the clearance along the normal is at least this
+#: fraction of the distance (an edge or corner seen from the side gives no side).
+FACING = 0.25
+#: Rounds of projection without smoothing at the end of each step.
+FINAL_ROUNDS = 5
+
+
+@dataclass
+class ContactSolveTopology:
+    """What the solve needs of one body, made once: welded vertices, triangles and one-ring.
+
+    Parameters
+    ----------
+    rest : (N, 3) rest positions, metres
+    faces : (F, 3) triangles
+    weld : (N,) int or None, representative of each vertex (seam duplicates move together)
+    orientation : +1 or -1, the sign that turns ``cross(b - a, c - a)`` outward
+
+    Attributes
+    ----------
+    reps : (M,) representative vertex ids; ``inverse`` (N,) maps every vertex to its row in ``reps``
+    tri : (T, 3) int64 triangles on the rows of ``reps`` (degenerate ones after welding dropped)
+    ring_ptr, ring_idx : CSR one-ring of the welded vertices
+    """
+
+    rest: np.ndarray
+    faces: np.ndarray
+    weld: np.ndarray | None = None
+    orientation: float = 1.0
+    reps: np.ndarray = field(init=False)
+    inverse: np.ndarray = field(init=False)
+    tri: np.ndarray = field(init=False)
+    ring_ptr: np.ndarray = field(init=False)
+    ring_idx: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.rest = as_points(self.rest, "body rest vertices").astype(np.float64)
+        self.faces = as_faces(self.faces, len(self.rest), "body faces")
+        n = len(self.rest)
+        weld = np.arange(n) if self.weld is None else np.asarray(self.weld, dtype=np.int64)
+        if weld.shape != (n,) or (n and (weld.min() < 0 or weld.max() >= n)):
+            raise KisekaeError(f"weld must hold {n} vertex ids", "body weld")
+        if self.orientation not in (1, -1, 1.0, -1.0):
+            raise KisekaeError(f"orientation must be +1 or -1, got {self.orientation!r}", "body orientation")
+        self.reps, self.inverse = np.unique(weld, return_inverse=True)
+        t = self.inverse[weld[self.faces]].astype(np.int64)
+        ok = (t[:, 0] != t[:, 1]) & (t[:, 1] != t[:, 2]) & (t[:, 0] != t[:, 2])
+        self.tri = np.ascontiguousarray(t[ok])
+        m = len(self.reps)
+        e = np.concatenate([self.tri[:, [0, 1]], self.tri[:, [1, 2]], self.tri[:, [2, 0]]])
+        e = np.unique(np.sort(np.concatenate([e, e[:, ::-1]]), axis=1), axis=0)
+        src = np.concatenate([e[:, 0], e[:, 1]])
+        dst = np.concatenate([e[:, 1], e[:, 0]])
+        order = np.lexsort((dst, src))
+        self.ring_idx = np.ascontiguousarray(dst[order], dtype=np.int64)
+        self.ring_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=m))]).astype(np.int64)
+
+    @property
+    def rest_welded(self) -> np.ndarray:
+        """(M, 3) rest positions of the welded vertices."""
+        return self.rest[self.reps]
+
+
+# ------------------------------------------------------------------------------------------- pairs
+@numba.njit(cache=True)
+def _cell_keys(p, lo, h, dims):
+    n = p.shape[0]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        ix = min(max(int((p[i, 0] - lo[0]) / h), 0), dims[0] - 1)
+        iy = min(max(int((p[i, 1] - lo[1]) / h), 0), dims[1] - 1)
+        iz = min(max(int((p[i, 2] - lo[2]) / h), 0), dims[2] - 1)
+        keys[i] = (ix * dims[1] + iy) * dims[2] + iz
+    return keys
+
+
+@numba.njit(cache=True)
+def _point_triangle_d2(px, py, pz, p, t, tri):
+    a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+    u, v, w = closest_barycentric(px, py, pz, p[a, 0], p[a, 1], p[a, 2], p[b, 0], p[b, 1], p[b, 2],
+                                  p[c, 0], p[c, 1], p[c, 2])
+    qx = u * p[a, 0] + v * p[b, 0] + w * p[c, 0]
+    qy = u * p[a, 1] + v * p[b, 1] + w * p[c, 1]
+    qz = u * p[a, 2] + v * p[b, 2] + w * p[c, 2]
+    return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+
+
+@numba.njit(cache=True)
+def _pairs_kernel(y, rest, tri, order, keys_sorted, lo, h, dims, radius, exclude, out_v, out_t):
+    r2 = radius * radius
+    e2 = exclude * exclude
+    count = 0
+    for t in range(tri.shape[0]):
+        mn = np.empty(3)
+        mx = np.empty(3)
+        for k in range(3):
+            mn[k] = min(y[tri[t, 0], k], y[tri[t, 1], k], y[tri[t, 2], k]) - radius
+            mx[k] = max(y[tri[t, 0], k], y[tri[t, 1], k], y[tri[t, 2], k]) + radius
+        i0 = min(max(int((mn[0] - lo[0]) / h), 0), dims[0] - 1)
+        i1 = min(max(int((mx[0] - lo[0]) / h), 0), dims[0] - 1)
+        j0 = min(max(int((mn[1] - lo[1]) / h), 0), dims[1] - 1)
+        j1 = min(max(int((mx[1] - lo[1]) / h), 0), dims[1] - 1)
+        k0 = min(max(int((mn[2] - lo[2]) / h), 0), dims[2] - 1)
+        k1 = min(max(int((mx[2] - lo[2]) / h), 0), dims[2] - 1)
+        for ix in range(i0, i1 + 1):
+            for iy in range(j0, j1 + 1):
+                for iz in range(k0, k1 + 1):
+                    key = (ix * dims[1] + iy) * dims[2] + iz
+                    s = np.searchsorted(keys_sorted, key)
+                    while s < keys_sorted.shape[0] and keys_sorted[s] == key:
+                        v = order[s]
+                        s += 1
+                        if v == tri[t, 0] or v == tri[t, 1] or v == tri[t, 2]:
+                            continue
+                        px, py, pz = y[v, 0], y[v, 1], y[v, 2]
+                        if px < mn[0] or px > mx[0] or py < mn[1] or py > mx[1] or pz < mn[2] or pz > mx[2]:
+                            continue
+                        # a corner within ``exclude`` at rest puts the triangle within it too: the cheap test first
+                        near = False
+                        for k in range(3):
+                            c = tri[t, k]
+                            dx = rest[v, 0] - rest[c, 0]
+                            dy = rest[v, 1] - rest[c, 1]
+                            dz = rest[v, 2] - rest[c, 2]
+                            if dx * dx + dy * dy + dz * dz <= e2:
+                                near = True
+                                break
+                        if near:
+                            continue
+                        if _point_triangle_d2(px, py, pz, y, t, tri) >= r2:
+                            continue
+                        if _point_triangle_d2(rest[v, 0], rest[v, 1], rest[v, 2], rest, t, tri) <= e2:
+                            continue  # the vertex's own neighbourhood at rest
+                        if count < out_v.shape[0]:
+                            out_v[count] = v
+                            out_t[count] = t
+                        count += 1
+    return count
+
+
+def detect_pairs(points, rest, tri, radius: float = DETECT, exclude: float = EXCLUDE):
+    """(vertex, triangle) pairs closer than ``radius`` now and farther than ``exclude`` apart at rest.
+
+    Parameters
+    ----------
+    points, rest : (M, 3) current and rest positions of the welded vertices, metres
+    tri : (T, 3) int triangles on those vertices
+    radius, exclude : float, metres
+
+    Returns
+    -------
+    (vertices (P,) int64, triangles (P,) int64), sorted by triangle then vertex; a vertex never pairs
+    with a triangle it is a corner of.
+    """
+    y = np.ascontiguousarray(points, dtype=np.float64)
+    r = np.ascontiguousarray(rest, dtype=np.float64)
+    tri = np.ascontiguousarray(tri, dtype=np.int64)
+    if not len(y) or not len(tri):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    h = max(float(radius), 1e-3) * 2.0
+    lo = y.min(axis=0) - h
+    dims = (np.floor((y.max(axis=0) + h - lo) / h).astype(np.int64) + 1)
+    keys = _cell_keys(y, lo, h, dims)
+    order = np.argsort(keys, kind="stable").astype(np.int64)
+    ks = np.ascontiguousarray(keys[order])
+    cap = 4 * len(y)
+    while True:  # the kernel counts every pair and writes as many as fit: one more call when they did not
+        pv, pt = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        n = _pairs_kernel(y, r, tri, order, ks, lo, h, dims, float(radius), float(exclude), pv, pt)
+        if n <= cap:
+            break
+        cap = n
+    pv, pt = pv[:n], pt[:n]
+    idx = np.lexsort((pv, pt))
+    return pv[idx], pt[idx]
+
+
+def detect_pairs_numpy(points, rest, tri, radius: float = DETECT, exclude: float = EXCLUDE):
+    """:func:`detect_pairs` by brute force over all (vertex, triangle) pairs (NumPy reference; small meshes)."""
+    y = np.asarray(points, dtype=np.float64)
+    r = np.asarray(rest, dtype=np.float64)
+    tri = np.asarray(tri, dtype=np.int64)
+    pv = np.repeat(np.arange(len(y)), len(tri))
+    pt = np.tile(np.arange(len(tri)), len(y))
+    keep = ~(tri[pt] == pv[:, None]).any(axis=1)
+    pv, pt = pv[keep], pt[keep]
+    d = closest_point_triangles_numpy(y[pv], y[tri[pt, 0]], y[tri[pt, 1]], y[tri[pt, 2]])[2]
+    d0 = closest_point_triangles_numpy(r[pv], r[tri[pt, 0]], r[tri[pt, 1]], r[tri[pt, 2]])[2]
+    keep = (d < radius) & (d0 > exclude)
+    pv, pt = pv[keep], pt[keep]
+    idx = np.lexsort((pv, pt))
+    return pv[idx], pt[idx]
+
+
+# ------------------------------------------------------------------------------------------- projection
+def signed_clearance(points, pv, pt, tri, orientation: float = 1.0):
+    """Signed distance of each pair's vertex from its triangle's closest point, along the triangle's outward normal.
+
+    Returns
+    -------
+    s : (P,) metres; normals : (P, 3) unit outward face normals; bary : (P, 3) barycentrics of the closest point
+    """
+    y = np.asarray(points, dtype=np.float64)
+    a, b, c = y[tri[pt, 0]], y[tri[pt, 1]], y[tri[pt, 2]]
+    q, bary, _ = closest_point_triangles_numpy(y[pv], a, b, c)
+    nrm = np.cross(b - a, c - a) * orientation
+    nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-15)[:, None]
+    return np.einsum("ij,ij->i", y[pv] - q, nrm), nrm, np.asarray(bary)
+
+
+def project_pairs_numpy(points, pv, pt, tri, side, need, orientation: float = 1.0):
+    """One Jacobi round of the pair projection, NumPy reference.
+
+    Every pair whose clearance ``side · s`` is below ``need`` moves its vertex by half the shortfall along
+    ``side ·`` the face normal and the triangle's corners by the other half the other way, split by the
+    closest point's barycentrics; each vertex then moves by its summed moves over its summed shares.
+
+    Parameters
+    ----------
+    points : (M, 3) welded positions, metres
+    pv, pt : (P,) pairs (vertex, triangle)
+    tri : (T, 3) triangles
+    side : (P,) +1 or -1, the side each pair keeps
+    need : (P,) metres, the clearance each pair keeps
+    orientation : +1 or -1 (outward normals)
+
+    Returns
+    -------
+    (M, 3) float64 new positions; number of violated pairs
+    """
+    y = np.array(points, dtype=np.float64)
+    if not len(pv):
+        return y, 0
+    s, nrm, bary = signed_clearance(y, pv, pt, tri, orientation)
+    short = need - side * s
+    act = short > 0
+    if not act.any():
+        return y, 0
+    va, ta, sa = pv[act], pt[act], short[act]
+    dirn = nrm[act] * side[act, None]
+    acc = np.zeros_like(y)
+    cnt = np.zeros(len(y))
+    np.add.at(acc, va, 0.5 * sa[:, None] * dirn)
+    np.add.at(cnt, va, 1.0)
+    for k in range(3):
+        w = bary[act, k]
+        np.add.at(acc, tri[ta, k], -0.5 * (sa * w)[:, None] * dirn)
+        np.add.at(cnt, tri[ta, k], w)
+    return y + acc / np.maximum(cnt, 1.0)[:, None], int(act.sum())
+
+
+@numba.njit(cache=True)
+def _project_kernel(y, pv, pt, tri, side, need, orientation, acc, cnt):
+    acc[:] = 0.0
+    cnt[:] = 0.0
+    hits = 0
+    for i in range(pv.shape[0]):
+        v, t = pv[i], pt[i]
+        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+        u, w1, w2 = closest_barycentric(y[v, 0], y[v, 1], y[v, 2], y[a, 0], y[a, 1], y[a, 2], y[b, 0], y[b, 1],
+                                        y[b, 2], y[c, 0], y[c, 1], y[c, 2])
+        abx, aby, abz = y[b, 0] - y[a, 0], y[b, 1] - y[a, 1], y[b, 2] - y[a, 2]
+        acx, acy, acz = y[c, 0] - y[a, 0], y[c, 1] - y[a, 1], y[c, 2] - y[a, 2]
+        nx = (aby * acz - abz * acy) * orientation
+        ny = (abz * acx - abx * acz) * orientation
+        nz = (abx * acy - aby * acx) * orientation
+        nl = max(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-15)
+        nx, ny, nz = nx / nl, ny / nl, nz / nl
+        qx = u * y[a, 0] + w1 * y[b, 0] + w2 * y[c, 0]
+        qy = u * y[a, 1] + w1 * y[b, 1] + w2 * y[c, 1]
+        qz = u * y[a, 2] + w1 * y[b, 2] + w2 * y[c, 2]
+        s = (y[v, 0] - qx) * nx + (y[v, 1] - qy) * ny + (y[v, 2] - qz) * nz
+        short = need[i] - side[i] * s
+        if short <= 0.0:
+            continue
+        hits += 1
+        dx, dy, dz = nx * side[i], ny * side[i], nz * side[i]
+        acc[v, 0] += 0.5 * short * dx
+        acc[v, 1] += 0.5 * short * dy
+        acc[v, 2] += 0.5 * short * dz
+        cnt[v] += 1.0
+        for k, wk in ((a, u), (b, w1), (c, w2)):
+            acc[k, 0] -= 0.5 * short * wk * dx
+            acc[k, 1] -= 0.5 * short * wk * dy
+            acc[k, 2] -= 0.5 * short * wk * dz
+            cnt[k] += wk
+    for i in range(y.shape[0]):
+        m = cnt[i] if cnt[i] > 1.0 else 1.0
+        y[i, 0] += acc[i, 0] / m
+        y[i, 1] += acc[i, 1] / m
+        y[i, 2] += acc[i, 2] / m
+    return hits
+
+
+def project_pairs(points, pv, pt, tri, side, need, orientation: float = 1.0):
+    """:func:`project_pairs_numpy` as a Numba kernel (one core); same contract."""
+    y = np.array(points, dtype=np.float64)
+    acc, cnt = np.empty_like(y), np.empty(len(y))
+    hits = _project_kernel(y, np.ascontiguousarray(pv, dtype=np.int64), np.ascontiguousarray(pt, dtype=np.int64),
+                           np.ascontiguousarray(tri, dtype=np.int64), np.ascontiguousarray(side, dtype=np.float64),
+                           np.ascontiguousarray(need, dtype=np.float64), float(orientation), acc, cnt)
+    return y, int(hits)
+
+
+@numba.njit(cache=True)
+def _smooth_kernel(c, ptr, idx, passes, weight, keep, tmp):
+    n = c.shape[0]
+    for _ in range(passes):
+        for i in range(n):
+            k = ptr[i + 1] - ptr[i]
+            if k == 0:
+                tmp[i, 0], tmp[i, 1], tmp[i, 2] = c[i, 0], c[i, 1], c[i, 2]
+                continue
+            ax = ay = az = 0.0
+            for e in range(ptr[i], ptr[i + 1]):
+                j = idx[e]
+                ax += c[j, 0]
+                ay += c[j, 1]
+                az += c[j, 2]
+            tmp[i, 0] = (1.0 - weight) * c[i, 0] + weight * keep * ax / k
+            tmp[i, 1] = (1.0 - weight) * c[i, 1] + weight * keep * ay / k
+            tmp[i, 2] = (1.0 - weight) * c[i, 2] + weight * keep * az / k
+        c[:, :] = tmp
+    return c
+
+
+def smooth_correction(correction, ring_ptr, ring_idx, passes: int = SMOOTH_PASSES, weight: float = SMOOTH,
+                      screen: float = SCREEN):
+    """``passes`` screened membrane (Jacobi) passes over a correction field.
+
+    Each vertex's correction moves ``weight`` of the way to ``(1 − screen)`` times its ring's mean: a push spreads
+    to the neighbours and fades with every ring, so far from the contacts the correction decays to nothing
+    instead of diffusing over the whole body.
+
+    Parameters
+    ----------
+    correction : (M, 3) metres
+    ring_ptr, ring_idx : CSR one-ring
+    passes : int; weight, screen : float in [0, 1]
+    """
+    c = np.array(correction, dtype=np.float64)
+    return _smooth_kernel(c, np.asarray(ring_ptr, dtype=np.int64), np.asarray(ring_idx, dtype=np.int64), int(passes),
+                          float(weight), 1.0 - float(screen), np.empty_like(c))
+
+
+def smooth_correction_numpy(correction, ring_ptr, ring_idx, passes: int = SMOOTH_PASSES, weight: float = SMOOTH,
+                            screen: float = SCREEN):
+    """:func:`smooth_correction`, NumPy reference."""
+    c = np.array(correction, dtype=np.float64)
+    count = np.diff(ring_ptr)
+    owner = np.repeat(np.arange(len(c)), count)
+    for _ in range(int(passes)):
+        acc = np.zeros_like(c)
+        np.add.at(acc, owner, c[ring_idx])
+        mean = np.where(count[:, None] > 0, acc / np.maximum(count, 1)[:, None], c)
+        c = (1.0 - weight) * c + weight * np.where(count[:, None] > 0, (1.0 - screen) * mean, mean)
+    return c
+
+
+# ------------------------------------------------------------------------------------------- solve
+@dataclass
+class ContactSolveParams:
+    """Settings of the continuation (module docstring); lengths in metres."""
+
+    steps: int = STEPS
+    iters: int = ITERS
+    gap: float = GAP
+    detect: float = DETECT
+    exclude: float = EXCLUDE
+    smooth: float = SMOOTH
+    smooth_passes: int = SMOOTH_PASSES
+    screen: float = SCREEN
+
+    def check(self) -> None:
+        """Raise :class:`KisekaeError` naming the first setting out of range."""
+        for name in ("steps", "iters"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise KisekaeError(f"must be an integer >= 1, got {v!r}", f"contact solve {name}")
+        if isinstance(self.smooth_passes, bool) or not isinstance(self.smooth_passes, (int, np.integer)) \
+                or self.smooth_passes < 0:
+            raise KisekaeError(f"must be an integer >= 0, got {self.smooth_passes!r}", "contact solve smooth_passes")
+        for name in ("gap", "detect", "exclude"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise KisekaeError(f"must be a finite length >= 0, got {v!r}", f"contact solve {name}")
+        if not self.detect > self.gap:
+            raise KisekaeError(f"detect ({self.detect}) must exceed gap ({self.gap})", "contact solve detect")
+        for name in ("smooth", "screen"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and 0 <= v <= 1):
+                raise KisekaeError(f"must lie in [0, 1], got {v!r}", f"contact solve {name}")
+
+
+def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolveParams | None = None, *,
+                       numpy: bool = False) -> np.ndarray:
+    """The continuation over a path of skinned bodies that starts at rest.
+
+    Parameters
+    ----------
+    topology : ContactSolveTopology
+    path : sequence of (N, 3) skinned body positions, metres: the steps after the rest pose, the pose last
+    params : ContactSolveParams or None (defaults); ``params.steps`` is not used here (the path's length is)
+    numpy : bool, run the NumPy references instead of the Numba kernels (pair search included: small meshes only)
+
+    Returns
+    -------
+    (N, 3) float64 positions of the last step, metres (seam duplicates equal)
+    """
+    prm = params or ContactSolveParams()
+    prm.check()
+    topo = topology
+    tri = topo.tri
+    rest = topo.rest_welded
+    project = project_pairs_numpy if numpy else project_pairs
+    smooth = smooth_correction_numpy if numpy else smooth_correction
+    detect = detect_pairs_numpy if numpy else detect_pairs
+    y_prev = rest.copy()
+    x_prev = rest.copy()
+    n_tri = len(tri)
+    for k, target in enumerate(path):
+        x = as_points(target, f"skinned body of step {k + 1}").astype(np.float64)
+        if len(x) != len(topo.rest):
+            raise KisekaeError(f"{len(x)} vertices for a body of {len(topo.rest)}", f"skinned body of step {k + 1}")
+        x = x[topo.reps]
+        y = x + (y_prev - x_prev)
+        a = detect(y, rest, tri, prm.detect, prm.exclude)
+        b = detect(y_prev, rest, tri, prm.detect, prm.exclude)
+        code = np.unique(np.concatenate([a[0] * n_tri + a[1], b[0] * n_tri + b[1]]))
+        pv, pt = code // n_tri, code % n_tri
+        s_prev, _, bary = signed_clearance(y_prev, pv, pt, tri, topo.orientation)
+        q = np.einsum("pk,pkc->pc", bary, y_prev[tri[pt]])
+        d_prev = np.linalg.norm(y_prev[pv] - q, axis=1)
+        keep = np.abs(s_prev) >= FACING * d_prev  # the vertex faces the triangle: its side is well defined
+        pv, pt, s_prev = pv[keep], pt[keep], s_prev[keep]
+        side = np.where(s_prev >= 0.0, 1.0, -1.0)
+        need = np.minimum(prm.gap, np.abs(s_prev))
+        for _ in range(prm.iters):
+            y = project(y, pv, pt, tri, side, need, topo.orientation)[0]
+            if prm.smooth_passes and prm.smooth > 0:
+                y = x + smooth(y - x, topo.ring_ptr, topo.ring_idx, prm.smooth_passes, prm.smooth, prm.screen)
+        for _ in range(FINAL_ROUNDS):
+            y, hits = project(y, pv, pt, tri, side, need, topo.orientation)
+            if not hits:
+                break
+        y_prev, x_prev = y, x
+    return y_prev[topo.inverse]
+
+
+def pose_path(skeleton, skin_matrices, steps: int = STEPS) -> list:
+    """Skinning matrices of ``steps`` poses from the rest pose to the pose of ``skin_matrices``, the pose last.
+
+    The pose is read back from its skinning matrices (bone-local rotations and head offsets, forward
+    kinematics undone bone by bone); each step slerps every local rotation from the identity and scales the
+    offsets, so the bones stay joined along the way, as an animator's in-between would.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    skin_matrices : (B, 4, 4) the pose's skinning matrices
+    steps : int >= 1
+
+    Returns
+    -------
+    list of ``steps`` (B, 4, 4) float64 arrays, the last equal to ``skin_matrices``
+    """
+    from scipy.spatial.transform import Rotation
+
+    from .pose import Pose
+
+    m = np.asarray(skin_matrices, dtype=np.float64)
+    nb = skeleton.n_bones
+    if m.shape != (nb, 4, 4) or not np.all(np.isfinite(m)):
+        raise KisekaeError(f"expected finite ({nb}, 4, 4) skinning matrices, got {m.shape}", "skinning matrices")
+    world = m @ skeleton.rest.astype(np.float64)
+    local_rest = skeleton.local_rest
+    rot = np.empty((nb, 3, 3))
+    off = np.empty((nb, 3))
+    for j, p in enumerate(skeleton.parents):
+        local = world[j] if p < 0 else np.linalg.solve(world[p], world[j])
+        rot[j] = local_rest[j][:3, :3].T @ local[:3, :3]
+        off[j] = local[:3, 3] - local_rest[j][:3, 3]
+    # the read-back rotation is orthonormal to rounding; project it so the rotation vector is well defined
+    u, _, vt = np.linalg.svd(rot)
+    rot = u @ vt
+    vec = Rotation.from_matrix(rot).as_rotvec()
+    out = []
+    for k in range(1, steps):
+        t = k / steps
+        r = Rotation.from_rotvec(vec * t).as_matrix()
+        out.append(Pose(r, np.zeros(3), f"step {k}", off * t).skinning_matrices(skeleton))
+    out.append(m)
+    return out
+
+
+@dataclass
+class BodyContactSolve:
+    """The continuation as a body's ``deform`` (``deform(points, skin_matrices)``, see
+    :class:`kisekae.avatar.avatar.SkinnedMesh`): the points are the skinned body, the path is rebuilt from the
+    skinning matrices (:func:`pose_path`). Results of the last few poses are kept, since a check poses the body
+    several times.
+
+    Attributes
+    ----------
+    skeleton : Skeleton
+    skin : Skin of the body
+    topology : ContactSolveTopology
+    params : ContactSolveParams
+    """
+
+    skeleton: object
+    skin: object
+    topology: ContactSolveTopology
+    params: ContactSolveParams = field(default_factory=ContactSolveParams)
+    cache_size: int = 8
+    _cache: dict = field(default_factory=dict, init=False, repr=False)
+
+    def check(self) -> None:
+        self.params.check()
+
+    def __call__(self, points, skin_matrices) -> np.ndarray:
+        from .skinning import lbs
+
+        x = as_points(points, "skinned body").astype(np.float64)
+        m = np.asarray(skin_matrices, dtype=np.float64)
+        key = (m.tobytes(), x.tobytes())
+        if key in self._cache:
+            return self._cache[key].copy()
+        mats = pose_path(self.skeleton, m, self.params.steps)
+        rest = self.topology.rest
+        path = [lbs(rest, self.skin.indices, self.skin.weights, mk) for mk in mats[:-1]] + [x]
+        y = solve_contact_path(self.topology, path, self.params)
+        if len(self._cache) >= self.cache_size:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = y
+        return y.copy()
+
+
+def body_contact_solve(avatar, params: ContactSolveParams | None = None) -> BodyContactSolve:
+    """A :class:`BodyContactSolve` for ``avatar``'s body (its rest mesh, weld, skin and outward orientation)."""
+    body = avatar.body
+    mesh = body.mesh
+    v = mesh.vertices.astype(np.float64)
+    f = mesh.faces
+    volume = np.einsum("ij,ij->i", v[f[:, 0]], np.cross(v[f[:, 1]], v[f[:, 2]])).sum() / 6.0
+    orientation = 1.0 if volume >= 0 else -1.0
+    topo = ContactSolveTopology(mesh.vertices, mesh.faces, mesh.weld, float(orientation))
+    solve = BodyContactSolve(avatar.skeleton, body.skin, topo, params or ContactSolveParams())
+    solve.check()
+    return solve
