@@ -31,7 +31,7 @@ from .shape_solve import solve_shape_preserving
 #: default: the shape-preserving solve where it leaves no clipping; else the exact solver, from the skinned
 #: garment or from the shape result (``"shape+exact"``), whichever leaves fewer vertices inside, then fewer
 #: flipped faces; ``FixResult.metrics["fix_method"]`` says which).
-METHODS = ("auto", "exact", "shape")
+METHODS = ("auto", "exact", "shape", "path")
 
 #: skirt_bias of the default parameters for skirt-like garments (the seed note's 0-0.7 range).
 SKIRT_BIAS = 0.3
@@ -88,7 +88,8 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     masks : dict name -> {"tightness": ..., "softness": ...} (per-vertex arrays or UV textures)
     thickness : dict name -> cloth thickness in metres (default :data:`THICKNESS`)
     query : BodyQuery, optional, the posed body if already built
-    method : ``"auto"`` (default), ``"exact"`` or ``"shape"`` (:data:`METHODS`)
+    method : ``"auto"`` (default), ``"exact"``, ``"shape"`` or ``"path"`` (:data:`METHODS`; ``"path"``: the garment
+        carried from the rest pose, :mod:`kisekae.fit.path_fix`, then the exact solver where it still clips)
 
     Returns
     -------
@@ -116,6 +117,8 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
             new, info = _shape(query, part, x, p, dirs, mk, fixed_layers)
             if method == "auto" and not _clean(query, part, new, fixed_layers):
                 shaped, new = (new, info), None
+        if method == "path":
+            new, info = _path(avatar, pose, name, query, part, x, p, dirs, mk)
         if new is None:
             new, info = _push(query, part.mesh, x, p, dirs, mk)
             info["method"] = "exact"
@@ -123,6 +126,9 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
                 new, info = _exact_layers(query, part, x, new, info, p, dirs, fixed_layers)
             elif shaped is not None:
                 new, info = _finish(query, part, x, p, dirs, mk, shaped, (new, info))
+                carried = _path(avatar, pose, name, query, part, x, p, dirs, mk)
+                if _defects(query, part, x, carried[0]) < _defects(query, part, x, new):
+                    new, info = carried
         out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
@@ -140,6 +146,26 @@ def _shape(query, part, x, params, directions, masks, layers):
     info["unresolved"] = query.inside(new) & info["contact"]
     info["method"] = "shape"
     return new, info
+
+
+def _path(avatar, pose, name, query, part, x, params, directions, masks):
+    """The garment carried from the rest pose (:func:`kisekae.fit.path_fix.path_fix_garment`), then the exact
+    solver from there where anything still clips (it moves only what clips); the carried result alone when the
+    finish would move a vertex farther than ``max_push`` from skinning."""
+    from .path_fix import PathParams, path_fix_garment
+
+    carried = path_fix_garment(avatar, pose, name, PathParams(need=max(0.75 * params.margin, 1e-4)))
+    carried = cap_displacement(carried, x, params.max_push)
+    info = {"contact": np.zeros(len(x), dtype=bool), "method": "path"}
+    if not _clean(query, part, carried, []):
+        fin, fin_info = _push(query, part.mesh, carried.astype(np.float32), params, directions, masks)
+        fin = cap_displacement(fin.astype(np.float64), x, params.max_push)
+        if _defects(query, part, x, fin) < _defects(query, part, x, carried):
+            fin_info["method"] = "path+exact"
+            fin_info["unresolved"] = query.inside(fin) & fin_info["contact"]
+            return fin, fin_info
+    info["unresolved"] = query.inside(carried)
+    return carried, info
 
 
 def _finish(query, part, x, params, directions, masks, shaped, exact):
