@@ -87,7 +87,7 @@ def test_sheet_stays_on_top_of_a_sphere_that_rises_through_it(numpy_path):
 def test_no_contact_leaves_the_garment_and_translation_does_not_matter():
     bodies, bf = rising_sphere(-R - 0.02, 6)  # stays 2 cm below the sheet
     sv, sf, se = sheet()
-    np.testing.assert_allclose(carry(bodies, bf, sv, sf, se), sv, atol=0)
+    np.testing.assert_allclose(carry(bodies, bf, sv, sf, se), sv, atol=1e-7)  # float32 steps around vertex 0
     bodies, bf = rising_sphere(0.03, 8)
     y = carry(bodies, bf, sv, sf, se)
     y2 = carry(bodies, bf, sv, sf, se, shift=np.array([10.0, -4.0, 6.0]))

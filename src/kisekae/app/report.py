@@ -134,7 +134,8 @@ def section_fix(ctx) -> str:
            + "; ".join(counts_text) + "), then the body pressure as a heat map and the body's tight look with the "
            "garments hidden.")
     return ("<h2>Before and after the fix</h2><p>Garments fixed by <code>kisekae.fit.fix.fix_pose</code> "
-            "(exact-skin solver, default parameters). Poke-through pixels (skin showing through a garment's "
+            "(method auto, default parameters: the shape-preserving solve, else the best of the exact solver and the "
+            "garment carried from the rest pose). Poke-through pixels (skin showing through a garment's "
             f"outside, at {THUMB[0]}x{THUMB[1]}) are marked in magenta. The body's tight look uses the "
             "pressure of <code>kisekae.fit.pressure.avatar_pressure</code> (tights tightness 0.5), shaded by the "
             "shader core's tight look.</p>" + _img(out, "fix_before_after.png", sheet, alt))

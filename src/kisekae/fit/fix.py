@@ -149,23 +149,30 @@ def _shape(query, part, x, params, directions, masks, layers):
 
 
 def _path(avatar, pose, name, query, part, x, params, directions, masks):
-    """The garment carried from the rest pose (:func:`kisekae.fit.path_fix.path_fix_garment`), then the exact
-    solver from there where anything still clips (it moves only what clips); the carried result alone when the
-    finish would move a vertex farther than ``max_push`` from skinning."""
+    """The garment carried from the rest pose (:func:`kisekae.fit.path_fix.path_fix_garment`); where it still clips,
+    the shape-preserving solve from there (its shape terms keep the carried shape), and where that still clips, the
+    exact solver from the shape result (it moves only what clips), each kept only when it leaves fewer defects
+    (:func:`_defects`); every result capped at ``max_push`` from skinning."""
     from .path_fix import PathParams, path_fix_garment
 
     carried = path_fix_garment(avatar, pose, name, PathParams(need=max(0.75 * params.margin, 1e-4)))
-    carried = cap_displacement(carried, x, params.max_push)
-    info = {"contact": np.zeros(len(x), dtype=bool), "method": "path"}
-    if not _clean(query, part, carried, []):
-        fin, fin_info = _push(query, part.mesh, carried.astype(np.float32), params, directions, masks)
+    best = (cap_displacement(carried, x, params.max_push), {"contact": np.zeros(len(x), dtype=bool),
+                                                            "method": "path"})
+    if not _clean(query, part, best[0], []):
+        shaped, info = _shape(query, part, best[0].astype(np.float32), params, directions, masks, [])
+        shaped = cap_displacement(shaped.astype(np.float64), x, params.max_push)
+        if _defects(query, part, x, shaped) < _defects(query, part, x, best[0]):
+            info["method"] = "path+shape"
+            best = (shaped, info)
+    if not _clean(query, part, best[0], []):
+        fin, info = _push(query, part.mesh, best[0].astype(np.float32), params, directions, masks)
         fin = cap_displacement(fin.astype(np.float64), x, params.max_push)
-        if _defects(query, part, x, fin) < _defects(query, part, x, carried):
-            fin_info["method"] = "path+exact"
-            fin_info["unresolved"] = query.inside(fin) & fin_info["contact"]
-            return fin, fin_info
-    info["unresolved"] = query.inside(carried)
-    return carried, info
+        if _defects(query, part, x, fin) < _defects(query, part, x, best[0]):
+            info["contact"] = info["contact"] | best[1]["contact"]
+            info["method"] = best[1]["method"] + "+exact"
+            best = (fin, info)
+    best[1]["unresolved"] = query.inside(best[0]) & (best[1]["contact"] | query.inside(best[0]))
+    return best
 
 
 def _finish(query, part, x, params, directions, masks, shaped, exact):

@@ -142,7 +142,7 @@ def mesh_pairs(points, tri_vertices, tri, radius: float):
     keys = _cell_keys(p, lo, h, dims)
     order = np.argsort(keys, kind="stable").astype(np.int64)
     ks = np.ascontiguousarray(keys[order])
-    cap = 8 * len(p)
+    cap = 32 * len(p)
     while True:  # counts every pair, writes as many as fit; once more when they did not
         pv, pt = np.empty(cap, np.int64), np.empty(cap, np.int64)
         n = _mesh_pairs_kernel(p, tv, tri, order, ks, lo, h, dims, float(radius), pv, pt)
@@ -310,6 +310,14 @@ def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, param
         b_prev = as_points(start[0], "posed body").astype(np.float64)
         y_prev = as_points(start[1], "skinned garment").astype(np.float64)
     x_prev = y_prev.copy()
+    origin = y_prev[0].copy() if len(y_prev) else np.zeros(3)
+
+    def snap(p):
+        # every round on float32 steps around the start's first vertex: NumPy versions differ in the last bits of
+        # their sums, and which pairs act reacts to any change; the grid makes the result the same under every
+        # version and wherever the scene stands (as the shape solve does)
+        return (p - origin).astype(np.float32).astype(np.float64) + origin
+
     as_faces(bf, len(b_prev), "body faces")
     as_faces(gf, len(y_prev), "garment faces")
     for k, (body, x) in enumerate(zip(bodies, garments)):
@@ -338,6 +346,7 @@ def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, param
             if it < prm.iters:
                 y = x + smooth_correction(y - x, ring[0], ring[1], prm.smooth_passes, 0.5, prm.screen)
                 y = stretch_limit(y, x, ring)[0]
+            y = snap(y)
         y_prev, x_prev, b_prev = y, x, body
     return y_prev
 
