@@ -50,7 +50,8 @@ import numba
 import numpy as np
 
 from ..errors import KisekaeError
-from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
+from ..geom.closest import closest_point_and_normal, closest_point_triangles_numpy
+from ..geom.grid import point_triangle_pairs, point_triangle_pairs_numpy
 from ..validate import as_faces, as_points
 
 #: Default slerped steps from the rest pose to the pose.
@@ -133,82 +134,6 @@ class ContactSolveTopology:
 
 
 # ------------------------------------------------------------------------------------------- pairs
-@numba.njit(cache=True)
-def _cell_keys(p, lo, h, dims):
-    n = p.shape[0]
-    keys = np.empty(n, np.int64)
-    for i in range(n):
-        ix = min(max(int((p[i, 0] - lo[0]) / h), 0), dims[0] - 1)
-        iy = min(max(int((p[i, 1] - lo[1]) / h), 0), dims[1] - 1)
-        iz = min(max(int((p[i, 2] - lo[2]) / h), 0), dims[2] - 1)
-        keys[i] = (ix * dims[1] + iy) * dims[2] + iz
-    return keys
-
-
-@numba.njit(cache=True)
-def _point_triangle_d2(px, py, pz, p, t, tri):
-    a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
-    u, v, w = closest_barycentric(px, py, pz, p[a, 0], p[a, 1], p[a, 2], p[b, 0], p[b, 1], p[b, 2],
-                                  p[c, 0], p[c, 1], p[c, 2])
-    qx = u * p[a, 0] + v * p[b, 0] + w * p[c, 0]
-    qy = u * p[a, 1] + v * p[b, 1] + w * p[c, 1]
-    qz = u * p[a, 2] + v * p[b, 2] + w * p[c, 2]
-    return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-
-
-@numba.njit(cache=True)
-def _pairs_kernel(y, rest, tri, order, keys_sorted, lo, h, dims, radius, exclude, out_v, out_t):
-    r2 = radius * radius
-    e2 = exclude * exclude
-    count = 0
-    for t in range(tri.shape[0]):
-        mn = np.empty(3)
-        mx = np.empty(3)
-        for k in range(3):
-            mn[k] = min(y[tri[t, 0], k], y[tri[t, 1], k], y[tri[t, 2], k]) - radius
-            mx[k] = max(y[tri[t, 0], k], y[tri[t, 1], k], y[tri[t, 2], k]) + radius
-        i0 = min(max(int((mn[0] - lo[0]) / h), 0), dims[0] - 1)
-        i1 = min(max(int((mx[0] - lo[0]) / h), 0), dims[0] - 1)
-        j0 = min(max(int((mn[1] - lo[1]) / h), 0), dims[1] - 1)
-        j1 = min(max(int((mx[1] - lo[1]) / h), 0), dims[1] - 1)
-        k0 = min(max(int((mn[2] - lo[2]) / h), 0), dims[2] - 1)
-        k1 = min(max(int((mx[2] - lo[2]) / h), 0), dims[2] - 1)
-        for ix in range(i0, i1 + 1):
-            for iy in range(j0, j1 + 1):
-                for iz in range(k0, k1 + 1):
-                    key = (ix * dims[1] + iy) * dims[2] + iz
-                    s = np.searchsorted(keys_sorted, key)
-                    while s < keys_sorted.shape[0] and keys_sorted[s] == key:
-                        v = order[s]
-                        s += 1
-                        if v == tri[t, 0] or v == tri[t, 1] or v == tri[t, 2]:
-                            continue
-                        px, py, pz = y[v, 0], y[v, 1], y[v, 2]
-                        if px < mn[0] or px > mx[0] or py < mn[1] or py > mx[1] or pz < mn[2] or pz > mx[2]:
-                            continue
-                        # a corner within ``exclude`` at rest puts the triangle within it too: the cheap test first
-                        near = False
-                        for k in range(3):
-                            c = tri[t, k]
-                            dx = rest[v, 0] - rest[c, 0]
-                            dy = rest[v, 1] - rest[c, 1]
-                            dz = rest[v, 2] - rest[c, 2]
-                            if dx * dx + dy * dy + dz * dz <= e2:
-                                near = True
-                                break
-                        if near:
-                            continue
-                        if _point_triangle_d2(px, py, pz, y, t, tri) >= r2:
-                            continue
-                        if _point_triangle_d2(rest[v, 0], rest[v, 1], rest[v, 2], rest, t, tri) <= e2:
-                            continue  # the vertex's own neighbourhood at rest
-                        if count < out_v.shape[0]:
-                            out_v[count] = v
-                            out_t[count] = t
-                        count += 1
-    return count
-
-
 def detect_pairs(points, rest, tri, radius: float = DETECT, exclude: float = EXCLUDE):
     """(vertex, triangle) pairs closer than ``radius`` now and farther than ``exclude`` apart at rest.
 
@@ -223,44 +148,14 @@ def detect_pairs(points, rest, tri, radius: float = DETECT, exclude: float = EXC
     (vertices (P,) int64, triangles (P,) int64), sorted by triangle then vertex; a vertex never pairs
     with a triangle it is a corner of.
     """
-    y = np.ascontiguousarray(points, dtype=np.float64)
-    r = np.ascontiguousarray(rest, dtype=np.float64)
-    tri = np.ascontiguousarray(tri, dtype=np.int64)
-    if not len(y) or not len(tri):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    h = max(float(radius), 1e-3) * 2.0
-    lo = y.min(axis=0) - h
-    dims = (np.floor((y.max(axis=0) + h - lo) / h).astype(np.int64) + 1)
-    keys = _cell_keys(y, lo, h, dims)
-    order = np.argsort(keys, kind="stable").astype(np.int64)
-    ks = np.ascontiguousarray(keys[order])
-    cap = 4 * len(y)
-    while True:  # the kernel counts every pair and writes as many as fit: one more call when they did not
-        pv, pt = np.empty(cap, np.int64), np.empty(cap, np.int64)
-        n = _pairs_kernel(y, r, tri, order, ks, lo, h, dims, float(radius), float(exclude), pv, pt)
-        if n <= cap:
-            break
-        cap = n
-    pv, pt = pv[:n], pt[:n]
-    idx = np.lexsort((pv, pt))
-    return pv[idx], pt[idx]
+    return point_triangle_pairs(points, points, tri, radius, rest_points=rest, rest_tri_vertices=rest,
+                                exclude=exclude, skip_corners=True)
 
 
 def detect_pairs_numpy(points, rest, tri, radius: float = DETECT, exclude: float = EXCLUDE):
     """:func:`detect_pairs` by brute force over all (vertex, triangle) pairs (NumPy reference; small meshes)."""
-    y = np.asarray(points, dtype=np.float64)
-    r = np.asarray(rest, dtype=np.float64)
-    tri = np.asarray(tri, dtype=np.int64)
-    pv = np.repeat(np.arange(len(y)), len(tri))
-    pt = np.tile(np.arange(len(tri)), len(y))
-    keep = ~(tri[pt] == pv[:, None]).any(axis=1)
-    pv, pt = pv[keep], pt[keep]
-    d = closest_point_triangles_numpy(y[pv], y[tri[pt, 0]], y[tri[pt, 1]], y[tri[pt, 2]])[2]
-    d0 = closest_point_triangles_numpy(r[pv], r[tri[pt, 0]], r[tri[pt, 1]], r[tri[pt, 2]])[2]
-    keep = (d < radius) & (d0 > exclude)
-    pv, pt = pv[keep], pt[keep]
-    idx = np.lexsort((pv, pt))
-    return pv[idx], pt[idx]
+    return point_triangle_pairs_numpy(points, points, tri, radius, rest_points=rest, rest_tri_vertices=rest,
+                                      exclude=exclude, skip_corners=True)
 
 
 # ------------------------------------------------------------------------------------------- projection
@@ -328,18 +223,8 @@ def _project_kernel(y, pv, pt, tri, side, need, orientation, acc, cnt):
     for i in range(pv.shape[0]):
         v, t = pv[i], pt[i]
         a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
-        u, w1, w2 = closest_barycentric(y[v, 0], y[v, 1], y[v, 2], y[a, 0], y[a, 1], y[a, 2], y[b, 0], y[b, 1],
-                                        y[b, 2], y[c, 0], y[c, 1], y[c, 2])
-        abx, aby, abz = y[b, 0] - y[a, 0], y[b, 1] - y[a, 1], y[b, 2] - y[a, 2]
-        acx, acy, acz = y[c, 0] - y[a, 0], y[c, 1] - y[a, 1], y[c, 2] - y[a, 2]
-        nx = (aby * acz - abz * acy) * orientation
-        ny = (abz * acx - abx * acz) * orientation
-        nz = (abx * acy - aby * acx) * orientation
-        nl = max(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-15)
-        nx, ny, nz = nx / nl, ny / nl, nz / nl
-        qx = u * y[a, 0] + w1 * y[b, 0] + w2 * y[c, 0]
-        qy = u * y[a, 1] + w1 * y[b, 1] + w2 * y[c, 1]
-        qz = u * y[a, 2] + w1 * y[b, 2] + w2 * y[c, 2]
+        u, w1, w2, qx, qy, qz, nx, ny, nz = closest_point_and_normal(y[v, 0], y[v, 1], y[v, 2], y, a, b, c,
+                                                                     orientation)
         s = (y[v, 0] - qx) * nx + (y[v, 1] - qy) * ny + (y[v, 2] - qz) * nz
         short = need[i] - side[i] * s
         if short <= 0.0:

@@ -36,9 +36,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..avatar.contact_solve import _cell_keys, pose_path, smooth_correction
+from ..avatar.contact_solve import pose_path, smooth_correction
 from ..errors import KisekaeError
-from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
+from ..geom.closest import closest_point_and_normal, closest_point_triangles_numpy
+from ..geom.grid import point_triangle_pairs, point_triangle_pairs_numpy
 from ..validate import as_faces, as_points
 from .surface import one_ring, stretch_limit
 
@@ -76,48 +77,6 @@ class PathParams:
 
 
 # ------------------------------------------------------------------------------------------- pairs
-@numba.njit(cache=True)
-def _mesh_pairs_kernel(pts, tv, tri, order, keys_sorted, lo, h, dims, radius, out_v, out_t):
-    r2 = radius * radius
-    count = 0
-    mn = np.empty(3)
-    mx = np.empty(3)
-    for t in range(tri.shape[0]):
-        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
-        for k in range(3):
-            mn[k] = min(tv[a, k], tv[b, k], tv[c, k]) - radius
-            mx[k] = max(tv[a, k], tv[b, k], tv[c, k]) + radius
-        i0 = min(max(int((mn[0] - lo[0]) / h), 0), dims[0] - 1)
-        i1 = min(max(int((mx[0] - lo[0]) / h), 0), dims[0] - 1)
-        j0 = min(max(int((mn[1] - lo[1]) / h), 0), dims[1] - 1)
-        j1 = min(max(int((mx[1] - lo[1]) / h), 0), dims[1] - 1)
-        k0 = min(max(int((mn[2] - lo[2]) / h), 0), dims[2] - 1)
-        k1 = min(max(int((mx[2] - lo[2]) / h), 0), dims[2] - 1)
-        for ix in range(i0, i1 + 1):
-            for iy in range(j0, j1 + 1):
-                for iz in range(k0, k1 + 1):
-                    key = (ix * dims[1] + iy) * dims[2] + iz
-                    s = np.searchsorted(keys_sorted, key)
-                    while s < keys_sorted.shape[0] and keys_sorted[s] == key:
-                        v = order[s]
-                        s += 1
-                        px, py, pz = pts[v, 0], pts[v, 1], pts[v, 2]
-                        if px < mn[0] or px > mx[0] or py < mn[1] or py > mx[1] or pz < mn[2] or pz > mx[2]:
-                            continue
-                        u, w1, w2 = closest_barycentric(px, py, pz, tv[a, 0], tv[a, 1], tv[a, 2], tv[b, 0], tv[b, 1],
-                                                        tv[b, 2], tv[c, 0], tv[c, 1], tv[c, 2])
-                        qx = u * tv[a, 0] + w1 * tv[b, 0] + w2 * tv[c, 0]
-                        qy = u * tv[a, 1] + w1 * tv[b, 1] + w2 * tv[c, 1]
-                        qz = u * tv[a, 2] + w1 * tv[b, 2] + w2 * tv[c, 2]
-                        if (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2 >= r2:
-                            continue
-                        if count < out_v.shape[0]:
-                            out_v[count] = v
-                            out_t[count] = t
-                        count += 1
-    return count
-
-
 def mesh_pairs(points, tri_vertices, tri, radius: float):
     """(point, triangle) pairs closer than ``radius``, between a point set and another mesh's triangles.
 
@@ -131,41 +90,12 @@ def mesh_pairs(points, tri_vertices, tri, radius: float):
     -------
     (points (K,) int64, triangles (K,) int64) sorted by triangle, then point
     """
-    p = np.ascontiguousarray(points, dtype=np.float64)
-    tv = np.ascontiguousarray(tri_vertices, dtype=np.float64)
-    tri = np.ascontiguousarray(tri, dtype=np.int64)
-    if not len(p) or not len(tri):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    h = max(float(radius), 1e-3) * 2.0
-    lo = p.min(axis=0) - h
-    dims = np.floor((p.max(axis=0) + h - lo) / h).astype(np.int64) + 1
-    keys = _cell_keys(p, lo, h, dims)
-    order = np.argsort(keys, kind="stable").astype(np.int64)
-    ks = np.ascontiguousarray(keys[order])
-    cap = 32 * len(p)
-    while True:  # counts every pair, writes as many as fit; once more when they did not
-        pv, pt = np.empty(cap, np.int64), np.empty(cap, np.int64)
-        n = _mesh_pairs_kernel(p, tv, tri, order, ks, lo, h, dims, float(radius), pv, pt)
-        if n <= cap:
-            break
-        cap = n
-    pv, pt = pv[:n], pt[:n]
-    idx = np.lexsort((pv, pt))
-    return pv[idx], pt[idx]
+    return point_triangle_pairs(points, tri_vertices, tri, radius)
 
 
 def mesh_pairs_numpy(points, tri_vertices, tri, radius: float):
     """:func:`mesh_pairs` by brute force (NumPy reference; small meshes)."""
-    p = np.asarray(points, dtype=np.float64)
-    tv = np.asarray(tri_vertices, dtype=np.float64)
-    tri = np.asarray(tri, dtype=np.int64)
-    pv = np.repeat(np.arange(len(p)), len(tri))
-    pt = np.tile(np.arange(len(tri)), len(p))
-    d = closest_point_triangles_numpy(p[pv], tv[tri[pt, 0]], tv[tri[pt, 1]], tv[tri[pt, 2]])[2]
-    keep = d < radius
-    pv, pt = pv[keep], pt[keep]
-    idx = np.lexsort((pv, pt))
-    return pv[idx], pt[idx]
+    return point_triangle_pairs_numpy(points, tri_vertices, tri, radius)
 
 
 def pair_clearance(points, pv, tri_vertices, tri, pt, orientation: float = 1.0):
@@ -211,17 +141,8 @@ def project_behind_numpy(body, bv, garment, garment_tri, bt, side, need, acc, cn
 def _front_kernel(g, pv, body, btri, pt, need, orientation, acc, cnt):
     for i in range(pv.shape[0]):
         v, t = pv[i], pt[i]
-        a, b, c = btri[t, 0], btri[t, 1], btri[t, 2]
-        u, w1, w2 = closest_barycentric(g[v, 0], g[v, 1], g[v, 2], body[a, 0], body[a, 1], body[a, 2], body[b, 0],
-                                        body[b, 1], body[b, 2], body[c, 0], body[c, 1], body[c, 2])
-        ex, ey, ez = body[b, 0] - body[a, 0], body[b, 1] - body[a, 1], body[b, 2] - body[a, 2]
-        fx, fy, fz = body[c, 0] - body[a, 0], body[c, 1] - body[a, 1], body[c, 2] - body[a, 2]
-        nx, ny, nz = (ey * fz - ez * fy) * orientation, (ez * fx - ex * fz) * orientation, (ex * fy - ey * fx) * orientation
-        nl = max(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-15)
-        nx, ny, nz = nx / nl, ny / nl, nz / nl
-        qx = u * body[a, 0] + w1 * body[b, 0] + w2 * body[c, 0]
-        qy = u * body[a, 1] + w1 * body[b, 1] + w2 * body[c, 1]
-        qz = u * body[a, 2] + w1 * body[b, 2] + w2 * body[c, 2]
+        u, w1, w2, qx, qy, qz, nx, ny, nz = closest_point_and_normal(g[v, 0], g[v, 1], g[v, 2], body, btri[t, 0],
+                                                                     btri[t, 1], btri[t, 2], orientation)
         short = need - ((g[v, 0] - qx) * nx + (g[v, 1] - qy) * ny + (g[v, 2] - qz) * nz)
         if short > 0.0:
             acc[v, 0] += short * nx
@@ -235,16 +156,8 @@ def _behind_kernel(body, bv, g, gtri, bt, side, need, acc, cnt):
     for i in range(bv.shape[0]):
         v, t = bv[i], bt[i]
         a, b, c = gtri[t, 0], gtri[t, 1], gtri[t, 2]
-        u, w1, w2 = closest_barycentric(body[v, 0], body[v, 1], body[v, 2], g[a, 0], g[a, 1], g[a, 2], g[b, 0],
-                                        g[b, 1], g[b, 2], g[c, 0], g[c, 1], g[c, 2])
-        ex, ey, ez = g[b, 0] - g[a, 0], g[b, 1] - g[a, 1], g[b, 2] - g[a, 2]
-        fx, fy, fz = g[c, 0] - g[a, 0], g[c, 1] - g[a, 1], g[c, 2] - g[a, 2]
-        nx, ny, nz = ey * fz - ez * fy, ez * fx - ex * fz, ex * fy - ey * fx
-        nl = max(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-15)
-        nx, ny, nz = nx / nl, ny / nl, nz / nl
-        qx = u * g[a, 0] + w1 * g[b, 0] + w2 * g[c, 0]
-        qy = u * g[a, 1] + w1 * g[b, 1] + w2 * g[c, 1]
-        qz = u * g[a, 2] + w1 * g[b, 2] + w2 * g[c, 2]
+        u, w1, w2, qx, qy, qz, nx, ny, nz = closest_point_and_normal(body[v, 0], body[v, 1], body[v, 2], g, a, b, c,
+                                                                     1.0)
         short = need[i] - side[i] * ((body[v, 0] - qx) * nx + (body[v, 1] - qy) * ny + (body[v, 2] - qz) * nz)
         if short > 0.0:
             for k, wk in ((a, u), (b, w1), (c, w2)):

@@ -123,6 +123,25 @@ def closest_barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
     return 1.0 - v - w, v, w
 
 
+@numba.njit(cache=True, inline="always")
+def closest_point_and_normal(px, py, pz, v, a, b, c, orientation):
+    """Closest point of triangle ``v[a], v[b], v[c]`` to p and the triangle's unit normal.
+
+    Returns ``(u, w1, w2, qx, qy, qz, nx, ny, nz)``: barycentrics, the point, and ``orientation`` times the unit
+    ``cross(b − a, c − a)`` (a zero-area triangle gives a zero normal).
+    """
+    u, w1, w2 = closest_barycentric(px, py, pz, v[a, 0], v[a, 1], v[a, 2], v[b, 0], v[b, 1], v[b, 2], v[c, 0], v[c, 1],
+                                    v[c, 2])
+    ex, ey, ez = v[b, 0] - v[a, 0], v[b, 1] - v[a, 1], v[b, 2] - v[a, 2]
+    fx, fy, fz = v[c, 0] - v[a, 0], v[c, 1] - v[a, 1], v[c, 2] - v[a, 2]
+    nx, ny, nz = (ey * fz - ez * fy) * orientation, (ez * fx - ex * fz) * orientation, (ex * fy - ey * fx) * orientation
+    nl = max(np.sqrt(nx * nx + ny * ny + nz * nz), 1e-15)
+    qx = u * v[a, 0] + w1 * v[b, 0] + w2 * v[c, 0]
+    qy = u * v[a, 1] + w1 * v[b, 1] + w2 * v[c, 1]
+    qz = u * v[a, 2] + w1 * v[b, 2] + w2 * v[c, 2]
+    return u, w1, w2, qx, qy, qz, nx / nl, ny / nl, nz / nl
+
+
 @numba.njit(cache=True)
 def point_triangle_distance2(px, py, pz, tri, t):
     """Squared distance from p to triangle ``tri[t]`` ((F, 3, 3) corner array)."""
