@@ -33,6 +33,9 @@ from .shape_solve import solve_shape_preserving
 #: flipped faces; ``FixResult.metrics["fix_method"]`` says which).
 METHODS = ("auto", "exact", "shape", "path")
 
+#: Edge strain above which a fix's edge counts as a spike when fixes are compared (twice its skinned length).
+SPIKE_STRAIN = 1.0
+
 #: skirt_bias of the default parameters for skirt-like garments (the seed note's 0-0.7 range).
 SKIRT_BIAS = 0.3
 #: Garment names that default to skirt mode (skirt_bias), matched as substrings.
@@ -191,12 +194,17 @@ def _finish(query, part, x, params, directions, masks, shaped, exact):
 
 
 def _defects(query, part, skinned, pos) -> tuple:
-    """(vertices inside, flipped faces, largest edge strain) of fixed positions, for choosing between fixes
-    (flips and strain as :func:`kisekae.qa.shape.shape_stats` counts them)."""
+    """(vertices inside, visible defects, largest edge strain) of fixed positions, for choosing between fixes.
+
+    The visible defects are the edges through the body, the flipped faces and the spikes (edges stretched past
+    twice their skinned length), flips and strain as :func:`kisekae.qa.shape.shape_stats` counts them: skin showing
+    through the cloth, a crumple and a spike are what a user sees, one about as much as another."""
     mesh = part.mesh
     flipped, _turned, strain = flips_and_strain(mesh.vertices, skinned, pos, np.asarray(mesh.weld)[mesh.faces],
                                                 mesh.edges)
-    return int(query.inside(pos).sum()), int(flipped.sum()), float(strain.max(initial=0.0))
+    crossings = int(query.crossing_edges(pos, mesh.edges).sum())
+    visible = crossings + int(flipped.sum()) + int((strain > SPIKE_STRAIN).sum())
+    return int(query.inside(pos).sum()), visible, float(strain.max(initial=0.0))
 
 
 def _clean(query, part, new, layers) -> bool:
