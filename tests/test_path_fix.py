@@ -88,6 +88,11 @@ def test_no_contact_leaves_the_garment_and_translation_does_not_matter():
     bodies, bf = rising_sphere(-R - 0.02, 6)  # stays 2 cm below the sheet
     sv, sf, se = sheet()
     np.testing.assert_allclose(carry(bodies, bf, sv, sf, se), sv, atol=1e-7)  # float32 steps around vertex 0
+    steps = []
+    carry_garment(bodies[1:], bf, [sv] * 6, sf, np.arange(len(sv)), one_ring(len(sv), se), PathParams(steps=6),
+                  start=(bodies[0], sv), on_step=lambda k, y: steps.append((k, y)))
+    assert [k for k, _ in steps] == list(range(6))
+    np.testing.assert_allclose(steps[-1][1], sv, atol=1e-7)
     bodies, bf = rising_sphere(0.03, 8)
     y = carry(bodies, bf, sv, sf, se)
     y2 = carry(bodies, bf, sv, sf, se, shift=np.array([10.0, -4.0, 6.0]))

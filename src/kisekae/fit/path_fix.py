@@ -187,7 +187,7 @@ def _union(a, b, n):
 
 
 def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, params: PathParams | None = None,
-                  orientation: float = 1.0, *, start=None, numpy: bool = False) -> np.ndarray:
+                  orientation: float = 1.0, *, start=None, numpy: bool = False, on_step=None) -> np.ndarray:
     """Carry a garment along a path of posed bodies (module docstring).
 
     Parameters
@@ -201,6 +201,8 @@ def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, param
     params : PathParams
     start : (body (Nb, 3), garment (N, 3)) where the path starts (default: the first step itself)
     numpy : bool, the NumPy references instead of the Numba kernels (pair search included)
+    on_step : callable ``(k, positions)`` or None, called after every step with its garment positions (a copy),
+        e.g. to follow a clip frame by frame
 
     Returns
     -------
@@ -261,6 +263,8 @@ def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, param
                 y = stretch_limit(y, x, ring)[0]
             y = snap(y)
         y_prev, x_prev, b_prev = y, x, body
+        if on_step is not None:
+            on_step(k, y.copy())
     return y_prev
 
 
