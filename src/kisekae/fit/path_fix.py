@@ -19,7 +19,9 @@ This fix walks from it:
    passes over the correction; one stretch-limit pass against the skinned edge lengths), then ``final``
    rounds of projection alone.
 
-Only the garment moves. The steps are small, so a vertex never crosses a body surface unseen, and the side
+Only the garment moves. The push law's masks and skirt bias are not used here: the carried garment keeps a
+plain clearance, and the shape and exact stages that :func:`kisekae.fit.fix.fix_pose` runs after it apply them.
+The steps are small, so a vertex never crosses a body surface unseen, and the side
 it keeps is the one it had on the skin. It is offline (about a second a garment and pose on one core);
 :func:`kisekae.fit.fix.fix_pose` uses it in ``auto`` where the shape-preserving solve leaves clipping, as a
 start for the exact solver, and ``method="path"`` runs it with the exact finish alone. Docs: docs/fit.md.
