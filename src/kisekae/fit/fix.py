@@ -174,7 +174,7 @@ def _path(avatar, pose, name, query, part, x, params, directions, masks):
             info["contact"] = info["contact"] | best[1]["contact"]
             info["method"] = best[1]["method"] + "+exact"
             best = (fin, info)
-    best[1]["unresolved"] = query.inside(best[0]) & (best[1]["contact"] | query.inside(best[0]))
+    best[1]["unresolved"] = query.inside(best[0])  # whatever is still inside is unresolved, contact or not
     return best
 
 
