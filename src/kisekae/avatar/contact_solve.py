@@ -50,8 +50,9 @@ import numba
 import numpy as np
 
 from ..errors import KisekaeError
-from ..geom.closest import closest_point_and_normal, closest_point_triangles_numpy
-from ..geom.grid import point_triangle_pairs, point_triangle_pairs_numpy
+from ..geom.closest import closest_point_and_normal
+from ..geom.grid import (outward_orientation, pair_clearance, point_triangle_pairs, point_triangle_pairs_numpy,
+                         union_pairs)
 from ..validate import as_faces, as_points
 
 #: Default slerped steps from the rest pose to the pose.
@@ -160,18 +161,14 @@ def detect_pairs_numpy(points, rest, tri, radius: float = DETECT, exclude: float
 
 # ------------------------------------------------------------------------------------------- projection
 def signed_clearance(points, pv, pt, tri, orientation: float = 1.0):
-    """Signed distance of each pair's vertex from its triangle's closest point, along the triangle's outward normal.
+    """Signed distance of each pair's vertex from its triangle's closest point, along the triangle's outward normal
+    (:func:`kisekae.geom.grid.pair_clearance` of one mesh against itself).
 
     Returns
     -------
     s : (P,) metres; normals : (P, 3) unit outward face normals; bary : (P, 3) barycentrics of the closest point
     """
-    y = np.asarray(points, dtype=np.float64)
-    a, b, c = y[tri[pt, 0]], y[tri[pt, 1]], y[tri[pt, 2]]
-    q, bary, _ = closest_point_triangles_numpy(y[pv], a, b, c)
-    nrm = np.cross(b - a, c - a) * orientation
-    nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-15)[:, None]
-    return np.einsum("ij,ij->i", y[pv] - q, nrm), nrm, np.asarray(bary)
+    return pair_clearance(points, pv, points, tri, pt, orientation)[:3]
 
 
 def project_pairs_numpy(points, pv, pt, tri, side, need, orientation: float = 1.0):
@@ -382,11 +379,8 @@ def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolv
         y = x + (y_prev - x_prev)
         a = detect(y, rest, tri, prm.detect, prm.exclude)
         b = detect(y_prev, rest, tri, prm.detect, prm.exclude)
-        code = np.unique(np.concatenate([a[0] * n_tri + a[1], b[0] * n_tri + b[1]]))
-        pv, pt = code // n_tri, code % n_tri
-        s_prev, _, bary = signed_clearance(y_prev, pv, pt, tri, topo.orientation)
-        q = np.einsum("pk,pkc->pc", bary, y_prev[tri[pt]])
-        d_prev = np.linalg.norm(y_prev[pv] - q, axis=1)
+        pv, pt = union_pairs(a, b, n_tri)
+        s_prev, _, _, d_prev = pair_clearance(y_prev, pv, y_prev, tri, pt, topo.orientation)
         keep = np.abs(s_prev) >= FACING * d_prev  # the vertex faces the triangle: its side is well defined
         pv, pt, s_prev = pv[keep], pt[keep], s_prev[keep]
         side = np.where(s_prev >= 0.0, 1.0, -1.0)
@@ -496,10 +490,7 @@ def body_contact_solve(avatar, params: ContactSolveParams | None = None) -> Body
     """A :class:`BodyContactSolve` for ``avatar``'s body (its rest mesh, weld, skin and outward orientation)."""
     body = avatar.body
     mesh = body.mesh
-    v = mesh.vertices.astype(np.float64)
-    f = mesh.faces
-    volume = np.einsum("ij,ij->i", v[f[:, 0]], np.cross(v[f[:, 1]], v[f[:, 2]])).sum() / 6.0
-    orientation = 1.0 if volume >= 0 else -1.0
+    orientation = outward_orientation(mesh.vertices, mesh.faces)
     topo = ContactSolveTopology(mesh.vertices, mesh.faces, mesh.weld, float(orientation))
     solve = BodyContactSolve(avatar.skeleton, body.skin, topo, params or ContactSolveParams())
     solve.check()

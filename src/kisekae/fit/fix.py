@@ -27,10 +27,11 @@ from .pushout import PushParams, cap_displacement
 from .shape_solve import solve_shape_preserving
 
 #: Fix methods: ``"exact"`` (per-vertex projections onto the union, :mod:`kisekae.fit.exact`),
-#: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`) and ``"auto"`` (the
-#: default: the shape-preserving solve where it leaves no clipping; else the exact solver, from the skinned
-#: garment or from the shape result (``"shape+exact"``), whichever leaves fewer vertices inside, then fewer
-#: flipped faces; ``FixResult.metrics["fix_method"]`` says which).
+#: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`), ``"path"`` (the garment carried from
+#: the rest pose, :mod:`kisekae.fit.path_fix`, then shape and exact from there) and ``"auto"`` (the default: the
+#: shape-preserving solve where it leaves no clipping; else the best of the exact solver from the skinned garment,
+#: from the shape result (``"shape+exact"``) and ``"path"``, by vertices inside, then visible defects
+#: (:func:`_defects`); ``FixResult.metrics["fix_method"]`` says which).
 METHODS = ("auto", "exact", "shape", "path")
 
 #: Edge strain above which a fix's edge counts as a spike when fixes are compared (twice its skinned length).
@@ -92,7 +93,8 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     thickness : dict name -> cloth thickness in metres (default :data:`THICKNESS`)
     query : BodyQuery, optional, the posed body if already built
     method : ``"auto"`` (default), ``"exact"``, ``"shape"`` or ``"path"`` (:data:`METHODS`; ``"path"``: the garment
-        carried from the rest pose, :mod:`kisekae.fit.path_fix`, then the exact solver where it still clips)
+        carried from the rest pose, :mod:`kisekae.fit.path_fix`, then the shape-preserving and the exact solver
+        from there where it still clips)
 
     Returns
     -------

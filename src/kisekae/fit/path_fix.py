@@ -23,8 +23,9 @@ Only the garment moves. The push law's masks and skirt bias are not used here: t
 plain clearance, and the shape and exact stages that :func:`kisekae.fit.fix.fix_pose` runs after it apply them.
 The steps are small, so a vertex never crosses a body surface unseen, and the side
 it keeps is the one it had on the skin. It is offline (about a second a garment and pose on one core);
-:func:`kisekae.fit.fix.fix_pose` uses it in ``auto`` where the shape-preserving solve leaves clipping, as a
-start for the exact solver, and ``method="path"`` runs it with the exact finish alone. Docs: docs/fit.md.
+:func:`kisekae.fit.fix.fix_pose` runs it for ``method="path"`` and, in ``auto``, where the shape-preserving solve
+leaves clipping; where the carried garment still clips, the shape-preserving and then the exact solver start from
+it. Docs: docs/fit.md.
 
 Plain-array functions: :func:`mesh_pairs` (Numba hash grid) and :func:`mesh_pairs_numpy` (brute force),
 :func:`project_front` and :func:`project_behind` (Numba) with their NumPy references; :func:`carry_garment`
@@ -40,8 +41,9 @@ import numpy as np
 
 from ..avatar.contact_solve import pose_path, smooth_correction
 from ..errors import KisekaeError
-from ..geom.closest import closest_point_and_normal, closest_point_triangles_numpy
-from ..geom.grid import point_triangle_pairs, point_triangle_pairs_numpy
+from ..geom.closest import closest_point_and_normal
+from ..geom.grid import (outward_orientation, pair_clearance, point_triangle_pairs, point_triangle_pairs_numpy,
+                         union_pairs)
 from ..validate import as_faces, as_points
 from .surface import one_ring, stretch_limit
 
@@ -98,18 +100,6 @@ def mesh_pairs(points, tri_vertices, tri, radius: float):
 def mesh_pairs_numpy(points, tri_vertices, tri, radius: float):
     """:func:`mesh_pairs` by brute force (NumPy reference; small meshes)."""
     return point_triangle_pairs_numpy(points, tri_vertices, tri, radius)
-
-
-def pair_clearance(points, pv, tri_vertices, tri, pt, orientation: float = 1.0):
-    """Signed clearance of each pair's point along its triangle's unit normal (``orientation`` times
-    ``cross(b − a, c − a)``), the normals, the closest point's barycentrics and the distance."""
-    p = np.asarray(points, dtype=np.float64)
-    tv = np.asarray(tri_vertices, dtype=np.float64)
-    a, b, c = tv[tri[pt, 0]], tv[tri[pt, 1]], tv[tri[pt, 2]]
-    q, bary, d = closest_point_triangles_numpy(p[pv], a, b, c)
-    n = np.cross(b - a, c - a) * orientation
-    n /= np.maximum(np.linalg.norm(n, axis=1), 1e-15)[:, None]
-    return np.einsum("ij,ij->i", p[pv] - q, n), n, np.asarray(bary), d
 
 
 # ------------------------------------------------------------------------------------------- projections
@@ -183,11 +173,6 @@ def project_behind(body, bv, garment, garment_tri, bt, side, need, acc, cnt):
 
 
 # ------------------------------------------------------------------------------------------- the path
-def _union(a, b, n):
-    code = np.unique(np.concatenate([a[0] * n + a[1], b[0] * n + b[1]]))
-    return code // n, code % n
-
-
 def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, params: PathParams | None = None,
                   orientation: float = 1.0, *, start=None, numpy: bool = False, on_step=None) -> np.ndarray:
     """Carry a garment along a path of posed bodies (module docstring).
@@ -244,11 +229,11 @@ def carry_garment(bodies, body_faces, garments, garment_faces, weld, ring, param
             raise KisekaeError(f"step {k + 1} has {len(body)} body and {len(x)} garment vertices, the path "
                                f"{len(b_prev)} and {len(y_prev)}", "path fix")
         y = x + (y_prev - x_prev)
-        fv, ft = _union(pairs(y, body, bf, prm.radius), pairs(y_prev, b_prev, bf, prm.radius), len(bf))
+        fv, ft = union_pairs(pairs(y, body, bf, prm.radius), pairs(y_prev, b_prev, bf, prm.radius), len(bf))
         s, _, _, d = pair_clearance(y_prev, fv, b_prev, bf, ft, orientation)
         keep = (s > -prm.tol) & ((s >= FACING * d) | (d < prm.tol))
         fv, ft = fv[keep], ft[keep]
-        bv, bt = _union(pairs(body, y, gf, prm.radius), pairs(b_prev, y_prev, gf, prm.radius), len(gf))
+        bv, bt = union_pairs(pairs(body, y, gf, prm.radius), pairs(b_prev, y_prev, gf, prm.radius), len(gf))
         s, _, _, d = pair_clearance(b_prev, bv, y_prev, gf, bt, 1.0)
         keep = np.abs(s) >= FACING * d
         bv, bt = bv[keep], bt[keep]
@@ -285,9 +270,8 @@ def path_fix_garment(avatar, pose, name: str, params: PathParams | None = None) 
     mats = pose_path(sk, pose.skinning_matrices(sk), prm.steps)
     rest_m = np.tile(np.eye(4), (sk.n_bones, 1, 1))
     faces = avatar.body.mesh.faces
-    v0 = avatar.body.mesh.vertices.astype(np.float64)
-    volume = np.einsum("ij,ij->i", v0[faces[:, 0]], np.cross(v0[faces[:, 1]], v0[faces[:, 2]])).sum()
     ring = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
     return carry_garment([avatar.body.posed(m) for m in mats], faces, [part.posed(m) for m in mats],
-                         np.asarray(mesh.weld)[mesh.faces], mesh.weld, ring, prm, 1.0 if volume >= 0 else -1.0,
+                         np.asarray(mesh.weld)[mesh.faces], mesh.weld, ring, prm,
+                         outward_orientation(avatar.body.mesh.vertices, faces),
                          start=(avatar.body.posed(rest_m), part.posed(rest_m)))

@@ -153,3 +153,40 @@ def point_triangle_pairs_numpy(points, tri_vertices, tri, radius: float, *, rest
     pv, pt = pv[keep], pt[keep]
     idx = np.lexsort((pv, pt))
     return pv[idx], pt[idx]
+
+
+def union_pairs(a, b, n_triangles: int):
+    """The union of two pair lists ``(points, triangles)``, sorted by point then triangle, without repeats."""
+    code = np.unique(np.concatenate([np.asarray(a[0], np.int64) * n_triangles + np.asarray(a[1], np.int64),
+                                     np.asarray(b[0], np.int64) * n_triangles + np.asarray(b[1], np.int64)]))
+    return code // n_triangles, code % n_triangles
+
+
+def pair_clearance(points, pv, tri_vertices, tri, pt, orientation: float = 1.0):
+    """Signed clearance of each pair's point from its triangle's closest point, along the triangle's unit normal.
+
+    Parameters
+    ----------
+    points : (P, 3) metres; pv : (K,) point of each pair
+    tri_vertices : (V, 3) metres; tri : (T, 3) triangles; pt : (K,) triangle of each pair
+    orientation : +1 or -1, times ``cross(b − a, c − a)`` gives the normal
+
+    Returns
+    -------
+    s : (K,) metres; normals : (K, 3) unit; bary : (K, 3) barycentrics of the closest point; d : (K,) distance
+    """
+    p = np.asarray(points, dtype=np.float64)
+    tv = np.asarray(tri_vertices, dtype=np.float64)
+    a, b, c = tv[tri[pt, 0]], tv[tri[pt, 1]], tv[tri[pt, 2]]
+    q, bary, d = closest_point_triangles_numpy(p[pv], a, b, c)
+    n = np.cross(b - a, c - a) * orientation
+    n /= np.maximum(np.linalg.norm(n, axis=1), 1e-15)[:, None]
+    return np.einsum("ij,ij->i", p[pv] - q, n), n, np.asarray(bary), d
+
+
+def outward_orientation(vertices, faces) -> float:
+    """+1 when ``cross(b − a, c − a)`` of a closed mesh's triangles points outward (positive enclosed volume), else -1."""
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    volume = np.einsum("ij,ij->i", v[f[:, 0]], np.cross(v[f[:, 1]], v[f[:, 2]])).sum()
+    return 1.0 if volume >= 0 else -1.0
