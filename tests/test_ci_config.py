@@ -19,7 +19,7 @@ def _readme_test_command() -> str:
 
 def test_ci_runs_the_readme_test_command():
     cmd = _readme_test_command()
-    assert cmd == "bash scripts/bootstrap.sh && .venv/bin/python -m pytest -q"
+    assert cmd == "bash scripts/bootstrap.sh && .venv/bin/python -m pytest -q -n auto --maxprocesses 4"
     assert cmd in (ROOT / ".ci" / "run").read_text()
 
 
@@ -37,7 +37,7 @@ def test_readme_command_with_project_config_prints_the_passed_line(tmp_path):
 def test_ci_runs_the_blender_and_oldest_numpy_tests():
     run = (ROOT / ".ci" / "run").read_text()
     assert "export KISEKAE_REQUIRE_VENVS=1" in run
-    assert ".venv-numpy-oldest/bin/python -m pytest -q $(cat .ci/oldest-numpy-tests)" in run
+    assert ".venv-numpy-oldest/bin/python -m pytest -q -n auto --maxprocesses 4 $(cat .ci/oldest-numpy-tests)" in run
     assert "KISEKAE_REQUIRE_BPY=1 .venv-blender/bin/python -m pytest -q -m blender tests/test_blender_addon.py" in run
     listed = (ROOT / ".ci" / "oldest-numpy-tests").read_text().split()
     assert listed and all((ROOT / t).is_file() for t in listed)

@@ -9,6 +9,7 @@ from kisekae.avatar import load_builtin_avatar
 from kisekae.avatar.poses import named_pose
 from kisekae.cli import main
 from kisekae.fit.bound import push_out_runtime
+from kisekae.fit.carry import CarryState
 from kisekae.fit.fix import params_for
 from kisekae.fit.runtime import avatar_capsule_rig, garment_binding, pop_mm, runtime_pose
 from kisekae.io.bvh import load_bvh
@@ -51,11 +52,13 @@ def test_check_runtime_records_and_pop(tmp_path, capsys):
                                                                      ("1", "before"), ("1", "runtime")]
     assert "pop_mm" not in recs[1] and "pop_mm" in recs[3]
     # independent: the two frames' corrections computed here (clips use the cmu_mb rig by default, and the
-    # command line poses the contact body by default)
+    # command line poses the contact body by default); the default per-frame method carries its correction
+    # from frame to frame, so one state goes through the clip
     av = load_builtin_avatar("cmu_mb").with_body_contact()
     corr = []
+    state = CarryState()
     for pose in load_bvh(bvh, av.skeleton, "0:2").poses:
-        fixed = runtime_pose(av, pose, ["skirt"])["skirt"][0]
+        fixed = runtime_pose(av, pose, ["skirt"], state=state)["skirt"][0]
         corr.append(fixed.astype(np.float64) - av.part("skirt").posed(pose.skinning_matrices(av.skeleton)))
     want = np.linalg.norm(corr[1] - corr[0], axis=1).max() * 1e3
     assert abs(recs[3]["pop_mm"] - want) < 1e-3
@@ -79,10 +82,13 @@ def test_check_inbetweens_measures_pop_between_slerped_poses(tmp_path, capsys):
     av = load_builtin_avatar().with_body_contact()
     a, b = named_pose(av.skeleton, "stand"), named_pose(av.skeleton, "knee_bend")
     corr = []
+    state = CarryState()
+    runtime_pose(av, a, ["tights"], state=state)  # the clip's memory starts at its first pose
     for t in (1 / 3, 2 / 3):
         pose = interpolate_pose(a, b, t)
-        fixed = runtime_pose(av, pose, ["tights"])["tights"][0]
+        fixed = runtime_pose(av, pose, ["tights"], state=state)["tights"][0]
         corr.append(fixed.astype(np.float64) - av.part("tights").posed(pose.skinning_matrices(av.skeleton)))
+    assert recs[1]["runtime_method"] == "carried" and recs[1]["runtime_steps"] >= 1
     assert abs(recs[2]["pop_mm"] - np.linalg.norm(corr[1] - corr[0], axis=1).max() * 1e3) < 1e-3
     assert main(["check", "--pose", "stand", "--inbetweens", "3"]) != 0
     assert "two poses" in capsys.readouterr().err

@@ -1,10 +1,11 @@
-"""Demo report section: the per-frame garment correction, skinned garments beside the two per-frame methods.
+"""Demo report section: the per-frame garment correction, skinned garments beside two per-frame methods.
 
 Follows :mod:`kisekae.app.demo`'s section contract (``section_runtime(ctx) -> str``). For the crouch and the sit,
 close-ups of the knees and hips show the body (as the avatar poses it) in the tights and the skirt: skinned
-(no correction), corrected by the first per-frame path (:func:`kisekae.fit.runtime.runtime_pose` with
-``method="capsules"``) and by the surface push (``method="surface"``, the default), with the numbers of
-:func:`kisekae.qa.check.check_pose` for each.
+(no correction), corrected by the stateless surface push (:func:`kisekae.fit.runtime.runtime_pose` with
+``method="surface"``) and by the same push carried from the previous frame (``method="carried"``, the default;
+each pose warms up from the rest pose), with the numbers of :func:`kisekae.qa.check.check_pose` for each.
+(The first per-frame path, ``"capsules"``, leaves 5-10 times more inside: docs/fit.md.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ RUNTIME_GARMENTS = ("tights", "skirt")
 #: these close-ups, so the tights are also shown alone.
 RUNTIME_LAYERS = (("tights",), ("tights", "skirt"))
 #: (column label, :func:`~kisekae.fit.runtime.runtime_pose` method or None for plain skinning), in column order.
-RUNTIME_COLUMNS = (("skinned", None), ("capsules", "capsules"), ("surface", "surface"))
+RUNTIME_COLUMNS = (("skinned", None), ("surface", "surface"), ("carried", "carried"))
 #: The :func:`~kisekae.qa.check.check_pose` numbers of each record.
 RUNTIME_FIELDS = ("inside_count", "edge_crossings", "flipped_faces", "strain_p99", "strain_max")
 
@@ -39,14 +40,14 @@ def _garments(avatar) -> list:
 
 
 def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, renderer=None, layers=RUNTIME_LAYERS):
-    """Pictures and numbers of skinned garments, the capsule path and the surface push.
+    """Pictures and numbers of skinned garments, the stateless and the carried surface push.
 
     Returns
     -------
     rows : list of lists of (H, W, 3) uint8, one row per pose and layer (``layers``: the garments drawn, those the
-        avatar has), per view skinned, capsules then surface (:data:`RUNTIME_COLUMNS`), the skin poking through
+        avatar has), per view skinned, surface then carried (:data:`RUNTIME_COLUMNS`), the skin poking through
         the drawn garments marked in magenta
-    records : list of dict, per pose, column (``"method"``: ``"skinned"``, ``"capsules"``, ``"surface"``) and
+    records : list of dict, per pose, column (``"method"``: ``"skinned"``, ``"surface"``, ``"carried"``) and
         garment: the :data:`RUNTIME_FIELDS` of :func:`~kisekae.qa.check.check_pose` for those positions
     pixels : list of dict, one per picture in row order: ``pose``, ``garments`` (drawn), ``view``, ``method``,
         ``poke_through_pixels``, the pixels marked (:func:`~kisekae.render.poke.poke_through` at ``size``), and
@@ -54,7 +55,8 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
         glue draws the body (:func:`~kisekae.render.scene.cull_covered`; the inside test on the whole body)
 
     The body is posed as the avatar poses it (``avatar.body.posed``: with its contact step, if it has one).
-    The surface candidates, capsule rig and bindings are baked on the first call and cached on ``avatar``.
+    The surface candidates are baked on the first call and cached on ``avatar``; each carried pose warms up from
+    the rest pose (a fresh :class:`~kisekae.fit.carry.CarryState`), as a single pose does in ``kisekae check``.
     """
     from ..avatar.poses import named_pose
     from ..fit.runtime import runtime_pose
@@ -94,9 +96,9 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
 
 
 def _bake(avatar) -> dict:
-    """Pay the per-avatar one-time costs of both methods; returns garment -> seconds of its surface bake."""
+    """Pay the per-avatar one-time costs of the methods shown; returns garment -> seconds of its surface bake."""
     from ..avatar.poses import named_pose
-    from ..fit.runtime import RUNTIME_METHODS, garment_candidates, runtime_pose
+    from ..fit.runtime import garment_candidates, runtime_pose
 
     garments = _garments(avatar)
     seconds = {}
@@ -105,22 +107,22 @@ def _bake(avatar) -> dict:
         garment_candidates(avatar, g)
         seconds[g] = time.perf_counter() - t
     pose = named_pose(avatar.skeleton, RUNTIME_POSES[0])
-    for method in RUNTIME_METHODS:  # the capsule rig, the bindings and plans, the one-rings, Numba's kernels
+    for _, method in RUNTIME_COLUMNS[1:]:  # the one-rings, chords and Numba's kernels
         runtime_pose(avatar, pose, garments, method=method)
     return seconds
 
 
 def section_runtime(ctx) -> str:
-    """Crouch and sit close-ups: skinned garments, the capsule path and the surface push, with their numbers."""
+    """Crouch and sit close-ups: skinned garments, the stateless and the carried surface push, with their numbers."""
     from .report import SHEET_FONT_PX, _img
 
     av = ctx["avatar"]
     t, c = time.perf_counter(), time.process_time()
     bake = _bake(av)
     ctx["warmup"] = (time.perf_counter() - t, time.process_time() - c,
-                     "surface candidates, capsule rig and bindings baked, Numba's kernels")
+                     "surface candidates baked, Numba's kernels")
     rows, records, pixels = runtime_rows(av)
-    labels = {"skinned": "skinned", "capsules": "capsule path", "surface": "surface push"}
+    labels = {"skinned": "skinned", "surface": "stateless push", "carried": "carried push"}
     cols = [f"{v}: {labels[m]}" for v in RUNTIME_VIEWS for m, _ in RUNTIME_COLUMNS]
     per_row = len(RUNTIME_VIEWS) * len(RUNTIME_COLUMNS)
     captions = [[f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px"
@@ -128,7 +130,7 @@ def section_runtime(ctx) -> str:
     row_labels = [f"{p['pose']}, {' + '.join(p['garments'])}" for p in pixels[::per_row]]
     sheet = comparison_sheet(rows, row_labels=row_labels, col_labels=cols, cell_width=CELL[0],
                              captions=captions, font_size=SHEET_FONT_PX,
-                             title="Per-frame correction: skinned garments, the capsule path and the surface push; "
+                             title="Per-frame correction: skinned garments, the stateless and the carried surface push; "
                                    "poke-through pixels in magenta")
     head = ("<tr><th>pose</th><th>method</th><th>garment</th><th class='num'>inside</th>"
             "<th class='num'>crossings</th><th class='num'>flipped faces</th><th class='num'>strain p99</th>"
@@ -140,16 +142,18 @@ def section_runtime(ctx) -> str:
     nums = "; ".join(f"{p['pose']} {' + '.join(p['garments'])} {p['view']} {labels[p['method']]}: "
                      f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px" for p in pixels)
     alt = (f"Close-ups of the {' and '.join(RUNTIME_VIEWS)} in the {' and '.join(RUNTIME_POSES)}, the body in the "
-           f"tights alone and in the tights and the skirt, each skinned, corrected by the capsule path and by the "
-           f"surface push, skin poking through the garments in magenta ({nums}).")
+           f"tights alone and in the tights and the skirt, each skinned, corrected by the stateless and by the "
+           f"carried surface push, skin poking through the garments in magenta ({nums}).")
     baked = ", ".join(f"{g} {s:.1f} s" for g, s in bake.items())
     return ("<h2>The per-frame correction</h2><p>What an engine runs every frame "
-            "(<code>kisekae.fit.runtime.runtime_pose</code>). The surface push, the default, keeps each garment "
+            "(<code>kisekae.fit.runtime.runtime_pose</code>). The surface push keeps each garment "
             "vertex outside the nearest of a few body triangles baked for it over a range of motion, measured "
             "against the posed body's own surface, with one-ring smoothing between two pushes and a stretch limit "
             "that pulls over-stretched edges back (each vertex it moves pushed again), so the cloth keeps its shape. "
-            "The capsule path, the first per-frame method, pushes out of the fitted capsules and then "
-            "off the one skin point each vertex is bound to. Garment vertices inside the body, edges crossing it, "
+            "Without memory (stateless), a vertex that skinning buries between two parts (thigh and calf) is pushed "
+            "out of whichever is nearer this frame: the cloth pops and single edges spike. The carried push, the "
+            "default, starts each frame from the previous frame's correction (nine tenths of it), so each vertex stays "
+            "on the side it was on; a single pose warms up along the path from the rest pose. Garment vertices inside the body, edges crossing it, "
             "flipped faces and stretch (strain against plain skinning) from <code>kisekae check</code>; "
             f"poke-through pixels (skin showing through the garments' outside at {CELL[0]}x{CELL[1]}) in magenta: "
             "they also see the flat garment triangles between the vertices, and the skirt hides the tights, so "

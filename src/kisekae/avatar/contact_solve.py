@@ -397,27 +397,21 @@ def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolv
     return y_prev[topo.inverse]
 
 
-def pose_path(skeleton, skin_matrices, steps: int = STEPS) -> list:
-    """Skinning matrices of ``steps`` poses from the rest pose to the pose of ``skin_matrices``, the pose last.
+def local_motion(skeleton, skin_matrices) -> tuple:
+    """The pose of ``skin_matrices`` read back as bone-local motion from the rest pose.
 
-    The pose is read back from its skinning matrices (bone-local rotations and head offsets, forward
-    kinematics undone bone by bone); each step slerps every local rotation from the identity and scales the
-    offsets, so the bones stay joined along the way, as an animator's in-between would.
+    Forward kinematics undone bone by bone: each bone's local rotation relative to its rest orientation and its
+    head offset from its rest position in the parent's frame.
 
     Parameters
     ----------
     skeleton : Skeleton
     skin_matrices : (B, 4, 4) the pose's skinning matrices
-    steps : int >= 1
 
     Returns
     -------
-    list of ``steps`` (B, 4, 4) float64 arrays, the last equal to ``skin_matrices``
+    (rotations (B, 3, 3) orthonormal, offsets (B, 3) metres)
     """
-    from scipy.spatial.transform import Rotation
-
-    from .pose import Pose
-
     m = np.asarray(skin_matrices, dtype=np.float64)
     nb = skeleton.n_bones
     if m.shape != (nb, 4, 4) or not np.all(np.isfinite(m)):
@@ -432,15 +426,67 @@ def pose_path(skeleton, skin_matrices, steps: int = STEPS) -> list:
         off[j] = local[:3, 3] - local_rest[j][:3, 3]
     # the read-back rotation is orthonormal to rounding; project it so the rotation vector is well defined
     u, _, vt = np.linalg.svd(rot)
-    rot = u @ vt
-    vec = Rotation.from_matrix(rot).as_rotvec()
+    return u @ vt, off
+
+
+def _relative_rotvecs(skeleton, skin_matrices, start) -> tuple:
+    """(start rotations, rotation vectors from the start to the pose per bone, start offsets, end offsets)."""
+    from scipy.spatial.transform import Rotation
+
+    r1, o1 = local_motion(skeleton, skin_matrices)
+    if start is None:
+        r0, o0 = np.tile(np.eye(3), (skeleton.n_bones, 1, 1)), np.zeros_like(o1)
+    else:
+        r0, o0 = local_motion(skeleton, start)
+    rel = Rotation.from_matrix(np.einsum("bji,bjk->bik", r0, r1)).as_rotvec()
+    return r0, rel, o0, o1
+
+
+def pose_path(skeleton, skin_matrices, steps: int = STEPS, start=None) -> list:
+    """Skinning matrices of ``steps`` poses from the rest pose (or ``start``) to the pose of ``skin_matrices``.
+
+    Both poses are read back from their skinning matrices (:func:`local_motion`); each step slerps every local
+    rotation and interpolates the offsets, so the bones stay joined along the way, as an animator's in-between
+    would.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    skin_matrices : (B, 4, 4) the pose's skinning matrices
+    steps : int >= 1
+    start : (B, 4, 4) skinning matrices of the pose the path starts from, or None for the rest pose
+
+    Returns
+    -------
+    list of ``steps`` (B, 4, 4) float64 arrays, the last equal to ``skin_matrices`` (the start not included)
+    """
+    from scipy.spatial.transform import Rotation
+
+    from .pose import Pose
+
+    m = np.asarray(skin_matrices, dtype=np.float64)
+    r0, rel, o0, o1 = _relative_rotvecs(skeleton, m, start)
     out = []
     for k in range(1, steps):
         t = k / steps
-        r = Rotation.from_rotvec(vec * t).as_matrix()
-        out.append(Pose(r, np.zeros(3), f"step {k}", off * t).skinning_matrices(skeleton))
+        r = r0 @ Rotation.from_rotvec(rel * t).as_matrix()
+        out.append(Pose(r, np.zeros(3), f"step {k}", o0 + (o1 - o0) * t).skinning_matrices(skeleton))
     out.append(m)
     return out
+
+
+def path_steps(skeleton, skin_matrices, start=None, max_degrees: float = 6.0) -> int:
+    """Steps :func:`pose_path` needs so that no bone's local rotation changes more than ``max_degrees`` a step.
+
+    Returns
+    -------
+    int >= 1
+    """
+    if not (np.isfinite(max_degrees) and max_degrees > 0):
+        raise KisekaeError(f"must be a positive angle, got {max_degrees!r}", "path step degrees")
+    _, rel, _, _ = _relative_rotvecs(skeleton, skin_matrices, start)
+    angle = float(np.degrees(np.linalg.norm(rel, axis=1).max(initial=0.0)))
+    return max(1, int(np.ceil(angle / max_degrees - 1e-9)))
 
 
 @dataclass

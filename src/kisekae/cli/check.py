@@ -34,10 +34,13 @@ def register(sub):
                         "translation lerped; default 1: the poses only), to see a sparse clip or two named poses "
                         "as motion: with --runtime, pop_mm is then reported for every pose after the first, e.g. "
                         "--pose stand --pose crouch --inbetweens 30 for one second at 30 fps")
-    p.add_argument("--runtime-method", choices=("surface", "capsules"), default="surface",
-                   help="the per-frame method of --runtime: 'surface' (default: each garment vertex kept outside the "
-                        "nearest of its baked candidate body triangles, with one-ring smoothing and a stretch limit) or 'capsules' (the "
-                        "first path: capsule field, then skin-bound clearance)")
+    p.add_argument("--runtime-method", choices=("carried", "surface", "capsules"), default="carried",
+                   help="the per-frame method of --runtime: 'carried' (default: the surface push started from the "
+                        "previous frame's correction; a clip (--bvh, --inbetweens) carries it from frame to frame, "
+                        "a single pose warms up from the rest pose, and runtime_steps says how many steps were "
+                        "taken), 'surface' (the same push without memory: each garment vertex kept outside the "
+                        "nearest of its baked candidate body triangles, with one-ring smoothing and a stretch limit) "
+                        "or 'capsules' (the first path: capsule field, then skin-bound clearance)")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles) and body_volume_change")
@@ -75,8 +78,12 @@ def run(args) -> int:
     records = []
     params = push_params(args)
     previous = {}
+    from ..fit.carry import CarryState
+
+    clip = CarryState() if (args.bvh or args.inbetweens > 1) else None  # a clip's frames share one memory
     for pose in poses:
-        records.extend(_pose_records(args, avatar, pose, garments, params, previous))
+        state = clip if clip is not None else CarryState()
+        records.extend(_pose_records(args, avatar, pose, garments, params, previous, state))
     print(format_table(records))
     if args.pixels:
         from ..app.report import format_pixel_table
@@ -88,7 +95,7 @@ def run(args) -> int:
     return 0
 
 
-def _pose_records(args, avatar, pose, garments, params, previous: dict) -> list:
+def _pose_records(args, avatar, pose, garments, params, previous: dict, state) -> list:
     """The records of one pose: ``before`` per garment, each followed by its fixed stages."""
     from ..qa.check import check_pose, json_record, self_contact_pose
 
@@ -101,7 +108,7 @@ def _pose_records(args, avatar, pose, garments, params, previous: dict) -> list:
         from ..app.report import add_poke_pixels
 
         add_poke_pixels(avatar, pose, before)
-    stages = _fixed_stages(args, avatar, pose, garments, params)
+    stages = _fixed_stages(args, avatar, pose, garments, params, state)
     if not stages:
         return before
     for r in before:
@@ -111,7 +118,7 @@ def _pose_records(args, avatar, pose, garments, params, previous: dict) -> list:
     return [r for rows in zip(before, *per_stage) for r in rows]  # per garment: before, then each stage
 
 
-def _fixed_stages(args, avatar, pose, garments, params) -> list:
+def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
     """``[(stage, positions by garment, metrics by garment)]`` of ``--fix``/``--layered`` and ``--runtime``."""
     stages = []
     if args.fix or args.layered:
@@ -122,7 +129,7 @@ def _fixed_stages(args, avatar, pose, garments, params) -> list:
     if args.runtime:
         from ..fit.runtime import runtime_pose
 
-        corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method)
+        corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state)
         stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
     return stages
 

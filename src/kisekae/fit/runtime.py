@@ -1,8 +1,12 @@
 """The per-frame garment correction that an engine runs, on a whole avatar, pose by pose.
 
-Two methods (:data:`RUNTIME_METHODS`):
+Three methods (:data:`RUNTIME_METHODS`):
 
-- ``"surface"`` (the default): the surface push of :mod:`kisekae.fit.surface` against the posed body
+- ``"carried"`` (the default): the surface push below, each frame started from the previous frame's
+  correction (:mod:`kisekae.fit.carry`; a :class:`~kisekae.fit.carry.CarryState` holds it between frames, and
+  a pose without a previous frame warms up along the path from the rest pose). Measured against the stateless
+  push it pops 3-6 times less between frames and leaves no spikes (docs/fit.md).
+- ``"surface"``: the stateless surface push of :mod:`kisekae.fit.surface` against the posed body
   (skinning, then the body contact) and its normals: each garment vertex is kept outside the nearest of
   its baked candidate body triangles, with one-ring smoothing passes between two pushes and stretch-limit
   passes after them (HLSL: ``KisekaeSurfacePush``, ``KisekaeSmoothPush`` and ``KisekaeStretchLimit`` as compute
@@ -30,13 +34,14 @@ from ..avatar.avatar import Avatar
 from ..errors import KisekaeError
 from ..geom.normals import vertex_normals
 from .bound import bind_to_skin, push_out_runtime
+from .carry import CarryState, carry_start
 from .fitting import fit_capsules
 from .fix import params_for
 from .pushout import CapsulePushPlan, PushParams
 from .surface import bake_surface_candidates, garment_chords, one_ring, surface_runtime
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
-RUNTIME_METHODS = ("surface", "capsules")
+RUNTIME_METHODS = ("carried", "surface", "capsules")
 
 
 def _cached(avatar: Avatar, slot: str, key, make):
@@ -128,7 +133,7 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
-                 method: str = "surface") -> dict:
+                 method: str = "carried", state: CarryState | None = None) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -138,16 +143,21 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     garments : list of garment names
     params : PushParams, dict name -> PushParams, or None for the defaults (skirt mode for skirts)
     method : one of :data:`RUNTIME_METHODS`
+    state : CarryState or None, for ``"carried"``: the previous frame's corrections, updated in place (None: a
+        fresh state, so the pose warms up from the rest pose); the other methods ignore it
 
     Returns
     -------
-    dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` and
-    ``runtime_method``)
+    dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` (one frame's
+    correction; for ``"carried"`` the last step's) and ``runtime_method``; ``"carried"`` adds ``runtime_steps``,
+    the steps taken since the previous frame)
     """
     if method not in RUNTIME_METHODS:
         raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
                            "runtime method")
     m = pose.skinning_matrices(avatar.skeleton)
+    if method == "carried":
+        return _carried(avatar, m, garments, params, CarryState() if state is None else state)
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
     if method == "capsules":
@@ -171,6 +181,31 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3,
                    "runtime_method": method}
         out[name] = (new.astype(np.float32), metrics)
+    return out
+
+
+def _carried(avatar: Avatar, m, garments, params, state: CarryState) -> dict:
+    """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated."""
+    state.check()
+    faces = avatar.body.mesh.faces
+    steps = state.path(avatar.skeleton, m)
+    out = {}
+    for ms in steps:
+        body = avatar.body.posed(ms).astype(np.float64)
+        normals = vertex_normals(body, faces).astype(np.float64)
+        for name in garments:
+            p = params_for(name, params.get(name) if isinstance(params, dict) else params)
+            cand, ring = garment_candidates(avatar, name), garment_ring(avatar, name)
+            x = avatar.part(name).posed(ms).astype(np.float64)
+            t0 = time.perf_counter()
+            start = carry_start(x, state.correction(name, len(x)), state.keep)
+            new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=garment_chord(avatar, name),
+                                        start=start)
+            ms_taken = (time.perf_counter() - t0) * 1e3
+            state.corrections[name] = new - x
+            out[name] = (new.astype(np.float32), {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms_taken,
+                                                  "runtime_method": "carried", "runtime_steps": len(steps)})
+    state.skin_matrices = np.array(m, dtype=np.float64)
     return out
 
 

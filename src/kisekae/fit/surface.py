@@ -577,9 +577,11 @@ def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
 def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_normals, body_faces,
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                     passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
-                    stretch: float = STRETCH_LIMIT):
+                    stretch: float = STRETCH_LIMIT, start=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
     ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; the total capped at maxPush.
+    The first push starts from ``start`` (default: the skinned ``points``); smoothing, stretch limit and cap measure
+    from ``points`` (:mod:`kisekae.fit.carry` starts from the previous frame's correction).
 
     Parameters
     ----------
@@ -591,6 +593,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     chord : (N,) :func:`garment_chords`, or None: no chord allowance
     limit_passes : int, stretch-limit passes (0: none)
     stretch : float, the stretch limit's allowed relative stretch against the skinned edge lengths
+    start : (N, 3) metres or None, where the first push starts (None: ``points``)
 
     Returns
     -------
@@ -608,9 +611,10 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
         raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
     _check_stretch(stretch)
+    y0 = x if start is None else _f64(start, x.shape, "start positions")
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
-        first = surface_push_numpy(x, *args, chord=chord)[0]
+        first = surface_push_numpy(y0, *args, chord=chord)[0]
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
@@ -623,11 +627,11 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         frame = _body_frame(v, nb, f, chord is not None)
         ch = np.zeros(len(x)) if chord is None else as_nonnegative(chord, len(x), "chord")
         push = (candidates, v, nb, frame, ch, t, s, params, up, None)
-        first = _push(x, np.arange(len(x), dtype=np.int64), *push)[0]
+        first = _push(y0, np.arange(len(x), dtype=np.int64), *push)[0]
         if passes > 0:
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
-        new = _push(first, np.flatnonzero(np.any(first != x, axis=1)), *push)[0]
+        new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
         if limit_passes > 0:
             ptr, idx = _ring_arrays(ring, len(x))
             rest2 = _squared_limits(x, ptr, idx, stretch)
