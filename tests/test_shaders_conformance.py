@@ -42,6 +42,7 @@ def test_checks_cover_every_function_and_source(checks):
             assert f"surface push {pose} {garment} body curvature" in names
             assert f"stretch limit {pose} {garment} skinned" in names and f"stretch limit {pose} {garment} jittered" in names
             assert f"surface push {pose} {garment} chord b=0 m=0.002 reach=0.1 clearance" in names
+            assert f"carry start {pose} {garment} keep 0.9" in names
     for pose in C.POSES:
         assert f"avatar {pose}" in names
         assert f"avatar {pose} bound push" in names and f"avatar {pose} skin push" in names
@@ -183,6 +184,12 @@ def test_surface_gpu_inputs_are_validated():
         X.gpu_stretch_limit(two[:1], two, ring2)
     with pytest.raises(KisekaeError, match="ring"):
         X.gpu_stretch_limit(two, two, (np.array([0, 1, 3]), np.array([1, 0])))
+    with pytest.raises(KisekaeError, match="carry keep"):
+        X.gpu_carry_start(two, two, 1.5)
+    with pytest.raises(KisekaeError, match="previous correction"):
+        X.gpu_carry_start(two, two[:1], 0.9)
+    np.testing.assert_allclose(X.gpu_carry_start(two, [[0.0, 0.01, 0.0], [0.0, 0.0, -0.02]], 0.5),
+                               [[0.0, 0.005, 0.0], [0.1, 0.0, -0.01]], atol=1e-7)
 
     body = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
     nrm = np.tile([0.0, 0.0, 1.0], (4, 1))

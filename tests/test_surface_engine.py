@@ -10,6 +10,7 @@ import pytest
 
 from kisekae.avatar.poses import named_pose
 from kisekae.errors import KisekaeError
+from kisekae.fit.carry import KEEP
 from kisekae.fit.fix import params_for
 from kisekae.fit.pushout import bias_direction, push_amount
 from kisekae.fit.surface import (CANDIDATES, LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT, bake_surface_candidates,
@@ -381,6 +382,13 @@ def test_compute_kernels_declared_and_dispatched():
     # the macros come before the core: KisekaeStretchLimit is compiled only when KISEKAE_LOAD_GARMENT_SKINNED is
     assert text.index("#define KISEKAE_LOAD_GARMENT_SKINNED") < text.index('#include "KisekaeCore.hlsl"')
     assert "KisekaeStretchLimit(v, _KisekaeStretchLimit, moved)" in text
+    # the carried correction: read by the first push, written by the finish, its keep set, cleared on a reset
+    assert "KisekaeCarryStart(x, _KisekaeCorrectionRW[v].xyz, _KisekaeCarryKeep)" in text
+    assert "_KisekaeCorrectionRW[v] = float4(disp, 0.0);" in text
+    assert '"_KisekaeCarryKeep", carryKeep' in cs and f"public float carryKeep = {KEEP}f;" in cs
+    assert 'cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction)' in cs
+    assert 'cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeCorrectionRW", _correction)' in cs
+    assert "public void ResetCarry()" in cs
     assert '"_KisekaeStretchLimit", stretchLimit' in cs
     assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", _chord' in cs
     assert '"_KisekaeBodyCurvature", _bodyCurvature' in cs and '"chord"' in cs
@@ -408,7 +416,7 @@ def test_o3de_srg_defines_the_surface_macros():
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
     for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord",
                    "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
-                   "m_garmentSkinned"):
+                   "m_garmentSkinned", "m_correction", "m_carryKeep"):
         assert member in srg, member
 
 
@@ -446,7 +454,8 @@ void main(uint3 id : SV_DispatchThreadID)
     P.margin = m_push0.x; P.stiffness = m_push0.y; P.maxPush = m_push0.z; P.skirtBias = m_push0.w;
     P.smoothK = m_push1.x; P.up = m_push1.yzw;
     float push; float s;
-    float3 q = KisekaeSurfacePush(KISEKAE_LOAD_DISPLACEMENT(id.x), id.x, 0.0, 0.0, P, P.maxPush,
+    float3 start = KisekaeCarryStart(KISEKAE_LOAD_DISPLACEMENT(id.x), m_correction[id.x].xyz, m_carryKeep);
+    float3 q = KisekaeSurfacePush(start, id.x, 0.0, 0.0, P, P.maxPush,
                                   m_surfaceChord[id.x], push, s);
     bool moved;
     float3 limited = KisekaeStretchLimit(id.x, 0.1, moved);
@@ -455,7 +464,8 @@ void main(uint3 id : SV_DispatchThreadID)
 """)
     c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
     for name in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_bodyCurvature",
-                 "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles", "m_garmentSkinned"):
+                 "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles", "m_garmentSkinned", "m_correction",
+                 "m_carryKeep"):
         assert name in c.glsl, name
 
 
@@ -505,11 +515,13 @@ class _Kernel:
 
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
-                params, contact=None, mask=(0.0, 0.0)):
+                params, contact=None, mask=(0.0, 0.0), carry=None):
     """KisekaeSurfacePush.cs's frame: the nine kernels with its bindings, its ping-pong (the smoothing, the second
     push and the stretch-limit passes, from the bake's counts) and its stride-40 skinned buffers (position, normal,
     tangent). Returns (positions + push, normals, body positions, body normals), float32
-    (N, 4) each, world space, and the body curvature (Nb,)."""
+    (N, 4) each, world space, and the body curvature (Nb,). ``carry``: (previous correction (N, 3) world m, keep) in
+    the correction buffer and _KisekaeCarryKeep (None: zeros, keep 0), and then the correction buffer after the
+    frame (N, 4) is returned last."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -557,6 +569,8 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     body_pos, body_nrm, body_kv = buf(reserve=nb * 16), buf(reserve=nb * 16), buf(reserve=nb * 4)
     disp = [buf(reserve=n * 16), buf(reserve=n * 16)]
     out_pos, out_nrm = buf(reserve=n * 16), buf(reserve=n * 16)
+    previous, keep = carry if carry is not None else (np.zeros((n, 3)), 0.0)
+    correction = f4(np.c_[np.asarray(previous, np.float64), np.zeros(n)])
     uni = {
         "_KisekaeBodyCount": np.uint32(nb), "_KisekaeBodyStride": np.uint32(40),
         "_KisekaeBodyPositionOffset": np.uint32(0), "_KisekaeGarmentCount": np.uint32(n),
@@ -569,6 +583,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         "_KisekaePush1": np.array([0.0, 0.0, 1.0, 0.0], np.float32),
         "_KisekaeReach": np.float32(params.max_push),
         "_KisekaeStretchLimit": np.float32(bake["stretch_limit"]),
+        "_KisekaeCarryKeep": np.float32(keep),
     }
     if contact is not None:
         for key in ("_KisekaeJointCentre", "_KisekaeJointNormal", "_KisekaeJointRest", "_KisekaeJointRestDir"):
@@ -588,7 +603,8 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
                                                    "_KisekaeBodyNormals": body_nrm, "_KisekaeBodyCurvatureRW": body_kv})
     common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm,
               "_KisekaeBodyCurvature": body_kv}
-    kernels["KisekaeSurfacePushFirst"].run(n, uni, {**common, "_KisekaeDisplacementOut": disp[0]}, textures)
+    kernels["KisekaeSurfacePushFirst"].run(n, uni, {**common, "_KisekaeDisplacementOut": disp[0],
+                                                    "_KisekaeCorrectionRW": correction}, textures)
     src_i = 0
     for _ in range(bake["smooth_passes"]):
         kernels["KisekaeSmooth"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": disp[src_i],
@@ -602,11 +618,13 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
                                                      "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
         src_i = 1 - src_i
     kernels["KisekaeFinish"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": disp[src_i],
-                                          "_KisekaeGarmentPositionsRW": out_pos})
+                                          "_KisekaeGarmentPositionsRW": out_pos, "_KisekaeCorrectionRW": correction})
     kernels["KisekaeGarmentNormals"].run(n, uni, {**bufs, "_KisekaeGarmentPositions": out_pos,
                                                   "_KisekaeGarmentNormalsRW": out_nrm})
     out = tuple(np.frombuffer(b.read(), np.float32).reshape(-1, 4).copy()
                 for b in (out_pos, out_nrm, body_pos, body_nrm)) + (np.frombuffer(body_kv.read(), np.float32).copy(),)
+    if carry is not None:
+        out = out + (np.frombuffer(correction.read(), np.float32).reshape(-1, 4).copy(),)
     for b in made:
         b.release()
     tex.release()
@@ -686,3 +704,37 @@ def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_
     loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
     assert np.abs(ref - loose).max() > 1e-4  # the masks matter here
     assert np.linalg.norm(pos[:, :3] - ref, axis=1).max() < 1e-5
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_carry_the_correction_from_frame_to_frame(avatar, baked, tmp_path):
+    """Two frames of the carried push (the crouch, then the sit): the kernels start the second frame from 0.9 of the
+    correction the first one stored, and equal surface_runtime started at kisekae.fit.carry.carry_start; the buffer
+    then holds each frame's capped correction."""
+    from kisekae.fit.carry import KEEP, carry_start
+
+    av, cand, ring, doc, head, binary = baked
+    bake = _load(head, av)
+    mesh, faces = av.part("tights").mesh, av.body.mesh.faces
+    params = params_for("tights", None)
+    chord = garment_chords(mesh)
+    previous = np.zeros((mesh.n_vertices, 3))
+    for pose in ("crouch", "sit"):
+        m = named_pose(av.skeleton, pose).skinning_matrices(av.skeleton)
+        body = av.body.posed(m).astype(np.float64)
+        x = av.part("tights").posed(m).astype(np.float64)
+        normals = vertex_normals(body, faces).astype(np.float64)
+        ref, _ = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
+                                 start=carry_start(x, previous, KEEP))
+        (tmp_path / pose).mkdir()
+        out = unity_frame(tmp_path / pose, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
+                          carry=(previous, KEEP))
+        # float32 against float64: a few vertices sit on a tie of two candidates or at the stretch limit's threshold,
+        # where the last bits decide (the stateless frame shows the same); every other vertex within 1e-5 m
+        err = np.linalg.norm(out[0][:, :3] - ref, axis=1)
+        assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, (pose, np.sort(err)[-5:])
+        # the buffer holds exactly what the finish wrote: the capped displacement of this frame
+        np.testing.assert_allclose(out[-1][:, :3], out[0][:, :3] - x.astype(np.float32), atol=1e-6)
+        previous = out[-1][:, :3].astype(np.float64)
+    stateless = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
+    assert np.abs(stateless - ref).max() > 1e-3  # the memory matters in the second frame

@@ -28,6 +28,7 @@ KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, pu
 KisekaeBodyCurvature   kisekae.fit.surface.body_curvature          1e-5 relative (of max(kv, 1/m))
 KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
 KisekaeStretchLimit    kisekae.fit.surface.stretch_limit_numpy     1e-5 m, moved flags exact
+KisekaeCarryStart      kisekae.fit.carry.carry_start               1e-5 m
 =====================  ==========================================  =============================
 
 Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
@@ -1065,6 +1066,13 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
                 checks.append(Check(f"stretch limit {pose} {garment} {part} ({int(rmoved.sum())} moved)",
                                     max(_err(got, ref), 0.0 if np.array_equal(moved, rmoved) else np.inf),
                                     TOL_SURFACE, len(ref)))
+            # the carried start of the next frame from this push's correction (keep 0, kisekae's, and all of it)
+            from ..fit.carry import KEEP, carry_start
+
+            for keep in (0.0, KEEP, 1.0):
+                ref = carry_start(pts, pushed - pts, keep)
+                checks.append(Check(f"carry start {pose} {garment} keep {keep}",
+                                    _err(X.gpu_carry_start(pts, pushed - pts, keep), ref), TOL_SURFACE, len(ref)))
     return checks
 
 

@@ -47,6 +47,7 @@ MODES = {
     "smooth_push": 17,
     "body_curvature": 18,
     "stretch_limit": 19,
+    "carry_start": 20,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -832,6 +833,33 @@ def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     o0, _ = _run("stretch_limit", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=neighbours, in3=_vec4(n, x),
                  params=[[float(stretch), 0.0, 0.0, 0.0]])
     return x + o0[:, :3], o0[:, 3] > 0.5
+
+
+def gpu_carry_start(skinned, previous_correction, keep: float):
+    """``KisekaeCarryStart`` on the GPU: :func:`kisekae.fit.carry.carry_start`.
+
+    Parameters
+    ----------
+    skinned : (N, 3) array_like, garment vertices skinned this frame (m)
+    previous_correction : (N, 3) array_like, last frame's corrected minus skinned positions (m)
+    keep : float in [0, 1]
+
+    Returns
+    -------
+    (N, 3) float32 start positions
+    """
+    from ..fit.carry import check_keep
+
+    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
+    c = as_points(previous_correction, "previous correction", dtype=np.float32)
+    if c.shape != x.shape:
+        raise KisekaeError(f"{len(c)} corrections for {len(x)} garment vertices", "previous correction")
+    n = len(x)
+    if not n:
+        return x.copy()
+    o0, _ = _run("carry_start", "constants", n, in0=_vec4(n, x), in1=_vec4(n, c),
+                 params=[[check_keep(keep), 0.0, 0.0, 0.0]])
+    return o0[:, :3]
 
 
 def gpu_smooth_push(displacement, ring, passes: int = 10):

@@ -238,6 +238,16 @@ float KisekaeBodyCurvature(uint i)
 }
 #endif
 
+// Carried correction (kisekae.fit.carry.carry_start): where this frame's first KisekaeSurfacePush starts. `skinned` is
+// the garment vertex skinned this frame, `previousCorrection` the corrected minus skinned position (m) that the engine
+// stored for it after the last pass of the previous frame (a per-vertex float3 buffer, zeros at the first frame or
+// after a cut), `keep` in [0, 1] the share of it kept (kisekae: 0.9; 0 gives the stateless push). Starting next to
+// the surface it was outside of last frame, the push keeps each vertex on its side of a fold.
+float3 KisekaeCarryStart(float3 skinned, float3 previousCorrection, float keep)
+{
+    return skinned + keep * previousCorrection;
+}
+
 #ifdef KISEKAE_LOAD_RING
 #if !defined(KISEKAE_LOAD_RING_RANGE) || !defined(KISEKAE_LOAD_DISPLACEMENT)
 #error "kisekae: KISEKAE_LOAD_RING needs KISEKAE_LOAD_RING_RANGE and KISEKAE_LOAD_DISPLACEMENT"

@@ -357,6 +357,13 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(d, moved ? 1.0 : 0.0);
     }
 #endif
+#if KISEKAE_HARNESS_HAS(20)
+    if (gMode == 20u)
+    {
+        // carried correction: x0.xyz = skinned vertex, x1.xyz = previous correction, gParams[0].x = keep
+        y0 = float4(KisekaeCarryStart(x0.xyz, x1.xyz, gParams[0].x), 0.0);
+    }
+#endif
 #if KISEKAE_HARNESS_HAS(18)
     if (gMode == 18u)
     {

@@ -10,12 +10,13 @@
 //      then the body contact of KisekaeBodyContact when one is given (the body Kisekae/BodyURP draws), then the body's
 //      area-weighted vertex normals, then its curvature (KisekaeBodyCurvature over the triangles around each
 //      vertex, after the normals)                                                     3 dispatches over the body
-//   2. garment: the skinned vertices to world space, KisekaeSurfacePush with the chord allowance (the baked chord, the
-//      body curvature; displacement A), smoothPasses dispatches of KisekaeSmoothPush ping-ponging A and B,
+//   2. garment: the skinned vertices to world space plus carryKeep times the correction the previous frame ended
+//      with (KisekaeCarryStart, kisekae.fit.carry: each vertex starts on the side of a fold it was on), KisekaeSurfacePush
+//      with the chord allowance (the baked chord, the body curvature; displacement A), smoothPasses dispatches of KisekaeSmoothPush ping-ponging A and B,
 //      KisekaeSurfacePush again (into the next buffer), limitPasses dispatches of KisekaeStretchLimit (one-ring edges
 //      longer than 1 + stretchLimit times their skinned length pulled back; each vertex it moved pushed again),
-//      ping-ponging the same two buffers, the finish (the total capped at maxPush), then the garment's normals over
-//      its welded faces                                  smoothPasses + limitPasses + 4 dispatches over the garment
+//      ping-ponging the same two buffers, the finish (the total capped at maxPush; also stored as the next frame's
+//      correction), then the garment's normals over its welded faces                                  smoothPasses + limitPasses + 4 dispatches over the garment
 // The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
 // normal) that the garment's renderer gets through a MaterialPropertyBlock as _KisekaeSurfacePositions and
 // _KisekaeSurfaceNormals: Kisekae/ClothURP with "Surface Push" on (keyword KISEKAE_SURFACE_PUSH) draws them by
@@ -96,6 +97,9 @@ namespace Kisekae
         public int limitPasses = 4;
         [Tooltip("Allowed relative stretch of a garment edge over its skinned length (kisekae: 0.1)")]
         public float stretchLimit = 0.1f;
+        [Tooltip("Share of the previous frame's correction each frame starts from (kisekae: 0.9; 0: no memory). Call " +
+                 "ResetCarry() after a teleport or a cut")]
+        [Range(0f, 1f)] public float carryKeep = 0.9f;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
@@ -107,7 +111,7 @@ namespace Kisekae
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
         GraphicsBuffer _garmentTriangles, _garmentFacePtr, _garmentFaces;
         GraphicsBuffer _contactJoints, _contactSides, _contactRest;
-        GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals;
+        GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals, _correction;
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
         bool _contactUploaded;
         int _nBody, _nGarment;
@@ -134,6 +138,8 @@ namespace Kisekae
             if (limitPasses < 0 || !(stretchLimit >= 0f) || float.IsInfinity(stretchLimit))
                 return $"{who}: limitPasses {limitPasses} must be >= 0 and stretchLimit {stretchLimit} a finite " +
                        "number >= 0";
+            if (!(carryKeep >= 0f && carryKeep <= 1f))
+                return $"{who}: carryKeep {carryKeep} must lie in [0, 1]";
             if (contact != null && contact.body != body)
                 return $"{who}: the KisekaeBodyContact on '{contact.name}' is for another body";
             KisekaeSurfaceBakeHeader h;
@@ -315,6 +321,8 @@ namespace Kisekae
             _dispB = Make(n, 16);
             _positions = Make(n, 16);
             _normals = Make(n, 16);
+            _correction = Make(n, 16);
+            ResetCarry();
             FillUntilTheFirstFrame(n);
 
             _block = new MaterialPropertyBlock();
@@ -329,6 +337,13 @@ namespace Kisekae
                                      "corrected garment", this);
             _cmd = new CommandBuffer { name = $"KisekaeSurfacePush {garment.name}" };
             RenderPipelineManager.beginContextRendering += OnBeginContextRendering;
+        }
+
+        // Forget the previous frame's correction (after a teleport, a cut or a new animation that does not continue the
+        // last one): the next frame is pushed from the skinned garment alone, as the stateless push.
+        public void ResetCarry()
+        {
+            if (_correction != null) _correction.SetData(new Vector4[_correction.count]);
         }
 
         // The garment as Unity skins it now, uncorrected, so the material has positions before the first dispatch.
@@ -365,6 +380,7 @@ namespace Kisekae
             _bodyVertices = _garmentVertices = null;
             foreach (GraphicsBuffer b in _owned) b.Release();
             _owned.Clear();
+            _correction = null;  // released with the others: ResetCarry has nothing to clear until enabled again
             _data = null;
         }
 
@@ -466,6 +482,7 @@ namespace Kisekae
             cmd.SetComputeVectorParam(cs, "_KisekaePush1", new Vector4(0f, u.x, u.y, u.z));
             cmd.SetComputeFloatParam(cs, "_KisekaeReach", reach > 0f ? reach : maxPush);
             cmd.SetComputeFloatParam(cs, "_KisekaeStretchLimit", stretchLimit);
+            cmd.SetComputeFloatParam(cs, "_KisekaeCarryKeep", carryKeep);
             Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
             foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit })  // the kernels that push
             {
@@ -478,6 +495,7 @@ namespace Kisekae
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentUV", _uv);
                 cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
             }
+            cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction);  // last frame's
             cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeDisplacementOut", _dispA);
             cmd.DispatchCompute(cs, _kPushFirst, Groups(_nGarment), 1, 1);
             cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
@@ -506,6 +524,7 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeGarmentSkinned", _garmentVertices);
             cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeDisplacementIn", src);  // the last pass's output
             cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeGarmentPositionsRW", _positions);
+            cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeCorrectionRW", _correction);  // for the next frame
             cmd.DispatchCompute(cs, _kFinish, Groups(_nGarment), 1, 1);
             cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentPositions", _positions);
             cmd.SetComputeBufferParam(cs, _kGarmentNormals, "_KisekaeGarmentTriangles", _garmentTriangles);
