@@ -13,12 +13,13 @@ Numba on one core except the tiny rig posing:
    with the maxPush cap (:func:`kisekae.fit.bound.push_out_bound_numba`);
 5. garment normals (:func:`kisekae.geom.normals.vertex_normals`).
 
-The surface path (the default of ``kisekae check --runtime``), measured in the same run on the same
+The surface path (the push of ``kisekae check --runtime``), measured in the same run on the same
 garment: skin the body, the body contact (:func:`kisekae.avatar.contact.contact_planes`), body normals,
 skin the garment, the surface push (:func:`kisekae.fit.surface.surface_push`), ``SMOOTH_PASSES`` one-ring
 passes (:func:`kisekae.fit.surface.smooth_push`), the push again, ``LIMIT_PASSES`` stretch-limit passes
 (:func:`kisekae.fit.surface.stretch_limit`, each with the push of the vertices it moved) and the cap, garment
-normals; its
+normals; then the carried frame (the default of ``kisekae check --runtime``): the same, started from the previous
+frame's correction (:func:`kisekae.fit.carry.carry_start`); its
 candidates are baked once before timing (``--bake-poses`` range-of-motion poses). In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
@@ -63,6 +64,7 @@ from kisekae.fit.fitting import fit_capsules  # noqa: E402
 from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
 from kisekae.fit.surface import (LIMIT_PASSES, SMOOTH_PASSES, bake_surface_candidates, one_ring,  # noqa: E402
                                  smooth_push, stretch_limit, surface_push, surface_runtime)
+from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
 
 GARMENTS = ("tights", "skirt")
 
@@ -275,6 +277,20 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         rows.append([pose_name, "SURFACE FRAME: skin, contact, normals, push, smooth, push, limit, normals",
                      f"{sf[0] * 1e3:.3f}", f"{sf[1] * 1e3:.3f}",
                      f"K = {cand.triangles.shape[1]} candidates, {LIMIT_PASSES} limit passes (each: limit, push moved)"])
+        # the carried push (the default of check --runtime): the same frame started from the previous frame's
+        # correction, here the correction this frame gives (a vertex in steady contact)
+        previous = surface_frame()[0] - x
+
+        def carried_frame():
+            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
+            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
+            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
+                                start=carry_start(g, previous, KEEP))[0]
+            return q, vertex_normals(q, gf)
+
+        cf = measure(carried_frame, repeat=repeat)
+        rows.append([pose_name, "CARRIED FRAME: the surface frame started from the last correction",
+                     f"{cf[0] * 1e3:.3f}", f"{cf[1] * 1e3:.3f}", f"keep {KEEP} (kisekae.fit.carry.carry_start)"])
         nolimit = measure(lambda: surface_runtime(x, cand, ring, cb, cn, bfaces, params, limit_passes=0), repeat=repeat)
         rows.append([pose_name, "baseline: surface_runtime without the stretch limit", f"{nolimit[0] * 1e3:.3f}",
                      f"{nolimit[1] * 1e3:.3f}", "correction alone (no skinning, contact or normals)"])

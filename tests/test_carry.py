@@ -156,3 +156,21 @@ def test_a_single_pose_warms_up_from_rest_and_a_reset_forgets(avatar):
     state.reset()
     assert state.skin_matrices is None and not state.corrections
     np.testing.assert_array_equal(runtime_pose(avatar, pose, ["skirt"], state=state)["skirt"][0], first[0])
+
+
+def test_cli_carry_keep_zero_is_the_stateless_push_and_bad_keep_is_named(tmp_path, capsys):
+    import json
+
+    from kisekae.cli import main
+
+    recs = {}
+    for tag, extra in (("keep0", ["--carry-keep", "0"]), ("surface", ["--runtime-method", "surface"])):
+        out = tmp_path / f"{tag}.json"
+        assert main(["check", "--runtime", "--pose", "sit", "--garment", "tights", "--json", str(out), *extra]) == 0
+        recs[tag] = [r for r in json.loads(out.read_text()) if r["stage"] == "runtime"][0]
+    capsys.readouterr()
+    assert recs["keep0"]["runtime_method"] == "carried" and recs["keep0"]["runtime_steps"] > 1
+    for k in ("inside_count", "edge_crossings", "flipped_faces", "strain_max", "max_push_m"):
+        assert recs["keep0"][k] == pytest.approx(recs["surface"][k], abs=1e-9), k
+    assert main(["check", "--runtime", "--pose", "sit", "--carry-keep", "1.5"]) != 0
+    assert "carry keep" in capsys.readouterr().err

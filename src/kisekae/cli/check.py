@@ -41,6 +41,9 @@ def register(sub):
                         "taken), 'surface' (the same push without memory: each garment vertex kept outside the "
                         "nearest of its baked candidate body triangles, with one-ring smoothing and a stretch limit) "
                         "or 'capsules' (the first path: capsule field, then skin-bound clearance)")
+    p.add_argument("--carry-keep", type=float, default=None, metavar="K",
+                   help="with --runtime-method carried: the share of the previous frame's correction each frame "
+                        "starts from, 0..1 (default 0.9; 0 gives the stateless push)")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles) and body_volume_change")
@@ -80,9 +83,11 @@ def run(args) -> int:
     previous = {}
     from ..fit.carry import CarryState
 
-    clip = CarryState() if (args.bvh or args.inbetweens > 1) else None  # a clip's frames share one memory
+    keep = {} if args.carry_keep is None else {"keep": args.carry_keep}
+    CarryState(**keep).check()  # a bad --carry-keep is named before any work
+    clip = CarryState(**keep) if (args.bvh or args.inbetweens > 1) else None  # a clip's frames share one memory
     for pose in poses:
-        state = clip if clip is not None else CarryState()
+        state = clip if clip is not None else CarryState(**keep)
         records.extend(_pose_records(args, avatar, pose, garments, params, previous, state))
     print(format_table(records))
     if args.pixels:
