@@ -174,3 +174,24 @@ def test_cli_carry_keep_zero_is_the_stateless_push_and_bad_keep_is_named(tmp_pat
         assert recs["keep0"][k] == pytest.approx(recs["surface"][k], abs=1e-9), k
     assert main(["check", "--runtime", "--pose", "sit", "--carry-keep", "1.5"]) != 0
     assert "carry keep" in capsys.readouterr().err
+
+
+def test_carried_runtime_follows_the_body_moved_10_m(avatar):
+    """The same pose with the whole body 10 m away: the carried correction (its state in float64) is the same, to the
+    float32 skinning's resolution there."""
+    from kisekae.avatar.pose import Pose
+    from kisekae.fit.runtime import runtime_pose
+
+    sk = avatar.skeleton
+    pose = named_pose(sk, "sit")
+    shift = np.array([10.0, -3.0, 7.0])
+    moved = Pose(pose.rotations, pose.translation + shift, "sit moved", pose.offsets)
+    a, b = CarryState(), CarryState()
+    runtime_pose(avatar, pose, ["tights"], state=a)
+    runtime_pose(avatar, moved, ["tights"], state=b)
+    assert a.corrections["tights"].shape == (avatar.part("tights").mesh.n_vertices, 3)
+    assert np.abs(a.corrections["tights"]).max() > 0.005
+    # the avatar skins in float32, whose step at 10 m is 1e-6 m: the inputs already differ by that much, and a few
+    # vertices at the stretch limit's threshold pass it on a little amplified
+    err = np.abs(b.corrections["tights"] - a.corrections["tights"]).max(axis=1)
+    assert (err > 1e-6).mean() < 0.005 and err.max() < 2e-5

@@ -4,8 +4,10 @@
   signed distance of the capsule field (``sdf``) and the push law with the capsule push-out
   (``pushout``): the runtime path, ported to the shader core;
 - skin-bound clearance (``bound``): the per-vertex "exact against my own skin" runtime term;
-- the exact solver against the real posed body union (``exact``) and ``fix.fix_pose``, which
-  ``kisekae check --fix`` runs; layered outfits and draw order (``layers``);
+- the per-frame surface push (``surface``), carried from frame to frame (``carry``), and the per-frame path an
+  engine runs on a whole avatar (``runtime``, ``kisekae check --runtime``);
+- the exact solver against the real posed body union (``exact``), the shape-preserving solve (``shape_solve``),
+  the garment carried from the rest pose (``path_fix``) and ``fix.fix_pose``, which ``kisekae check --fix`` runs; layered outfits and draw order (``layers``);
 - body pressure and the skin's tight look (``pressure``), covered skin for culling (``covered``),
   and Blender's Shrinkwrap as a comparison baseline (``shrinkwrap``).
 """

@@ -12,7 +12,8 @@ frame starts the surface push (:func:`kisekae.fit.surface.surface_runtime`) from
 where ``previous correction`` is the last frame's corrected minus skinned position of the same vertex (in
 the body's space; the skinned position already follows the bones). ``keep`` < 1 lets a correction that
 the body no longer needs fade (the cloth settles back onto the skin when a leg straightens), about a
-tenth per frame by default. The push, smoothing, stretch limit and maxPush cap then run as in the
+tenth per frame by default (measured at 30 fps; at another frame rate the same fading in time is
+``KEEP ** (30 / fps)`` per frame). The push, smoothing, stretch limit and maxPush cap then run as in the
 stateless path, against the skinned positions.
 
 An engine keeps one float3 buffer per garment vertex (the correction), reads it before the first push

@@ -97,8 +97,8 @@ namespace Kisekae
         public int limitPasses = 4;
         [Tooltip("Allowed relative stretch of a garment edge over its skinned length (kisekae: 0.1)")]
         public float stretchLimit = 0.1f;
-        [Tooltip("Share of the previous frame's correction each frame starts from (kisekae: 0.9; 0: no memory). Call " +
-                 "ResetCarry() after a teleport or a cut")]
+        [Tooltip("Share of the previous frame's correction each frame starts from (kisekae: 0.9 at 30 fps, " +
+                 "0.9^(30/fps) at other rates; 0: no memory). Call ResetCarry() after a teleport or a cut")]
         [Range(0f, 1f)] public float carryKeep = 0.9f;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
