@@ -189,18 +189,20 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState) -> dict:
     state.check()
     faces = avatar.body.mesh.faces
     steps = state.path(avatar.skeleton, m)
+    # what does not change along the steps: each garment's parameters and its baked data (made once, cached)
+    setup = {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
+                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name))
+             for name in garments}
     out = {}
     for ms in steps:
         body = avatar.body.posed(ms).astype(np.float64)
         normals = vertex_normals(body, faces).astype(np.float64)
         for name in garments:
-            p = params_for(name, params.get(name) if isinstance(params, dict) else params)
-            cand, ring = garment_candidates(avatar, name), garment_ring(avatar, name)
+            p, cand, ring, chord = setup[name]
             x = avatar.part(name).posed(ms).astype(np.float64)
             t0 = time.perf_counter()
             start = carry_start(x, state.correction(name, len(x)), state.keep)
-            new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=garment_chord(avatar, name),
-                                        start=start)
+            new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=chord, start=start)
             ms_taken = (time.perf_counter() - t0) * 1e3
             state.corrections[name] = new - x
             out[name] = (new.astype(np.float32), {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms_taken,
