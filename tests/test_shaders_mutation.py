@@ -79,7 +79,10 @@ def _group_checks(group):
         yield C.surface_sheet_checks()
         yield C.smooth_strip_checks()
         yield C.surface_chord_checks()
+        yield C.edge_lift_plane_checks()
+        yield C.unflip_analytic_checks()
         yield C.surface_avatar_checks(poses)
+        yield C.edge_lift_avatar_checks(poses)
     else:
         yield C.wound_checks("constants")
 

@@ -90,6 +90,33 @@ def garment_chord(avatar: Avatar, name: str):
     return _cached(avatar, "_kisekae_chords", name, lambda: garment_chords(avatar.part(name).mesh))
 
 
+def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
+    """The garment's edge lift data ``(EdgeSamples, sample candidates, vertex_samples table)``
+    (:mod:`kisekae.fit.edge_lift`), made and baked once and cached; None when no edge is longer than the sample
+    spacing (the stage then has nothing to do)."""
+    from .edge_lift import bake_sample_candidates, garment_edge_samples, vertex_samples
+
+    def make():
+        mesh = avatar.part(name).mesh
+        samples = garment_edge_samples(mesh)
+        if len(samples) == 0:
+            return None
+        return samples, bake_sample_candidates(avatar, name, samples, progress=progress), \
+            vertex_samples(samples, mesh.weld)
+
+    return _cached(avatar, "_kisekae_edge_lift", name, make)
+
+
+def garment_faces(avatar: Avatar, name: str):
+    """The garment's ``(faces, vertex_faces table)`` for the unflip (:mod:`kisekae.fit.unflip`), cached."""
+    from .unflip import vertex_faces
+
+    mesh = avatar.part(name).mesh
+    return _cached(avatar, "_kisekae_vertex_faces", name,
+                   lambda: (np.asarray(mesh.faces, dtype=np.int64),
+                            vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld)))
+
+
 #: Skin covered at rest by fabric this close (metres) stays covered in every pose, for garments that are not
 #: skirt-like: the fabric is bound to that skin and follows it (:func:`covered_skin_triangles`).
 TIGHT_COVER = 0.01
@@ -133,7 +160,7 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
-                 method: str = "carried", state: CarryState | None = None) -> dict:
+                 method: str = "carried", state: CarryState | None = None, finish: bool = True) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -145,6 +172,8 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     method : one of :data:`RUNTIME_METHODS`
     state : CarryState or None, for ``"carried"``: the previous frame's corrections, updated in place (None: a
         fresh state, so the pose warms up from the rest pose); the other methods ignore it
+    finish : bool, for ``"carried"`` and ``"surface"``: end with the edge lift and the unflip
+        (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`; default); False leaves them out, for comparison
 
     Returns
     -------
@@ -156,57 +185,83 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
                            "runtime method")
     m = pose.skinning_matrices(avatar.skeleton)
-    if method == "carried":
-        return _carried(avatar, m, garments, params, CarryState() if state is None else state)
+    if method != "capsules":
+        # the surface methods work in the frame of the first bone's skinning translation, so where the body stands in
+        # the world changes nothing but the final float32 rounding (float32 skinning 10 m away would add 1e-6 m of
+        # noise, which the push's choices between candidates can amplify)
+        origin = m[0, :3, 3].copy()
+        local = np.array(m, dtype=np.float64)
+        local[:, :3, 3] -= origin
+        if method == "carried":
+            out = _carried(avatar, local, garments, params, CarryState() if state is None else state, finish)
+        else:
+            out = _surface(avatar, local, garments, params, finish)
+        return {name: ((pos.astype(np.float64) + origin).astype(np.float32), metrics)
+                for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
-    if method == "capsules":
-        capsules = avatar_capsule_rig(avatar).posed(pose.world_matrices(avatar.skeleton))
-    else:
-        body64 = body.astype(np.float64)
-        normals = vertex_normals(body64, faces).astype(np.float64)
+    capsules = avatar_capsule_rig(avatar).posed(pose.world_matrices(avatar.skeleton))
     out = {}
     for name in garments:
         p = params_for(name, params.get(name) if isinstance(params, dict) else params)
-        if method == "capsules":
-            binding = garment_binding(avatar, name)
-            t0 = time.perf_counter()
-            new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, faces, p,
-                                         plan=garment_plan(avatar, name, p))
-        else:
-            cand, ring = garment_candidates(avatar, name), garment_ring(avatar, name)
-            t0 = time.perf_counter()
-            new, push = surface_runtime(avatar.part(name).posed(m), cand, ring, body64, normals, faces, p,
-                                        chord=garment_chord(avatar, name))
-        metrics = {"max_push_m": float(push.max(initial=0.0)), "time_ms": (time.perf_counter() - t0) * 1e3,
-                   "runtime_method": method}
-        out[name] = (new.astype(np.float32), metrics)
+        binding = garment_binding(avatar, name)
+        t0 = time.perf_counter()
+        new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, faces, p,
+                                     plan=garment_plan(avatar, name, p))
+        out[name] = (new.astype(np.float32), _metrics(push, (time.perf_counter() - t0) * 1e3, method))
     return out
 
 
-def _carried(avatar: Avatar, m, garments, params, state: CarryState) -> dict:
+def _metrics(push, ms: float, method: str, **extra) -> dict:
+    return {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms, "runtime_method": method, **extra}
+
+
+def _setup(avatar: Avatar, garments, params, finish: bool) -> dict:
+    """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
+    faces)``, the baked parts made once and cached on the avatar."""
+    return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
+                   garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
+                   *((garment_lift(avatar, name), garment_faces(avatar, name)) if finish else (None, None)))
+            for name in garments}
+
+
+def _surface_step(avatar: Avatar, m, setup: dict, starts=None) -> dict:
+    """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
+    corrected (N, 3) float64, push (N,), milliseconds the garment's correction took); ``starts``: callable
+    (name, skinned) -> where the first push starts, or None: the skinned positions."""
+    faces = avatar.body.mesh.faces
+    body = avatar.body.posed(m).astype(np.float64)
+    normals = vertex_normals(body, faces).astype(np.float64)
+    out = {}
+    for name, (p, cand, ring, chord, lift, gfaces) in setup.items():
+        x = avatar.part(name).posed(m).astype(np.float64)
+        t0 = time.perf_counter()
+        start = None if starts is None else starts(name, x)
+        new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
+                                    faces=gfaces)
+        out[name] = (x, new, push, (time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def _surface(avatar: Avatar, m, garments, params, finish: bool = True) -> dict:
+    """:func:`runtime_pose`'s ``"surface"`` method (stateless)."""
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, finish))
+    return {name: (new.astype(np.float32), _metrics(push, ms, "surface")) for name, (x, new, push, ms) in step.items()}
+
+
+def _carried(avatar: Avatar, m, garments, params, state: CarryState, finish: bool = True) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated."""
     state.check()
-    faces = avatar.body.mesh.faces
     steps = state.path(avatar.skeleton, m)
-    # what does not change along the steps: each garment's parameters and its baked data (made once, cached)
-    setup = {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
-                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name))
-             for name in garments}
+    setup = _setup(avatar, garments, params, finish)
     out = {}
     for ms in steps:
-        body = avatar.body.posed(ms).astype(np.float64)
-        normals = vertex_normals(body, faces).astype(np.float64)
-        for name in garments:
-            p, cand, ring, chord = setup[name]
-            x = avatar.part(name).posed(ms).astype(np.float64)
-            t0 = time.perf_counter()
-            start = carry_start(x, state.correction(name, len(x)), state.keep)
-            new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=chord, start=start)
-            ms_taken = (time.perf_counter() - t0) * 1e3
+        step = _surface_step(avatar, ms, setup,
+                             lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep))
+        for name, (x, new, push, ms_taken) in step.items():
+            metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps))
             state.corrections[name] = new - x
-            out[name] = (new.astype(np.float32), {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms_taken,
-                                                  "runtime_method": "carried", "runtime_steps": len(steps)})
+            out[name] = (new.astype(np.float32), metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)
     return out
 

@@ -81,7 +81,7 @@ class SurfaceCandidates:
 
 
 def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, *, n_poses: int = BAKE_POSES,
-                            seed: int = 0, progress: bool = False) -> SurfaceCandidates:
+                            seed: int = 0, progress: bool = False, points_of=None) -> SurfaceCandidates:
     """The candidate body triangles of garment ``name``.
 
     Parameters
@@ -94,6 +94,8 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
         matters is which skin folds onto which, and the range of motion covers it.
     k : int, candidates per vertex (1 to 64)
     progress : bool, print a line to stderr every 50 poses
+    points_of : callable or None, the points to bake from the skinned garment ((N, 3) -> (M, 3)), e.g. the
+        samples on its edges (:func:`kisekae.fit.edge_lift.bake_sample_candidates`); None: its vertices
 
     Returns
     -------
@@ -111,12 +113,13 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
         poses = [Pose.rest(sk)] + range_of_motion_poses(sk, n_poses, seed)
     faces = body.mesh.faces
     tree = build_bvh(body.mesh.vertices, faces)
-    n = part.mesh.n_vertices
+    points_of = points_of or (lambda x: x)
+    n = len(points_of(part.mesh.vertices))
     hits = np.empty((len(poses), n), dtype=np.int64)
     for i, pose in enumerate(poses):
         m = pose.skinning_matrices(sk)
         state = refit(tree, body.posed(m), faces)
-        hits[i] = surface_distance(part.posed(m), tree, state)[1]
+        hits[i] = surface_distance(points_of(part.posed(m)), tree, state)[1] if n else hits[i]
         if progress and (i + 1) % 50 == 0:
             print(f"  surface candidates of {name}: {i + 1}/{len(poses)} poses", file=sys.stderr)
     return SurfaceCandidates(_most_frequent(hits, k), len(faces))
@@ -195,7 +198,8 @@ def _inputs(points, candidates: SurfaceCandidates, body, body_normals, body_face
     f = as_faces(body_faces, len(v), "body faces")
     if len(nb) != len(v):
         raise KisekaeError(f"{len(nb)} normals for {len(v)} body vertices", "posed body normals")
-    candidates.check(len(p), f)
+    if candidates is not None:
+        candidates.check(len(p), f)
     t = np.broadcast_to(np.asarray(tightness, dtype=np.float64), (len(p),))
     s = np.broadcast_to(np.asarray(softness, dtype=np.float64), (len(p),))
     return p, v, nb, f, np.ascontiguousarray(t), np.ascontiguousarray(s)
@@ -577,9 +581,12 @@ def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
 def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_normals, body_faces,
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                     passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
-                    stretch: float = STRETCH_LIMIT, start=None):
+                    stretch: float = STRETCH_LIMIT, start=None, lift=None, faces=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
-    ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; the total capped at maxPush.
+    ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; then, if given,
+    :data:`~kisekae.fit.edge_lift.LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) and the unflip
+    (:mod:`kisekae.fit.unflip`), each followed by the push of the vertices it moved, and
+    :data:`~kisekae.fit.unflip.UNFLIP_PASSES` more unflips; the total capped at maxPush.
     The first push starts from ``start`` (default: the skinned ``points``); smoothing, stretch limit and cap measure
     from ``points`` (:mod:`kisekae.fit.carry` starts from the previous frame's correction).
 
@@ -594,6 +601,10 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     limit_passes : int, stretch-limit passes (0: none)
     stretch : float, the stretch limit's allowed relative stretch against the skinned edge lengths
     start : (N, 3) metres or None, where the first push starts (None: ``points``)
+    lift : ``(EdgeSamples, sample SurfaceCandidates, vertex_samples table)`` or None: no edge lift
+        (:func:`kisekae.fit.edge_lift.edge_lift`)
+    faces : ``(faces (F, 3), vertex_faces table)`` of the garment or None: no unflip
+        (:func:`kisekae.fit.unflip.unflip`)
 
     Returns
     -------
@@ -621,6 +632,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         for _ in range(limit_passes):
             limited, moved = stretch_limit_numpy(new, x, ring, stretch)
             new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
+        new = _finish_numpy(new, x, args, chord, lift, faces, ring)
     else:
         # the body's spheres and curvature are the same for every push: made once
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
@@ -639,5 +651,69 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         for _ in range(limit_passes):
             _limit_kernel(new, ptr, idx, rest2, limited, moved)
             new = _push(limited, np.flatnonzero(moved), *push)[0]
+        new = _finish(new, x, push, chord, lift, faces, ring)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
+
+
+def _finish_numpy(new, x, args, chord, lift, faces, ring):
+    """:func:`surface_runtime`'s edge lift and unflip rounds, NumPy references."""
+    from .edge_lift import LIFT_EPS, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
+    from .unflip import UNFLIP_PASSES, unflip_numpy
+
+    def push_moved(points, moved):
+        return np.where(moved[:, None], surface_push_numpy(points, *args, chord=chord)[0], points)
+
+    def lift_round(points):
+        lifted = edge_lift_numpy(points, *lift, *args[1:], chord=chord is not None)[0]
+        lift_d = smooth_push_numpy(lifted - points, ring, LIFT_SMOOTH)
+        return push_moved(points + lift_d, np.einsum("ij,ij->i", lift_d, lift_d) > LIFT_EPS ** 2)
+
+    def unflip_round(points):
+        turned = unflip_numpy(points, x, *faces)[0]
+        d = turned - points
+        return push_moved(turned, np.einsum("ij,ij->i", d, d) > LIFT_EPS ** 2)
+
+    for _ in range(LIFT_PASSES if lift is not None else 0):
+        new = lift_round(new)
+        if faces is not None:
+            new = unflip_round(new)
+    for _ in range(UNFLIP_PASSES if faces is not None else 0):
+        new = unflip_round(new)
+    return new
+
+
+def _finish(new, x, push, chord, lift, faces, ring):
+    """:func:`surface_runtime`'s edge lift and unflip rounds with the Numba kernels; ``push`` as :func:`_push`'s
+    arguments after the points and ids."""
+    from .edge_lift import LIFT_EPS, LIFT_PASSES, LIFT_SMOOTH, _lift, lift_frame
+    from .unflip import TURN_START, UNFLIP_PASSES, _unflip_kernel
+
+    if lift is not None:
+        samples, cand, table = lift
+        cand.check(len(samples), push[3][0])
+        table = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in table)
+        # the samples' chord allowance follows the vertices': the frame's curvature is 0 without chords
+        sframe = lift_frame(samples, push[5], push[6], len(x))
+    if faces is not None:
+        f = np.ascontiguousarray(faces[0], dtype=np.int64)
+        fptr, fidx = (np.ascontiguousarray(a, dtype=np.int64) for a in faces[1])
+        turned, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
+
+    def unflip_round(points):
+        _unflip_kernel(points, x, f, fptr, fidx, TURN_START, turned, moved)
+        d = turned - points
+        return _push(turned, np.flatnonzero(np.einsum("ij,ij->i", d, d) > LIFT_EPS ** 2), *push)[0]
+
+    for _ in range(LIFT_PASSES if lift is not None else 0):
+        lifted = _lift(new, samples, cand, table, push[1], push[2], push[3], sframe, push[7], push[8])[0]
+        lift_d = smooth_push(lifted - new, ring, LIFT_SMOOTH)
+        lifted = new + lift_d
+        lmoved = np.einsum("ij,ij->i", lift_d, lift_d) > LIFT_EPS ** 2
+        new = _push(lifted, np.flatnonzero(lmoved), *push)[0]
+        if faces is not None:
+            new = unflip_round(new)
+    for _ in range(UNFLIP_PASSES if faces is not None else 0):
+        new = unflip_round(new)
+    return new
+

@@ -29,6 +29,11 @@ KisekaeBodyCurvature   kisekae.fit.surface.body_curvature          1e-5 relative
 KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
 KisekaeStretchLimit    kisekae.fit.surface.stretch_limit_numpy     1e-5 m, moved flags exact
 KisekaeCarryStart      kisekae.fit.carry.carry_start               1e-5 m
+KisekaeSamplePoint     kisekae.fit.edge_lift.EdgeSamples.points    1e-5 m
+KisekaeSamplePush      kisekae.fit.surface.surface_push_numpy      positions, clearance 1e-5 m
+                       (edge samples, their own candidates)
+KisekaeEdgeLift        kisekae.fit.edge_lift (the gather)          1e-5 m
+KisekaeUnflip          kisekae.fit.unflip.unflip_numpy             1e-5 m
 =====================  ==========================================  =============================
 
 Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
@@ -774,6 +779,9 @@ TOL_SURFACE = 1e-5
 #: Squared-distance ties between two candidates with different closest points, and points this close to the
 #: reach, are left out of the surface push comparison (float32 may choose the other side), metres.
 SURFACE_TIE = 1e-6
+#: Unflip on the avatar: largest share of vertices whose moved flag differs from the reference (float32 cosines at
+#: the turn start).
+TOL_FLAGS = 0.002
 #: Body curvature: largest error relative to max(kv, 1 1/m) (float32 normals differ by ~1e-7 over mm edges).
 TOL_CURVATURE = 1e-5
 #: (PushParams fields, reach) of the surface push checks; reach None = max_push.
@@ -823,18 +831,24 @@ def surface_vectors(pose: str, garment: str, seed: int = 0):
         corners = faces[tri]  # (n, k, 3)
         q, _, dist = closest_point_triangles_numpy(np.repeat(pts, k, axis=0),
                                                    *(body[corners[:, :, c]].reshape(-1, 3) for c in range(3)))
-        q, dist = q.reshape(n, k, 3), dist.reshape(n, k)
-        best = np.argmin(dist, axis=1)
-        rows = np.arange(n)
-        d_best = dist[rows, best]
-        apart = np.linalg.norm(q - q[rows, best][:, None], axis=2) > SURFACE_TIE
-        tie = np.any(apart & (dist - d_best[:, None] < SURFACE_TIE), axis=1)
+        d_best, tie = _nearest_ties(q.reshape(n, k, 3), dist.reshape(n, k))
         return {"pose": pose, "garment": garment, "points": pts, "candidates": SurfaceCandidates(tri, len(faces)),
                 "corners": corners, "body": body, "normals": normals, "faces": faces,
                 "tightness": rng.uniform(0, 1, n), "softness": rng.uniform(0, 1, n), "distance": d_best, "tie": tie,
                 "n_skinned": len(x), "mesh": av.part(garment).mesh,
                 "chord": np.tile(garment_chords(av.part(garment).mesh), 2), "kv": body_curvature(body, normals, faces)}
     return _memo(("surface vectors", pose, garment, seed), build)
+
+
+def _nearest_ties(q, dist):
+    """Distance to the nearest candidate (n,) and whether another candidate's different closest point ties with it
+    (:data:`SURFACE_TIE`), from closest points ``q`` (n, k, 3) and distances ``dist`` (n, k)."""
+    n = len(dist)
+    best = np.argmin(dist, axis=1)
+    rows = np.arange(n)
+    d_best = dist[rows, best]
+    apart = np.linalg.norm(q - q[rows, best][:, None], axis=2) > SURFACE_TIE
+    return d_best, np.any(apart & (dist - d_best[:, None] < SURFACE_TIE), axis=1)
 
 
 def surface_sheet_checks():
@@ -1076,10 +1090,134 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     return checks
 
 
+def edge_lift_plane_checks():
+    """Analytic edge lift: an edge 5 cm long from 3 mm under a plane to 3 mm over it has samples at 1/3 and 2/3 (1 mm
+    under, 1 mm over), which the push law asks to rise 2 mm and 0.5 mm (default parameters); the ends blend the
+    asks ``share * lift`` (shares 1.2 and 0.6) with weights ``|ask|^2``. All three stages run on the GPU."""
+    from ..fit.edge_lift import edge_samples, vertex_samples
+
+    body = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], dtype=np.float64)
+    normals = np.tile([0.0, 0.0, 1.0], (4, 1))
+    faces = np.array([[0, 1, 2], [0, 2, 3]])
+    x = np.array([[0.0, 0.0, -0.003], [0.05, 0.0, 0.003]])
+    samples = edge_samples(x, [[0, 1]], spacing=0.02)
+    pts = X.gpu_sample_point(x, np.zeros_like(x), samples)
+    cand = np.array([[0, 1], [0, 1]])
+    pushed = X.gpu_surface_push(pts, cand, body, normals, faces=faces, sample=True)[0]
+    lift = X.gpu_edge_lift(pushed - pts, samples, vertex_samples(samples))
+
+    def blend(*asks):
+        asks = np.array(asks)
+        return (asks ** 3).sum() / (asks ** 2).sum()
+
+    want = np.zeros((2, 3))
+    want[:, 2] = [blend(0.0024, 0.0003), blend(0.0012, 0.0006)]
+    return [Check("edge lift plane (analytic) sample points", _err(pts, [[0.05 / 3, 0, -0.001], [0.1 / 3, 0, 0.001]]),
+                  TOL_SURFACE, 2),
+            Check("edge lift plane (analytic) lifts", _err(lift, want), TOL_SURFACE, 2)]
+
+
+def unflip_analytic_checks():
+    """Analytic unflip: three unit right triangles, each turned about its first edge by an angle whose cosine is
+    0.0025, 0.04975 and -0.5 (the third corner moves, the first two stay), under turn starts 0, 0.005 and
+    ``TURN_START`` (0.05). A face's weight is ``clip((start - c) / start, 0, 1)`` (start 0: 1 where c <= 0); each
+    corner moves by ``w (d_mean - d_own) / max(w, 1)``; the moved flags are those of w > 0."""
+    from ..fit.unflip import TURN_START, vertex_faces
+
+    x, p, faces = [], [], []
+    for i, c in enumerate((0.0025, 0.04975, -0.5)):
+        o = np.array([3.0 * i, 0.0, 0.0])
+        sn = np.sqrt(1 - c * c)
+        x += [o, o + [1, 0, 0], o + [0, 1, 0]]
+        p += [o, o + [1, 0, 0], o + [0, c, sn]]
+        faces.append([3 * i, 3 * i + 1, 3 * i + 2])
+    x, p, faces = np.array(x), np.array(p), np.array(faces)
+    table = vertex_faces(faces, len(x))
+    checks = []
+    for start in (0.0, 0.005, TURN_START):
+        want, flags = p.copy(), np.zeros(len(x), bool)
+        for i, c in enumerate((0.0025, 0.04975, -0.5)):
+            w = float(c <= 0) if start <= 0 else float(np.clip((start - c) / start, 0, 1))
+            d = p[3 * i: 3 * i + 3] - x[3 * i: 3 * i + 3]
+            want[3 * i: 3 * i + 3] += w * (d.mean(axis=0) - d) / max(w, 1.0)
+            flags[3 * i: 3 * i + 3] = w > 0
+        got, moved = X.gpu_unflip(p, x, faces, table, start)
+        checks.append(Check(f"unflip three turned faces (analytic) start {start:g}",
+                            _err(got, want) if np.array_equal(moved, flags) else np.inf, TOL_SURFACE, len(x)))
+    return checks
+
+
+def edge_lift_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
+    """``KisekaeSamplePoint``, ``KisekaeSamplePush``, ``KisekaeEdgeLift`` and ``KisekaeUnflip`` against
+    :mod:`kisekae.fit.edge_lift` and :mod:`kisekae.fit.unflip` on the built-in avatar: the garment's edge samples
+    (candidates baked over :data:`SURFACE_BAKE_POSES` poses) on the skinned garment moved by a random displacement
+    (about 1 cm, so that many samples are inside or in the margin), their pushes (ties left out as for the surface
+    push), each vertex's gathered lift, and one unflip pass of the pushed garment jittered by about 1 cm (hundreds
+    of faces turned)."""
+    from ..fit.edge_lift import (_choose_numpy, bake_sample_candidates, garment_edge_samples,
+                                 vertex_samples)
+    from ..fit.pushout import PushParams
+    from ..fit.surface import body_curvature, surface_push_numpy
+    from ..fit.unflip import TURN_START, unflip_numpy, vertex_faces
+    from ..geom.closest import closest_point_triangles_numpy
+
+    checks = []
+    av = _memo("surface avatar", _surface_avatar)
+    for garment in garments:
+        mesh = av.part(garment).mesh
+        samples = _memo(("edge samples", garment), lambda: garment_edge_samples(mesh))
+        cand = _memo(("sample candidates", garment),
+                     lambda: bake_sample_candidates(av, garment, samples, n_poses=SURFACE_BAKE_POSES))
+        table = vertex_samples(samples, mesh.weld)
+        ftable = vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld)
+        for pose in poses:
+            vec = surface_vectors(pose, garment)
+            k = vec["n_skinned"]
+            x = vec["points"][:k]
+            rng = np.random.default_rng([7, zlib.crc32(f"{pose}/{garment}".encode())])
+            d = rng.normal(0, 0.006, x.shape).astype(np.float32).astype(np.float64)
+            tag = f"edge lift {pose} {garment}"
+            ref_pts = samples.points(x + d)
+            pts = X.gpu_sample_point(x, d, samples)
+            checks.append(Check(f"{tag} sample points", _err(pts, ref_pts), TOL_SURFACE, len(samples)))
+            pts = pts.astype(np.float64)
+            body, normals, faces = vec["body"], vec["normals"], vec["faces"]
+            corners = faces[cand.triangles]
+            n, kk = cand.triangles.shape
+            q, _, dist = closest_point_triangles_numpy(np.repeat(pts, kk, axis=0),
+                                                       *(body[corners[:, :, c]].reshape(-1, 3) for c in range(3)))
+            d_best, tie = _nearest_ties(q.reshape(n, kk, 3), dist.reshape(n, kk))
+            params = PushParams(smooth_iterations=0)
+            ok = ~tie & (np.abs(d_best - params.max_push) > SURFACE_TIE)
+            ts = (1 - samples.t) * vec["tightness"][samples.a] + samples.t * vec["tightness"][samples.b]
+            ss = (1 - samples.t) * vec["softness"][samples.a] + samples.t * vec["softness"][samples.b]
+            ref, rpush, rs = surface_push_numpy(pts, cand, body, normals, faces, params, ts, ss, chord=samples.chord)
+            kv = body_curvature(body, normals, faces)
+            got, push, s = X.gpu_surface_push(pts, corners, body, normals, params, tightness=ts, softness=ss,
+                                              chord=samples.chord, curvature=kv, sample=True)
+            checks.append(Check(f"{tag} sample push positions ({int((rpush > 0).sum())} lifted)",
+                                _err(got[ok], ref[ok]), TOL_SURFACE, int(ok.sum())))
+            checks.append(Check(f"{tag} sample push clearance", _err(s[ok], rs[ok]), TOL_SURFACE, int(ok.sum())))
+            lift = ref - pts
+            want = _choose_numpy(lift, samples, table, len(x))[0]
+            checks.append(Check(f"{tag} gather", _err(X.gpu_edge_lift(lift, samples, table), want), TOL_SURFACE,
+                                len(want)))
+            p = (x + d + rng.normal(0, 0.01, x.shape)).astype(np.float32).astype(np.float64)
+            want, wmoved = unflip_numpy(p, x, mesh.faces, ftable)
+            got, moved = X.gpu_unflip(p, x, mesh.faces, ftable, TURN_START)
+            checks.append(Check(f"{tag} unflip ({int(wmoved.sum())} moved)", _err(got, want), TOL_SURFACE, len(want)))
+            # flags may differ only where float32 puts a face's cosine on the other side of TURN_START
+            checks.append(Check(f"{tag} unflip moved flags (share differing)", float(np.mean(moved != wmoved)),
+                                TOL_FLAGS, len(want)))
+    return checks
+
+
 def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
-    """The surface push and its smoothing (``kisekae_surface.hlsl``): analytic cases, then the built-in avatar."""
+    """The surface push, its smoothing, the edge lift and the unflip (``kisekae_surface.hlsl``): analytic cases, then
+    the built-in avatar."""
     return (surface_sheet_checks() + smooth_strip_checks() + stretch_pair_checks() + surface_chord_checks()
-            + surface_avatar_checks(poses, garments))
+            + edge_lift_plane_checks() + unflip_analytic_checks() + surface_avatar_checks(poses, garments)
+            + edge_lift_avatar_checks(poses, garments))
 
 
 def run_checks(sources=("constants",), poses=POSES, core_dir=None):

@@ -48,6 +48,10 @@ MODES = {
     "body_curvature": 18,
     "stretch_limit": 19,
     "carry_start": 20,
+    "sample_point": 21,
+    "sample_push": 22,
+    "edge_lift": 23,
+    "unflip": 24,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -727,8 +731,10 @@ def gpu_body_curvature(body_positions, body_normals, faces, *, texture_width: in
 
 def gpu_surface_push(points, triangles, body_positions, body_normals, params: PushParams | None = None, *,
                      faces=None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), reach: float | None = None,
-                     chord=None, curvature=None, texture_width: int = 256):
+                     chord=None, curvature=None, texture_width: int = 256, sample: bool = False):
     """``KisekaeSurfacePush`` on the GPU: one surface push of :func:`kisekae.fit.surface.surface_push_numpy`.
+    With ``sample``, ``KisekaeSamplePush`` (the same push of edge samples against their own candidates,
+    :mod:`kisekae.fit.edge_lift`): ``points`` are then sample points and ``triangles`` their candidates.
 
     Parameters
     ----------
@@ -781,7 +787,8 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
     table[: n * SURFACE_CANDIDATES, :3] = corners.reshape(-1, 3)
     kappa = np.zeros((max(n, len(body)), 4), np.float32)
     kappa[: len(body), 0] = kv
-    o0, o1 = _run("surface_push", "constants", n, in0=_vec4(n, pts, _mask(tightness, n, "tightness")),
+    o0, o1 = _run("sample_push" if sample else "surface_push", "constants", n,
+                  in0=_vec4(n, pts, _mask(tightness, n, "tightness")),
                   in1=_vec4(n, _mask(softness, n, "softness"), ch), in2=table, in3=kappa,
                   params=_push_params(p, up, smooth_k=False) + [[reach, 0.0, 0.0, 0.0]],
                   textures=_body_textures(body, bn, texture_width))
@@ -832,6 +839,113 @@ def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
         return p.copy(), np.zeros(0, bool)
     o0, _ = _run("stretch_limit", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=neighbours, in3=_vec4(n, x),
                  params=[[float(stretch), 0.0, 0.0, 0.0]])
+    return x + o0[:, :3], o0[:, 3] > 0.5
+
+
+def _csr_rows(table, n: int, n_values: int, label: str):
+    """A CSR table ``(ptr (n+1,), idx)`` checked, as the harness's rows: ranges (n, 4) and the list (x = entry)."""
+    ptr, idx = (np.asarray(a) for a in table)
+    if ptr.shape != (n + 1,) or idx.ndim != 1 or ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
+        raise KisekaeError(f"expected ptr ({n + 1},) from 0, not decreasing, ending at len(idx)", label)
+    if idx.size and (idx.min() < 0 or idx.max() >= n_values):
+        raise KisekaeError(f"entries must lie in 0..{n_values - 1}", label)
+    if max(n, len(idx), n_values) >= _MAX_FLOAT_ID:
+        raise KisekaeError("more than 2^24 entries do not pass through float32 ids exactly", label)
+    return _vec4(n, ptr[:-1], np.diff(ptr)), idx
+
+
+def gpu_sample_point(skinned, displacement, samples):
+    """``KisekaeSamplePoint`` on the GPU: :meth:`kisekae.fit.edge_lift.EdgeSamples.points` of skinned plus
+    displacement.
+
+    Parameters
+    ----------
+    skinned, displacement : (N, 3) array_like, metres
+    samples : :class:`kisekae.fit.edge_lift.EdgeSamples`
+
+    Returns
+    -------
+    (S, 3) float32
+    """
+    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
+    d = as_points(displacement, "displacement", dtype=np.float32)
+    if d.shape != x.shape or samples.n_vertices != len(x):
+        raise KisekaeError(f"{len(d)} displacements, {samples.n_vertices} sampled vertices for {len(x)}", "samples")
+    m = len(samples)
+    if not m:
+        return np.zeros((0, 3), np.float32)
+    rows = max(m, len(x))
+    ends = np.zeros((rows, 4), np.float32)
+    ends[:m, 0], ends[:m, 1] = samples.a, samples.b
+    t = np.zeros((rows, 4), np.float32)
+    t[:m, 3] = samples.t
+    o0, _ = _run("sample_point", "constants", m, in0=_vec4(rows, np.pad(d, ((0, rows - len(d)), (0, 0)))),
+                 in3=_vec4(rows, np.pad(x, ((0, rows - len(x)), (0, 0)))), in4=t, in5=ends)
+    return o0[:, :3]
+
+
+def gpu_edge_lift(lift, samples, table):
+    """``KisekaeEdgeLift`` on the GPU: each vertex's blended lift from its samples' lifts (the gather of
+    :func:`kisekae.fit.edge_lift.edge_lift_numpy`).
+
+    Parameters
+    ----------
+    lift : (S, 3) array_like, each sample's lift (pushed minus sample point), metres
+    samples : :class:`kisekae.fit.edge_lift.EdgeSamples`
+    table : :func:`kisekae.fit.edge_lift.vertex_samples`
+
+    Returns
+    -------
+    (N, 3) float32 lifts
+    """
+    d = as_points(lift, "sample lifts", dtype=np.float32)
+    m, n = len(samples), samples.n_vertices
+    if len(d) != m:
+        raise KisekaeError(f"{len(d)} lifts for {m} samples", "sample lifts")
+    ranges, idx = _csr_rows(table, n, 2 * m, "vertex samples")
+    if not n:
+        return np.zeros((0, 3), np.float32)
+    rows = max(m, 1)
+    lt = np.zeros((rows, 4), np.float32)
+    lt[:m, :3], lt[:m, 3] = d, samples.t
+    entries = np.zeros((max(len(idx), 1), 4), np.float32)
+    entries[: len(idx), 0] = idx
+    o0, _ = _run("edge_lift", "constants", n, in1=ranges, in2=entries, in4=lt)
+    return o0[:, :3]
+
+
+def gpu_unflip(points, skinned, faces, table, turn_start: float):
+    """``KisekaeUnflip`` on the GPU, one pass: :func:`kisekae.fit.unflip.unflip_numpy` (with ``turn_start`` in place of
+    :data:`kisekae.fit.unflip.TURN_START`).
+
+    Parameters
+    ----------
+    points, skinned : (N, 3) array_like, corrected and skinned garment vertices (m)
+    faces : (F, 3) int garment triangles
+    table : :func:`kisekae.fit.unflip.vertex_faces`
+    turn_start : float >= 0
+
+    Returns
+    -------
+    new_points : (N, 3) float32; moved : (N,) bool
+    """
+    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
+    p = as_points(points, "garment vertices", dtype=np.float32)
+    if p.shape != x.shape:
+        raise KisekaeError(f"{len(p)} points for {len(x)} skinned vertices", "points")
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if f.size and (f.min() < 0 or f.max() >= len(p)):
+        raise KisekaeError(f"face corner ids must lie in 0..{len(p) - 1}", "garment faces")
+    if not (np.isfinite(turn_start) and turn_start >= 0):
+        raise KisekaeError(f"must be a finite number >= 0, got {turn_start!r}", "turn start")
+    n = len(p)
+    ranges, idx = _csr_rows(table, n, len(f), "vertex faces")
+    if not n:
+        return p.copy(), np.zeros(0, bool)
+    corners = np.zeros((max(len(idx), 1), 4), np.float32)
+    corners[: len(idx), :3] = f[idx]
+    o0, _ = _run("unflip", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=corners, in3=_vec4(n, x),
+                 params=[[float(turn_start), 0.0, 0.0, 0.0]])
     return x + o0[:, :3], o0[:, 3] > 0.5
 
 

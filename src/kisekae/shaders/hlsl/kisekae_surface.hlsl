@@ -43,6 +43,20 @@
 //   KISEKAE_LOAD_BODY_FACE_RANGE(i)      uint2, (start, count) of body vertex i's triangles in the list below
 //   KISEKAE_LOAD_BODY_FACE(e)            uint3, body vertex ids of the triangle at entry e of that list
 //                                        (the last two: KisekaeBodyCurvature, compiled when both are defined)
+//   KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k)   uint3, body vertex ids of edge sample s's candidate k (KisekaeSamplePush)
+//   KISEKAE_LOAD_SAMPLE_ENDS(s)          uint2, garment vertex ids of edge sample s's edge ends (KisekaeSamplePoint)
+//   KISEKAE_LOAD_SAMPLE_T(s)             float, its position along the edge, 0 < t < 1
+//   KISEKAE_LOAD_SAMPLE_LIFT(s)          float3, its lift this round (m; pushed minus sample point)
+//   KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v)  uint2, (start, count) of the samples on vertex v's edges in the list below
+//   KISEKAE_LOAD_VERTEX_SAMPLE(e)        uint, 2 s + side (0: v is the sample's end a, 1: end b)
+//                                        (kisekae.fit.edge_lift.vertex_samples; KisekaeEdgeLift)
+//   KISEKAE_LOAD_GARMENT_FACE_RANGE(v)   uint2, (start, count) of the garment faces around vertex v
+//   KISEKAE_LOAD_GARMENT_FACE(e)         uint3, garment vertex ids of the face at entry e (kisekae.fit.unflip
+//                                        .vertex_faces; KisekaeUnflip)
+// Edge lift (kisekae.fit.edge_lift), after the stretch limit, LIFT_PASSES = 3 rounds: one thread per sample s computes
+// p_s = KisekaeSamplePoint(s) and lift_s = KisekaeSamplePush(p_s, ...) - p_s; one thread per vertex gathers
+// KisekaeEdgeLift(v); one KisekaeSmoothPush pass over those lifts; the lifted vertices are pushed again; then one
+// KisekaeUnflip pass and the push of what it moved. Two more unflip passes (UNFLIP_PASSES) end the frame.
 // KISEKAE_CHORD_CAP (m, default 0.003 = kisekae.fit.surface.CHORD_CAP) caps the chord allowance.
 #ifndef KISEKAE_SURFACE_HLSL
 #define KISEKAE_SURFACE_HLSL
@@ -165,21 +179,31 @@ float3 KisekaeSurfacePushAt(float3 p, uint3 corners, float3 bary, float allowanc
     return p + push * KisekaePushDirection(n, P);
 }
 
-// Pushed position of garment vertex p (id v, m) from the nearest of its KISEKAE_SURFACE_CANDIDATES candidate
-// triangles within `reach` (m; kisekae.fit.surface passes maxPush), with the chord allowance of its longest rest
-// edge `chord` (m; 0: none) over the body curvature (KISEKAE_LOAD_BODY_CURVATURE) blended at the closest point.
-// Outputs the push length (m) and the signed clearance s (m, less the allowance) before the push; s = 1e30 when
-// no candidate is within reach, and then nothing moves.
-float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, KisekaePushParams P, float reach,
-                          float chord, out float push, out float s)
+// Candidate k of garment vertex `id` (sample = false) or of edge sample `id` (sample = true, when
+// KISEKAE_LOAD_SAMPLE_TRIANGLE is defined): its three body vertex ids.
+uint3 KisekaeCandidate(uint id, uint k, bool sample)
 {
-    uint3 corners = KISEKAE_LOAD_SURFACE_TRIANGLE(v, 0u);
+#ifdef KISEKAE_LOAD_SAMPLE_TRIANGLE
+    if (sample)
+    {
+        return KISEKAE_LOAD_SAMPLE_TRIANGLE(id, k);
+    }
+#endif
+    return KISEKAE_LOAD_SURFACE_TRIANGLE(id, k);
+}
+
+// The surface push of point p against the candidates of vertex or sample `id` (KisekaeCandidate); see
+// KisekaeSurfacePush.
+float3 KisekaeCandidatePush(float3 p, uint id, bool sample, float tightness, float softness, KisekaePushParams P,
+                            float reach, float chord, out float push, out float s)
+{
+    uint3 corners = KisekaeCandidate(id, 0u, sample);
     float3 bary;
     float best = KisekaeSurfaceDistance2(p, corners, bary);
     uint3 first = corners;
     for (uint k = 1u; k < (uint)KISEKAE_SURFACE_CANDIDATES; k++)
     {
-        uint3 ck = KISEKAE_LOAD_SURFACE_TRIANGLE(v, k);
+        uint3 ck = KisekaeCandidate(id, k, sample);
         if (all(ck == first))
             break; // the bake pads a short list with its first candidate: the rest are repeats
         float3 bk;
@@ -202,6 +226,28 @@ float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, Kis
     return KisekaeSurfacePushAt(p, corners, bary, KisekaeChordAllowance(chord, kappa), tightness, softness, P, push,
                                 s);
 }
+
+// Pushed position of garment vertex p (id v, m) from the nearest of its KISEKAE_SURFACE_CANDIDATES candidate
+// triangles within `reach` (m; kisekae.fit.surface passes maxPush), with the chord allowance of its longest rest
+// edge `chord` (m; 0: none) over the body curvature (KISEKAE_LOAD_BODY_CURVATURE) blended at the closest point.
+// Outputs the push length (m) and the signed clearance s (m, less the allowance) before the push; s = 1e30 when
+// no candidate is within reach, and then nothing moves.
+float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, KisekaePushParams P, float reach,
+                          float chord, out float push, out float s)
+{
+    return KisekaeCandidatePush(p, v, false, tightness, softness, P, reach, chord, push, s);
+}
+
+#ifdef KISEKAE_LOAD_SAMPLE_TRIANGLE
+// The push of edge sample s at p (KisekaeSamplePoint; kisekae.fit.edge_lift): KisekaeSurfacePush against the sample's
+// own candidates (KISEKAE_LOAD_SAMPLE_TRIANGLE), `chord` its sub-segment's rest length (m), the masks blended from its
+// edge's ends. The engine stores pushed - p as the sample's lift (KISEKAE_LOAD_SAMPLE_LIFT of KisekaeEdgeLift).
+float3 KisekaeSamplePush(float3 p, uint s, float tightness, float softness, KisekaePushParams P, float reach,
+                         float chord, out float push, out float clearance)
+{
+    return KisekaeCandidatePush(p, s, true, tightness, softness, P, reach, chord, push, clearance);
+}
+#endif
 #endif
 
 #ifdef KISEKAE_LOAD_BODY_POSITION
@@ -303,6 +349,104 @@ float3 KisekaeStretchLimit(uint v, float stretch, out bool moved)
     return moved ? d + sum / (float)count : d;
 }
 #endif
+#endif
+
+#if defined(KISEKAE_LOAD_SAMPLE_ENDS) && defined(KISEKAE_LOAD_SAMPLE_T) && defined(KISEKAE_LOAD_GARMENT_SKINNED) \
+    && defined(KISEKAE_LOAD_DISPLACEMENT)
+// Edge sample s on the corrected garment (kisekae.fit.edge_lift.EdgeSamples.points): (1 - t) p_a + t p_b, the ends'
+// positions being skinned plus displacement (m).
+float3 KisekaeSamplePoint(uint s)
+{
+    uint2 ends = KISEKAE_LOAD_SAMPLE_ENDS(s);
+    float t = KISEKAE_LOAD_SAMPLE_T(s);
+    float3 pa = KISEKAE_LOAD_GARMENT_SKINNED(ends.x) + KISEKAE_LOAD_DISPLACEMENT(ends.x);
+    float3 pb = KISEKAE_LOAD_GARMENT_SKINNED(ends.y) + KISEKAE_LOAD_DISPLACEMENT(ends.y);
+    return (1.0 - t) * pa + t * pb;
+}
+#endif
+
+#if defined(KISEKAE_LOAD_VERTEX_SAMPLE_RANGE) && defined(KISEKAE_LOAD_VERTEX_SAMPLE) \
+    && defined(KISEKAE_LOAD_SAMPLE_LIFT) && defined(KISEKAE_LOAD_SAMPLE_T)
+// Least-motion share of a sample's lift at one end of its edge (kisekae.fit.edge_lift.EdgeSamples.weights):
+// (1 - t) / ((1 - t)^2 + t^2) at end a (side 0), t / (...) at end b (side 1).
+float KisekaeLiftShare(float t, uint side)
+{
+    float den = (1.0 - t) * (1.0 - t) + t * t;
+    return (side == 0u ? 1.0 - t : t) / den;
+}
+
+// The lift of garment vertex v (m; kisekae.fit.edge_lift._choose_numpy): the asks of the samples on its edges
+// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 2 s + side over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * lift of s)
+// blended with weights |ask|^2; zero when none asks. The engine then runs one KisekaeSmoothPush pass over the
+// lifts (kisekae.fit.edge_lift.LIFT_SMOOTH), adds them to the displacements and pushes again every vertex lifted
+// by more than 1e-9 m (LIFT_EPS).
+float3 KisekaeEdgeLift(uint v)
+{
+    uint2 range = KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v);
+    float3 acc = float3(0.0, 0.0, 0.0);
+    float total = 0.0;
+    for (uint e = range.x; e < range.x + range.y; e++)
+    {
+        uint code = KISEKAE_LOAD_VERTEX_SAMPLE(e);
+        uint s = code >> 1u;
+        float3 ask = KisekaeLiftShare(KISEKAE_LOAD_SAMPLE_T(s), code & 1u) * KISEKAE_LOAD_SAMPLE_LIFT(s);
+        float size = dot(ask, ask);
+        acc += size * ask;
+        total += size;
+    }
+    return total > 0.0 ? acc / total : float3(0.0, 0.0, 0.0); // nothing asked; kisekae:guard
+}
+#endif
+
+#if defined(KISEKAE_LOAD_GARMENT_FACE_RANGE) && defined(KISEKAE_LOAD_GARMENT_FACE) \
+    && defined(KISEKAE_LOAD_GARMENT_SKINNED) && defined(KISEKAE_LOAD_DISPLACEMENT)
+// Share of a face's way back to its rigid target (kisekae.fit.unflip.turn_weights) from the cosine c between its
+// corrected and skinned normals: saturate((turnStart - c) / turnStart); with turnStart 0, 1 where c <= 0.
+float KisekaeTurnWeight(float c, float turnStart)
+{
+    if (turnStart <= 0.0)
+    {
+        return c <= 0.0 ? 1.0 : 0.0;
+    }
+    return saturate((turnStart - c) / turnStart);
+}
+
+// One unflip pass for garment vertex v (kisekae.fit.unflip.unflip_numpy): its new displacement (m). Every face
+// around it (KISEKAE_LOAD_GARMENT_FACE over KISEKAE_LOAD_GARMENT_FACE_RANGE(v), garment vertex ids) turned
+// towards or past 90 degrees from its skinned normal pulls v towards the face's mean displacement, with the face's
+// KisekaeTurnWeight; the pulls are summed and divided by the sum of weights where that exceeds 1. Faces of zero
+// skinned area are left out; `moved` tells whether any face pulled (kisekae.fit.unflip.TURN_START = 0.05).
+float3 KisekaeUnflip(uint v, float turnStart, out bool moved)
+{
+    float3 dv = KISEKAE_LOAD_DISPLACEMENT(v);
+    uint2 range = KISEKAE_LOAD_GARMENT_FACE_RANGE(v);
+    float3 acc = float3(0.0, 0.0, 0.0);
+    float total = 0.0;
+    for (uint e = range.x; e < range.x + range.y; e++)
+    {
+        uint3 f = KISEKAE_LOAD_GARMENT_FACE(e);
+        float3 xi = KISEKAE_LOAD_GARMENT_SKINNED(f.x);
+        float3 xj = KISEKAE_LOAD_GARMENT_SKINNED(f.y);
+        float3 xk = KISEKAE_LOAD_GARMENT_SKINNED(f.z);
+        float3 di = KISEKAE_LOAD_DISPLACEMENT(f.x);
+        float3 dj = KISEKAE_LOAD_DISPLACEMENT(f.y);
+        float3 dk = KISEKAE_LOAD_DISPLACEMENT(f.z);
+        float3 ns = cross(xj - xi, xk - xi);
+        float3 na = cross((xj + dj) - (xi + di), (xk + dk) - (xi + di));
+        float ls = length(ns);
+        float la = length(na);
+        if (ls <= 0.0) // degenerate when skinned: left alone; kisekae:guard
+        {
+            continue;
+        }
+        float c = la > 0.0 ? dot(ns, na) / (ls * la) : 0.0; // collapsed face: c = 0; kisekae:guard
+        float w = KisekaeTurnWeight(c, turnStart);
+        acc += w * ((di + dj + dk) / 3.0 - dv);
+        total += w;
+    }
+    moved = total > 0.0;
+    return dv + acc / max(total, 1.0);
+}
 #endif
 
 #endif // KISEKAE_SURFACE_HLSL

@@ -58,6 +58,19 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_DISPLACEMENT(j) (gIn0[(j)].xyz)
 // Mode 19 reads displacements and the ring as mode 17, and the skinned garment from gIn3 (xyz).
 #define KISEKAE_LOAD_GARMENT_SKINNED(j) (gIn3[(j)].xyz)
+// Mode 21 (sample point) reads displacements from gIn0, the skinned garment from gIn3, each sample's edge ends from
+// gIn5 (xy) and its t from gIn4 (w). Mode 22 (sample push) reads the samples' candidates from gIn2 as mode 16.
+// Mode 23 (edge lift gather) reads each vertex's sample range from gIn1 (x = start, y = count), the list from gIn2
+// (x = 2 s + side) and each sample's lift and t from gIn4 (xyz, w). Mode 24 (unflip) reads displacements from gIn0,
+// the skinned garment from gIn3, each vertex's face range from gIn1 and the faces from gIn2 (xyz = vertex ids).
+#define KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k) ((uint3)gIn2[(uint)KISEKAE_SURFACE_CANDIDATES * (s) + (k)].xyz)
+#define KISEKAE_LOAD_SAMPLE_ENDS(s) ((uint2)gIn5[(s)].xy)
+#define KISEKAE_LOAD_SAMPLE_T(s) (gIn4[(s)].w)
+#define KISEKAE_LOAD_SAMPLE_LIFT(s) (gIn4[(s)].xyz)
+#define KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v) ((uint2)gIn1[(v)].xy)
+#define KISEKAE_LOAD_VERTEX_SAMPLE(e) ((uint)gIn2[(e)].x)
+#define KISEKAE_LOAD_GARMENT_FACE_RANGE(v) ((uint2)gIn1[(v)].xy)
+#define KISEKAE_LOAD_GARMENT_FACE(e) ((uint3)gIn2[(e)].xyz)
 #include "../kisekae_core.hlsl"
 
 
@@ -362,6 +375,42 @@ void main(uint3 id : SV_DispatchThreadID)
     {
         // carried correction: x0.xyz = skinned vertex, x1.xyz = previous correction, gParams[0].x = keep
         y0 = float4(KisekaeCarryStart(x0.xyz, x1.xyz, gParams[0].x), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(21)
+    if (gMode == 21u)
+    {
+        // edge sample point i: ends in gIn5, t in gIn4.w, displacements in gIn0, skinned garment in gIn3
+        y0 = float4(KisekaeSamplePoint(i), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(22)
+    if (gMode == 22u)
+    {
+        // edge sample push: x0 = (sample point, tightness), x1 = (softness, chord (m)), the sample's candidates in gIn2,
+        // body curvature in gIn3; parameters as mode 16
+        float push;
+        float s;
+        float3 q = KisekaeSamplePush(x0.xyz, i, x0.w, x1.x, HarnessPushParams(), gParams[2].x, x1.y, push, s);
+        y0 = float4(q, push);
+        y1 = float4(s, 0.0, 0.0, 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(23)
+    if (gMode == 23u)
+    {
+        // edge lift of vertex i: its samples through gIn1 / gIn2, the samples' lifts and t in gIn4
+        y0 = float4(KisekaeEdgeLift(i), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(24)
+    if (gMode == 24u)
+    {
+        // one unflip pass for vertex i: faces through gIn1 / gIn2, displacements in gIn0, skinned garment in gIn3,
+        // gParams[0].x = turn start; y0 = (new displacement, 1 if moved else 0)
+        bool moved;
+        float3 d = KisekaeUnflip(i, gParams[0].x, moved);
+        y0 = float4(d, moved ? 1.0 : 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(18)
