@@ -18,8 +18,10 @@ garment: skin the body, the body contact (:func:`kisekae.avatar.contact.contact_
 skin the garment, the surface push (:func:`kisekae.fit.surface.surface_push`), ``SMOOTH_PASSES`` one-ring
 passes (:func:`kisekae.fit.surface.smooth_push`), the push again, ``LIMIT_PASSES`` stretch-limit passes
 (:func:`kisekae.fit.surface.stretch_limit`, each with the push of the vertices it moved) and the cap, garment
-normals; then the carried frame (the default of ``kisekae check --runtime``): the same, started from the previous
-frame's correction (:func:`kisekae.fit.carry.carry_start`); its
+normals; then the carried frame: the same, started from the previous frame's correction
+(:func:`kisekae.fit.carry.carry_start`; the default of ``kisekae check --runtime``); then the edge-lift frame
+(``--edge-lift``): the carried frame ended by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`,
+:mod:`kisekae.fit.unflip`); the
 candidates are baked once before timing (``--bake-poses`` range-of-motion poses). In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
@@ -65,6 +67,9 @@ from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
 from kisekae.fit.surface import (LIMIT_PASSES, SMOOTH_PASSES, bake_surface_candidates, one_ring,  # noqa: E402
                                  smooth_push, stretch_limit, surface_push, surface_runtime)
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
+from kisekae.fit.edge_lift import (LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates,  # noqa: E402
+                                   garment_edge_samples, vertex_samples)
+from kisekae.fit.unflip import UNFLIP_PASSES, vertex_faces  # noqa: E402
 
 GARMENTS = ("tights", "skirt")
 
@@ -179,7 +184,11 @@ def surface_setup(avatar, gv, gf, gskin, bake_poses: int):
     contact.add_garment(SkinnedMesh(Mesh(gv, gf, name="dense"), gskin))
     cand = bake_surface_candidates(contact, "dense", n_poses=bake_poses)
     mesh = contact.part("dense").mesh
-    return contact, cand, one_ring(len(gv), mesh.edges, mesh.weld)
+    samples = garment_edge_samples(mesh)
+    lift = None if len(samples) == 0 else (
+        samples, bake_sample_candidates(contact, "dense", samples, n_poses=bake_poses), vertex_samples(samples, mesh.weld))
+    faces = (mesh.faces.astype(np.int64), vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld))
+    return contact, cand, one_ring(len(gv), mesh.edges, mesh.weld), lift, faces
 
 
 def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, bake_poses: int = 100):
@@ -201,7 +210,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
     bfaces = body.mesh.faces
     rows = []
     bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
-    contact_av, cand, ring = surface_setup(av, gv, gf, gskin, bake_poses)
+    contact_av, cand, ring, lift, gfaces = surface_setup(av, gv, gf, gskin, bake_poses)
     deform = contact_av.body.deform
     for pose_name in poses:
         pose = named_pose(sk, pose_name)
@@ -291,6 +300,20 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         cf = measure(carried_frame, repeat=repeat)
         rows.append([pose_name, "CARRIED FRAME: the surface frame started from the last correction",
                      f"{cf[0] * 1e3:.3f}", f"{cf[1] * 1e3:.3f}", f"keep {KEEP} (kisekae.fit.carry.carry_start)"])
+
+        def full_frame():
+            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
+            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
+            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
+                                start=carry_start(g, previous, KEEP), lift=lift, faces=gfaces)[0]
+            return q, vertex_normals(q, gf)
+
+        ff = measure(full_frame, repeat=repeat)
+        n_samples = 0 if lift is None else len(lift[0])
+        rows.append([pose_name, "EDGE-LIFT FRAME: the carried frame, then edge lift and unflip (--edge-lift)",
+                     f"{ff[0] * 1e3:.3f}", f"{ff[1] * 1e3:.3f}",
+                     f"{n_samples} edge samples (edges over {SAMPLE_SPACING * 100:g} cm), {LIFT_PASSES} lift rounds, "
+                     f"{UNFLIP_PASSES} unflips"])
         nolimit = measure(lambda: surface_runtime(x, cand, ring, cb, cn, bfaces, params, limit_passes=0), repeat=repeat)
         rows.append([pose_name, "baseline: surface_runtime without the stretch limit", f"{nolimit[0] * 1e3:.3f}",
                      f"{nolimit[1] * 1e3:.3f}", "correction alone (no skinning, contact or normals)"])

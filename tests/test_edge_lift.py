@@ -214,8 +214,8 @@ def test_lift_and_unflip_clear_crossings_and_flips_on_the_avatar(sit_frame, pose
     m = p.skinning_matrices(av.skeleton)
     mesh = av.part("tights").mesh
     x = av.part("tights").posed(m)
-    with_stages = runtime_pose(av, p, ["tights"])["tights"][0]
-    without = runtime_pose(av, p, ["tights"], finish=False)["tights"][0]
+    with_stages = runtime_pose(av, p, ["tights"], edge_lift=True)["tights"][0]
+    without = runtime_pose(av, p, ["tights"])["tights"][0]
     q = BodyQuery(body_topology(av), av.body.posed(m))
     crossings = [int(q.crossing_edges(y, mesh.edges).sum()) for y in (with_stages, without)]
     assert crossings[0] < crossings[1], crossings

@@ -44,6 +44,11 @@ def register(sub):
     p.add_argument("--carry-keep", type=float, default=None, metavar="K",
                    help="with --runtime-method carried: the share of the previous frame's correction each frame "
                         "starts from, 0..1 (default 0.9; 0 gives the stateless push)")
+    p.add_argument("--edge-lift", action="store_true",
+                   help="with --runtime-method carried or surface: end the per-frame correction with the edge lift "
+                        "and the unflip (points on edges longer than 2 cm kept outside the body, faces the correction "
+                        "turned over turned back): fewer edges through the body in mild bends, spikes in deep ones "
+                        "(docs/fit.md); records say edge_lift")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles) and body_volume_change")
@@ -134,7 +139,8 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
     if args.runtime:
         from ..fit.runtime import runtime_pose
 
-        corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state)
+        corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
+                                 edge_lift=args.edge_lift)
         stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
     return stages
 

@@ -160,7 +160,7 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
-                 method: str = "carried", state: CarryState | None = None, finish: bool = True) -> dict:
+                 method: str = "carried", state: CarryState | None = None, edge_lift: bool = False) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -172,14 +172,15 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     method : one of :data:`RUNTIME_METHODS`
     state : CarryState or None, for ``"carried"``: the previous frame's corrections, updated in place (None: a
         fresh state, so the pose warms up from the rest pose); the other methods ignore it
-    finish : bool, for ``"carried"`` and ``"surface"``: end with the edge lift and the unflip
-        (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`; default); False leaves them out, for comparison
+    edge_lift : bool, for ``"carried"`` and ``"surface"``: end with the edge lift and the unflip
+        (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`): fewer edges through the body in mild bends, but
+        spikes in deep ones (docs/fit.md), so off by default
 
     Returns
     -------
     dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` (one frame's
     correction; for ``"carried"`` the last step's) and ``runtime_method``; ``"carried"`` adds ``runtime_steps``,
-    the steps taken since the previous frame)
+    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift``)
     """
     if method not in RUNTIME_METHODS:
         raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
@@ -193,9 +194,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         local = np.array(m, dtype=np.float64)
         local[:, :3, 3] -= origin
         if method == "carried":
-            out = _carried(avatar, local, garments, params, CarryState() if state is None else state, finish)
+            out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift)
         else:
-            out = _surface(avatar, local, garments, params, finish)
+            out = _surface(avatar, local, garments, params, edge_lift)
         return {name: ((pos.astype(np.float64) + origin).astype(np.float32), metrics)
                 for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
@@ -216,12 +217,12 @@ def _metrics(push, ms: float, method: str, **extra) -> dict:
     return {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms, "runtime_method": method, **extra}
 
 
-def _setup(avatar: Avatar, garments, params, finish: bool) -> dict:
+def _setup(avatar: Avatar, garments, params, edge_lift: bool) -> dict:
     """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
     faces)``, the baked parts made once and cached on the avatar."""
     return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
-                   *((garment_lift(avatar, name), garment_faces(avatar, name)) if finish else (None, None)))
+                   *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)))
             for name in garments}
 
 
@@ -243,23 +244,24 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None) -> dict:
     return out
 
 
-def _surface(avatar: Avatar, m, garments, params, finish: bool = True) -> dict:
+def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless)."""
-    step = _surface_step(avatar, m, _setup(avatar, garments, params, finish))
-    return {name: (new.astype(np.float32), _metrics(push, ms, "surface")) for name, (x, new, push, ms) in step.items()}
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift))
+    return {name: (new.astype(np.float32), _metrics(push, ms, "surface", edge_lift=edge_lift))
+            for name, (x, new, push, ms) in step.items()}
 
 
-def _carried(avatar: Avatar, m, garments, params, state: CarryState, finish: bool = True) -> dict:
+def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated."""
     state.check()
     steps = state.path(avatar.skeleton, m)
-    setup = _setup(avatar, garments, params, finish)
+    setup = _setup(avatar, garments, params, edge_lift)
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
                              lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep))
         for name, (x, new, push, ms_taken) in step.items():
-            metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps))
+            metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift)
             state.corrections[name] = new - x
             out[name] = (new.astype(np.float32), metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)

@@ -674,8 +674,9 @@ def _finish_numpy(new, x, args, chord, lift, faces, ring):
         d = turned - points
         return push_moved(turned, np.einsum("ij,ij->i", d, d) > LIFT_EPS ** 2)
 
-    for _ in range(LIFT_PASSES if lift is not None else 0):
-        new = lift_round(new)
+    for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
+        if lift is not None:
+            new = lift_round(new)
         if faces is not None:
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
@@ -705,7 +706,10 @@ def _finish(new, x, push, chord, lift, faces, ring):
         d = turned - points
         return _push(turned, np.flatnonzero(np.einsum("ij,ij->i", d, d) > LIFT_EPS ** 2), *push)[0]
 
-    for _ in range(LIFT_PASSES if lift is not None else 0):
+    for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
+        if lift is None:
+            new = unflip_round(new)
+            continue
         lifted = _lift(new, samples, cand, table, push[1], push[2], push[3], sframe, push[7], push[8])[0]
         lift_d = smooth_push(lifted - new, ring, LIFT_SMOOTH)
         lifted = new + lift_d

@@ -92,7 +92,8 @@ def turn_weights(points, skinned, faces, start: float = None) -> np.ndarray:
     ls = np.linalg.norm(ns, axis=1)
     la = np.linalg.norm(na, axis=1)
     dot = np.einsum("ij,ij->i", ns, na)
-    cos = np.where(la > 0, dot / np.where(la > 0, ls * la, 1.0), 0.0)
+    both = (la > 0) & (ls > 0)
+    cos = np.where(both, dot / np.where(both, ls * la, 1.0), 0.0)
     if start <= 0:
         w = (cos <= 0).astype(np.float64)
     else:

@@ -10,7 +10,10 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
 - a JSON header (``format``, ``version``, ``garment``, ``vertices``, ``bodyVertices``, ``bodyTriangles``,
   ``candidates`` K, ``ringEntries``, ``smoothPasses``, ``limitPasses`` and ``stretchLimit`` (the stretch limit's
   passes and allowed relative stretch, :data:`kisekae.fit.surface.LIMIT_PASSES` and
-  :data:`~kisekae.fit.surface.STRETCH_LIMIT`), the binary's file name, ``layout`` and ``bytes``);
+  :data:`~kisekae.fit.surface.STRETCH_LIMIT`), ``samples``, ``vertexSampleEntries``, ``liftPasses``,
+  ``unflipPasses`` and ``turnStart`` (the edge lift and unflip: :data:`kisekae.fit.edge_lift.LIFT_PASSES`,
+  :data:`kisekae.fit.unflip.UNFLIP_PASSES`, :data:`~kisekae.fit.unflip.TURN_START`), the binary's file name,
+  ``layout`` and ``bytes``);
 - a binary file of little-endian uint32 arrays (the last one float32), one after the other, in the order of
   ``layout``:
 
@@ -25,6 +28,18 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
                                         (:func:`kisekae.fit.surface.garment_chords`, welded), the L of the
                                         chord allowance ``min(kappa L^2 / 8, 3 mm)`` (``KisekaeSurfacePush``'s
                                         ``chord`` argument)
+  ``sampleEnds``        S · 2           edge sample s lies on the edge from garment vertex ``sampleEnds[2 s]`` to
+                                        ``sampleEnds[2 s + 1]`` (:mod:`kisekae.fit.edge_lift`; S = ``samples``,
+                                        0 for a garment whose edges are all under 2 cm)
+  ``sampleT``           S               **float32**: its position t along the edge, 0 < t < 1
+  ``sampleChord``       S               **float32**: the rest length of the edge's sub-segments (m), the sample's
+                                        chord allowance
+  ``sampleCorners``     S · K · 3       sample s's candidate k, as ``corners``
+                                        (``KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k)``)
+  ``vertexSamplePtr``   N + 1           CSR offsets: the samples on vertex v's edges are
+                                        ``vertexSampleIdx[vertexSamplePtr[v] .. vertexSamplePtr[v + 1])``
+  ``vertexSampleIdx``   M               ``2 s + side`` (side 0: v is the sample's first end, 1: its second; a seam
+                                        copy has its representative's list; M = ``vertexSampleEntries``)
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
@@ -51,25 +66,34 @@ from ..errors import KisekaeError, quote_name
 from ..validate import as_nonnegative
 
 #: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
-#: of the frame). Other versions are refused: a version-2 bake was made for an engine without the stretch limit.
-SURFACE_BAKE_VERSION = 3
+#: of the frame; 4: the edge samples, ``liftPasses``, ``unflipPasses`` and ``turnStart``, the edge lift and unflip that
+#: end the frame). Other versions are refused: a version-3 bake was made for an engine without the edge lift.
+SURFACE_BAKE_VERSION = 4
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
-LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord")
+LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleT", "sampleChord", "sampleCorners",
+          "vertexSamplePtr", "vertexSampleIdx")
 #: Arrays of float32 values (the others are uint32 ids).
-FLOAT_ARRAYS = ("chord",)
+FLOAT_ARRAYS = ("chord", "sampleT", "sampleChord")
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
-                  "limitPasses")
+                  "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses")
 
 
-def _lengths(n: int, k: int, e: int) -> dict:
-    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n}
+def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0) -> dict:
+    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 2 * s,
+            "sampleT": s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
+            "vertexSampleIdx": m}
+
+
+def _doc_lengths(doc: dict) -> dict:
+    return _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"], doc["samples"], doc["vertexSampleEntries"])
 
 
 def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_body_vertices: int | None = None,
                  weld=None, smooth_passes: int | None = None, limit_passes: int | None = None,
-                 stretch_limit: float | None = None) -> dict:
+                 stretch_limit: float | None = None, lift=None, lift_passes: int | None = None,
+                 unflip_passes: int | None = None, turn_start: float | None = None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -89,11 +113,18 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         the push of the vertices it moved (default :data:`kisekae.fit.surface.LIMIT_PASSES`; 0: none)
     stretch_limit : float, optional, the allowed relative stretch of an edge against its skinned length (default
         :data:`kisekae.fit.surface.STRETCH_LIMIT`)
+    lift : ``(EdgeSamples, sample SurfaceCandidates, vertex_samples table)`` or None (no samples: edges all
+        shorter than the spacing), as :func:`kisekae.fit.runtime.garment_lift` returns it; the samples' candidates
+        need as many per sample as the vertices' (K)
+    lift_passes, unflip_passes : int, optional, rounds of (edge lift, unflip) after the stretch limit and unflips
+        after them (defaults :data:`kisekae.fit.edge_lift.LIFT_PASSES`, :data:`kisekae.fit.unflip.UNFLIP_PASSES`)
+    turn_start : float, optional, the unflip's :data:`kisekae.fit.unflip.TURN_START`
 
     Returns
     -------
-    dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``
-    (flat uint32) and ``chord`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``,
+    ``sampleEnds``, ``sampleCorners``, ``vertexSamplePtr``, ``vertexSampleIdx`` (flat uint32) and ``chord``,
+    ``sampleT``, ``sampleChord`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
 
     Raises
     ------
@@ -102,7 +133,9 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         weld map or the chords are malformed, or ``limit_passes`` is not an integer >= 0 or ``stretch_limit`` not a
         finite number >= 0.
     """
+    from ..fit.edge_lift import LIFT_PASSES
     from ..fit.surface import LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT
+    from ..fit.unflip import TURN_START, UNFLIP_PASSES
 
     f = np.asarray(body_faces, dtype=np.int64)
     if f.ndim != 2 or f.shape[1] != 3 or (f.size and f.min() < 0):
@@ -123,6 +156,10 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         raise KisekaeError(f"must be a finite number >= 0, got {stretch_limit!r}", "stretch limit")
     k = int(tri.shape[1])
     corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
+    samples = _sample_arrays(lift, f, n, k, int(candidates.n_body_faces), garment_name)
+    turn = _stretch_value(TURN_START if turn_start is None else turn_start)
+    if turn is None:
+        raise KisekaeError(f"must be a finite number >= 0, got {turn_start!r}", "turn start")
     doc = {
         "format": SURFACE_BAKE_FORMAT,
         "version": SURFACE_BAKE_VERSION,
@@ -140,8 +177,41 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "ringIdx": idx.astype(np.uint32),
         "weld": w.astype(np.uint32),
         "chord": c.astype(np.float32),
+        "samples": len(samples["sampleT"]),
+        "vertexSampleEntries": len(samples["vertexSampleIdx"]),
+        "liftPasses": _passes(LIFT_PASSES if lift_passes is None else lift_passes, "lift passes"),
+        "unflipPasses": _passes(UNFLIP_PASSES if unflip_passes is None else unflip_passes, "unflip passes"),
+        "turnStart": turn,
+        **samples,
     }
     return doc
+
+
+def _sample_arrays(lift, f, n: int, k: int, n_body_faces: int, garment_name: str) -> dict:
+    """The edge samples' arrays of :func:`surface_bake` (empty when ``lift`` is None)."""
+    if lift is None:
+        empty = np.zeros(0, np.uint32)
+        return {"sampleEnds": empty, "sampleT": np.zeros(0, np.float32), "sampleChord": np.zeros(0, np.float32),
+                "sampleCorners": empty, "vertexSamplePtr": np.zeros(n + 1, np.uint32), "vertexSampleIdx": empty}
+    samples, cand, (sptr, sidx) = lift
+    source = f"edge samples of {garment_name}"
+    if samples.n_vertices != n:
+        raise KisekaeError(f"made for {samples.n_vertices} garment vertices, the candidates for {n}", source)
+    tri = np.asarray(cand.triangles)
+    if tri.shape != (len(samples), k) or cand.n_body_faces != n_body_faces:
+        raise KisekaeError(f"sample candidates {tri.shape} on {cand.n_body_faces} body triangles; expected "
+                           f"({len(samples)}, {k}) on {n_body_faces}", source)
+    sptr, sidx = np.asarray(sptr, np.int64), np.asarray(sidx, np.int64)
+    if len(sptr) != n + 1 or sptr[0] != 0 or np.any(np.diff(sptr) < 0) or sptr[-1] != len(sidx) or (
+            sidx.size and (sidx.min() < 0 or sidx.max() >= 2 * len(samples))):
+        raise KisekaeError("the vertex sample table is not CSR over the samples' ends", source)
+    if not (np.all((samples.t > 0) & (samples.t < 1)) and np.all(np.isfinite(samples.chord))
+            and np.all(samples.chord >= 0)):
+        raise KisekaeError("sample positions must lie in (0, 1) and chords be finite lengths >= 0", source)
+    return {"sampleEnds": np.stack([samples.a, samples.b], axis=1).astype(np.uint32).ravel(),
+            "sampleT": samples.t.astype(np.float32), "sampleChord": samples.chord.astype(np.float32),
+            "sampleCorners": f[tri].astype(np.uint32).ravel(), "vertexSamplePtr": sptr.astype(np.uint32),
+            "vertexSampleIdx": sidx.astype(np.uint32)}
 
 
 def _check_ring(ptr, idx, weld, n: int, source: str) -> None:
@@ -164,7 +234,7 @@ def _passes(value, source) -> int:
 def surface_bake_header(doc: dict, binary_name: str) -> dict:
     """The JSON header of ``doc`` whose arrays live in the binary file ``binary_name`` (a name next to the header)."""
     head = {k: v for k, v in doc.items() if k not in LAYOUT}
-    lengths = _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"])
+    lengths = _doc_lengths(doc)
     head["binary"] = binary_name
     head["layout"] = [{"name": name, "count": lengths[name]} for name in LAYOUT]
     head["bytes"] = 4 * sum(lengths.values())
@@ -191,7 +261,7 @@ def write_surface_bake(doc: dict, header_path, binary_path=None) -> tuple:
     if binary_path.parent.resolve() != header_path.parent.resolve():
         raise KisekaeError("the binary must lie next to its header (the header names it without a folder)",
                            binary_path)
-    lengths = _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"])
+    lengths = _doc_lengths(doc)
     arrays = []
     for name in LAYOUT:
         a = np.asarray(doc[name]).ravel()
@@ -230,14 +300,15 @@ def _stretch_value(value) -> float | None:
     return f if np.isfinite(f) and f >= 0 else None
 
 
-def _stretch(head: dict, source) -> float:
-    """The header's ``stretchLimit``: a finite number >= 0 (JSON has no inf or nan, but Python's json reads them)."""
-    value = head.get("stretchLimit")
+def _stretch(head: dict, source, key: str = "stretchLimit") -> float:
+    """The header's ``key`` (``stretchLimit``, ``turnStart``): a finite number >= 0 (JSON has no inf or nan, but
+    Python's json reads them)."""
+    value = head.get(key)
     if value is None:
-        raise KisekaeError("missing entry 'stretchLimit'", source)
+        raise KisekaeError(f"missing entry {key!r}", source)
     stretch = _stretch_value(value)
     if stretch is None:
-        raise KisekaeError(f"'stretchLimit' must be a finite number >= 0, got {_shown(value)}", source)
+        raise KisekaeError(f"{key!r} must be a finite number >= 0, got {_shown(value)}", source)
     return stretch
 
 
@@ -295,7 +366,9 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     dict with ``version``, ``garment``, ``k``, ``smooth_passes``, ``limit_passes`` (int),
     ``stretch_limit`` (float), ``n_body_triangles``, ``corners`` (N, K, 3)
     int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
-    ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values).
+    ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``
+    (int), ``turn_start`` (float), ``sample_ends`` (S, 2), ``sample_t``, ``sample_chord`` (S,) float64,
+    ``sample_corners`` (S, K, 3) and ``vertex_samples`` ``(ptr (N+1,), idx (M,))``.
 
     Raises
     ------
@@ -309,20 +382,43 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     head, source, binary = _read_header(path_or_doc)
     counts = _check_counts(head, source, n_garment_vertices, n_body_vertices)
     n, k, e = counts["vertices"], counts["candidates"], counts["ringEntries"]
-    lengths = _lengths(n, k, e)
+    ns, ms = counts["samples"], counts["vertexSampleEntries"]
+    lengths = _lengths(n, k, e, ns, ms)
     if binary is None:
         arrays = _inline_arrays(head, source, lengths)
     else:
         arrays = _binary_arrays(head, source, binary, lengths)
         source = binary
-    corners, ptr, idx, weld, chord = (arrays[name] for name in LAYOUT)
+    corners, ptr, idx, weld, chord = (arrays[name] for name in LAYOUT[:5])
     _check_ids(corners, ptr, idx, weld, n, e, n_body_vertices, source)
     if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
         raise KisekaeError("'chord' must be finite lengths >= 0 (m)", source)
+    ends, t, schord, scorners, sptr, sidx = (arrays[name] for name in LAYOUT[5:])
+    _check_samples(ends, t, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
-            "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld, "chord": chord}
+            "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld, "chord": chord,
+            "lift_passes": counts["liftPasses"], "unflip_passes": counts["unflipPasses"],
+            "turn_start": counts["turnStart"], "sample_ends": ends.reshape(ns, 2), "sample_t": t,
+            "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx)}
+
+
+def _check_samples(ends, t, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:
+    """The edge samples' arrays: ends within the garment, t in (0, 1), chords finite >= 0, corners within the body,
+    the vertex table CSR over the samples' ends."""
+    if ends.size and ends.max() >= n:
+        raise KisekaeError(f"sample end ids outside 0..{n - 1}", source)
+    if not np.all((t > 0) & (t < 1)):
+        raise KisekaeError("'sampleT' must lie strictly between 0 and 1", source)
+    if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
+        raise KisekaeError("'sampleChord' must be finite lengths >= 0 (m)", source)
+    if corners.size and corners.max() >= n_body_vertices:
+        raise KisekaeError(f"sample candidate corner ids outside 0..{n_body_vertices - 1}", source)
+    if ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != ms:
+        raise KisekaeError(f"vertexSamplePtr is not CSR offsets from 0 to {ms} vertexSampleEntries", source)
+    if idx.size and idx.max() >= 2 * ns:
+        raise KisekaeError(f"vertexSampleIdx entries outside 0..{2 * ns - 1} (2 sample + side)", source)
 
 
 def _read_header(path_or_doc):
@@ -352,6 +448,7 @@ def _check_counts(head, source, n_garment_vertices: int, n_body_vertices: int) -
                            "with kisekae fit)", source)
     counts = {key: _count(head, key, source) for key in _HEADER_COUNTS}
     counts["stretchLimit"] = _stretch(head, source)
+    counts["turnStart"] = _stretch(head, source, "turnStart")
     if counts["vertices"] != n_garment_vertices:
         raise KisekaeError(f"baked for {counts['vertices']} garment vertices, the garment has {n_garment_vertices}",
                            source)

@@ -406,7 +406,7 @@ float KisekaeTurnWeight(float c, float turnStart)
 {
     if (turnStart <= 0.0)
     {
-        return c <= 0.0 ? 1.0 : 0.0;
+        return (float)(c <= 0.0);
     }
     return saturate((turnStart - c) / turnStart);
 }

@@ -15,8 +15,13 @@
 //      with the chord allowance (the baked chord, the body curvature; displacement A), smoothPasses dispatches of KisekaeSmoothPush ping-ponging A and B,
 //      KisekaeSurfacePush again (into the next buffer), limitPasses dispatches of KisekaeStretchLimit (one-ring edges
 //      longer than 1 + stretchLimit times their skinned length pulled back; each vertex it moved pushed again),
-//      ping-ponging the same two buffers, the finish (the total capped at maxPush; also stored as the next frame's
-//      correction), then the garment's normals over its welded faces                                  smoothPasses + limitPasses + 4 dispatches over the garment
+//      ping-ponging the same two buffers, with edgeLift on (off by default, as kisekae's runtime) liftPasses rounds of
+//      the edge lift (the bake's edge samples pushed out of
+//      the body, each vertex lifted by the blend of its samples' asks, one smoothing pass of the lifts, the lifted
+//      vertices pushed again) and the unflip (faces turned past ~87 degrees pulled back to their rigid target, the
+//      moved vertices pushed again), unflipPasses more unflips, the finish (the total capped at maxPush; also stored
+//      as the next frame's correction), then the garment's normals over its welded faces
+//                                        smoothPasses + limitPasses + 5 liftPasses + unflipPasses + 4 dispatches
 // The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
 // normal) that the garment's renderer gets through a MaterialPropertyBlock as _KisekaeSurfacePositions and
 // _KisekaeSurfaceNormals: Kisekae/ClothURP with "Surface Push" on (keyword KISEKAE_SURFACE_PUSH) draws them by
@@ -53,20 +58,28 @@ namespace Kisekae
         public int smoothPasses;       // what kisekae runs (10)
         public int limitPasses;        // stretch-limit passes after the second push (4)
         public float stretchLimit;     // allowed relative stretch of an edge over its skinned length (0.1)
+        public int samples;            // edge samples S (kisekae.fit.edge_lift)
+        public int vertexSampleEntries;  // M
+        public int liftPasses;         // rounds of (edge lift, unflip) after the stretch limit (3)
+        public int unflipPasses;       // unflips after them (2)
+        public float turnStart;        // the unflip's turn start, a cosine (0.05)
         public string binary;          // the .bytes file's name
-        public KisekaeSurfaceBakeArray[] layout;  // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32)
+        // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 2S, sampleT S (float32),
+        // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M
+        public KisekaeSurfaceBakeArray[] layout;
         public long bytes;
     }
 
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 3;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 4;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 16;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
-        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord" };
+        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleT",
+                                            "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
         public SkinnedMeshRenderer body;
@@ -100,21 +113,33 @@ namespace Kisekae
         [Tooltip("Share of the previous frame's correction each frame starts from (kisekae: 0.9 at 30 fps, " +
                  "0.9^(30/fps) at other rates; 0: no memory). Call ResetCarry() after a teleport or a cut")]
         [Range(0f, 1f)] public float carryKeep = 0.9f;
+        [Tooltip("End the frame with the edge lift and the unflip (kisekae check --runtime --edge-lift): fewer garment " +
+                 "edges through the body in mild bends, spikes in deep ones; off by default, as in kisekae")]
+        public bool edgeLift = false;
+        [Tooltip("Rounds of the edge lift and unflip after the stretch limit (kisekae: 3)")]
+        public int liftPasses = 3;
+        [Tooltip("Unflip passes after them (kisekae: 2)")]
+        public int unflipPasses = 2;
+        [Tooltip("Cosine between a face's corrected and skinned normals below which the unflip starts turning it " +
+                 "back (kisekae: 0.05, about 87 degrees)")]
+        public float turnStart = 0.05f;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
 
         int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
-            _kFinish, _kGarmentNormals;
+            _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
+        GraphicsBuffer _sampleEnds, _sampleT, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
+        GraphicsBuffer _sampleLift, _liftA, _liftB;
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
         GraphicsBuffer _garmentTriangles, _garmentFacePtr, _garmentFaces;
         GraphicsBuffer _contactJoints, _contactSides, _contactRest;
         GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals, _correction;
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
         bool _contactUploaded;
-        int _nBody, _nGarment;
+        int _nBody, _nGarment, _nSamples, _nSampleEntries, _nRing;
         uint[] _data;
         CommandBuffer _cmd;
         MaterialPropertyBlock _block;
@@ -140,6 +165,9 @@ namespace Kisekae
                        "number >= 0";
             if (!(carryKeep >= 0f && carryKeep <= 1f))
                 return $"{who}: carryKeep {carryKeep} must lie in [0, 1]";
+            if (liftPasses < 0 || unflipPasses < 0 || !(turnStart >= 0f) || float.IsInfinity(turnStart))
+                return $"{who}: liftPasses {liftPasses} and unflipPasses {unflipPasses} must be >= 0 and turnStart " +
+                       $"{turnStart} a finite number >= 0";
             if (contact != null && contact.body != body)
                 return $"{who}: the KisekaeBodyContact on '{contact.name}' is for another body";
             KisekaeSurfaceBakeHeader h;
@@ -174,15 +202,18 @@ namespace Kisekae
             int bodyTris = KisekaeCoveredSkin.FullTriangles(body).Length / 3;  // whole, also while skin is culled
             if (h.bodyTriangles != bodyTris)
                 return $"{who}: the bake is for a body of {h.bodyTriangles} triangles, '{body.name}' has {bodyTris}";
-            if (h.ringEntries < 0)
-                return $"{who}: the bake's ringEntries {h.ringEntries} is negative";
-            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n };
+            if (h.ringEntries < 0 || h.samples < 0 || h.vertexSampleEntries < 0)
+                return $"{who}: the bake's ringEntries {h.ringEntries}, samples {h.samples} or vertexSampleEntries " +
+                       $"{h.vertexSampleEntries} is negative";
+            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 2L * h.samples, h.samples, h.samples,
+                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
             for (int i = 0; i < Layout.Length; i++)
                 if (h.layout[i].name != Layout[i] || h.layout[i].count != counts[i])
                     return $"{who}: the bake's layout disagrees with its counts ({Layout[i]})";
-            long expected = 4L * (counts[0] + counts[1] + counts[2] + counts[3] + counts[4]);
+            long expected = 0;
+            foreach (long c in counts) expected += 4L * c;
             byte[] raw = bakeData.bytes;
             if (raw.Length < expected)
                 return $"{who}: '{bakeData.name}' is truncated: {raw.Length} bytes, its header says {expected}";
@@ -220,9 +251,39 @@ namespace Kisekae
                 if (!(chord >= 0f) || float.IsInfinity(chord))
                     return $"{who}: the chord of garment vertex {i} ({chord} m) is not a finite length >= 0";
             }
+            at += n;
+            int ns = h.samples;
+            for (int i = 0; i < 2 * ns; i++)
+                if (data[at + i] >= (uint)n)
+                    return $"{who}: sample end id {data[at + i]} is outside the garment's {n} vertices";
+            at += 2 * ns;
+            for (int i = 0; i < ns; i++)
+            {
+                float t = BitConverter.ToSingle(raw, 4 * (at + i));
+                float c = BitConverter.ToSingle(raw, 4 * (at + ns + i));
+                if (!(t > 0f && t < 1f) || !(c >= 0f) || float.IsInfinity(c))
+                    return $"{who}: edge sample {i} has t {t} (must lie in (0, 1)) or chord {c} m (finite, >= 0)";
+            }
+            at += 2 * ns;
+            for (int i = 0; i < 3 * ns * Candidates; i++)
+                if (data[at + i] >= (uint)nb)
+                    return $"{who}: sample candidate corner id {data[at + i]} is outside the body's {nb} vertices";
+            at += 3 * ns * Candidates;
+            if (data[at] != 0u || data[at + n] != (uint)h.vertexSampleEntries)
+                return $"{who}: vertexSamplePtr does not run from 0 to vertexSampleEntries {h.vertexSampleEntries}";
+            for (int i = 0; i < n; i++)
+                if (data[at + i + 1] < data[at + i])
+                    return $"{who}: vertexSamplePtr decreases at vertex {i}";
+            at += n + 1;
+            for (int i = 0; i < h.vertexSampleEntries; i++)
+                if (data[at + i] >= 2u * (uint)ns)
+                    return $"{who}: vertex sample entry {data[at + i]} is outside 2 x {ns} samples";
             _data = data;
             _nGarment = n;
             _nBody = nb;
+            _nRing = h.ringEntries;
+            _nSamples = ns;
+            _nSampleEntries = h.vertexSampleEntries;
             return null;
         }
 
@@ -276,10 +337,14 @@ namespace Kisekae
             _kSmooth = compute.FindKernel("KisekaeSmooth");
             _kPushSecond = compute.FindKernel("KisekaeSurfacePushSecond");
             _kStretchLimit = compute.FindKernel("KisekaeStretchLimits");
+            _kSampleLifts = compute.FindKernel("KisekaeSampleLifts");
+            _kEdgeLifts = compute.FindKernel("KisekaeEdgeLifts");
+            _kLiftApply = compute.FindKernel("KisekaeLiftApply");
+            _kUnflips = compute.FindKernel("KisekaeUnflips");
             _kFinish = compute.FindKernel("KisekaeFinish");
             _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
 
-            int n = _nGarment, nb = _nBody, e = _data.Length - (3 * n * Candidates + (n + 1) + n + n);
+            int n = _nGarment, nb = _nBody, e = _nRing, ns = _nSamples;
             int at = 0;
             _corners = Upload(_data, at, 3 * n * Candidates);
             at += 3 * n * Candidates;
@@ -292,6 +357,18 @@ namespace Kisekae
             for (int i = 0; i < n; i++) weld[i] = (int)_data[at + i];
             at += n;
             _chord = Upload(_data, at, n);  // float32 bits, read as StructuredBuffer<float>
+            at += n;
+            _sampleEnds = Upload(_data, at, 2 * ns);
+            at += 2 * ns;
+            _sampleT = Upload(_data, at, ns);  // float32 bits
+            at += ns;
+            _sampleChord = Upload(_data, at, ns);  // float32 bits
+            at += ns;
+            _sampleCorners = Upload(_data, at, 3 * ns * Candidates);
+            at += 3 * ns * Candidates;
+            _vertexSamplePtr = Upload(_data, at, n + 1);
+            at += n + 1;
+            _vertexSampleIdx = Upload(_data, at, _nSampleEntries);
             _data = null;
 
             int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
@@ -322,6 +399,9 @@ namespace Kisekae
             _positions = Make(n, 16);
             _normals = Make(n, 16);
             _correction = Make(n, 16);
+            _sampleLift = Make(ns, 16);
+            _liftA = Make(n, 16);
+            _liftB = Make(n, 16);
             ResetCarry();
             FillUntilTheFirstFrame(n);
 
@@ -483,8 +563,11 @@ namespace Kisekae
             cmd.SetComputeFloatParam(cs, "_KisekaeReach", reach > 0f ? reach : maxPush);
             cmd.SetComputeFloatParam(cs, "_KisekaeStretchLimit", stretchLimit);
             cmd.SetComputeFloatParam(cs, "_KisekaeCarryKeep", carryKeep);
+            cmd.SetComputeIntParam(cs, "_KisekaeSampleCount", _nSamples);
+            cmd.SetComputeFloatParam(cs, "_KisekaeTurnStart", turnStart);
             Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
-            foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit })  // the kernels that push
+            foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit, _kSampleLifts, _kLiftApply, _kUnflips })
+                // the kernels that push
             {
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentSkinned", _garmentVertices);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyPositions", _bodyPositions);
@@ -519,6 +602,42 @@ namespace Kisekae
                 cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementIn", src);
                 cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementOut", dst);
                 cmd.DispatchCompute(cs, _kStretchLimit, Groups(_nGarment), 1, 1);
+                (src, dst) = (dst, src);
+            }
+            // the edge lift and unflip rounds, then the unflips (kisekae.fit.surface.surface_runtime's end)
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleT", _sampleT);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleChord", _sampleChord);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleCorners", _sampleCorners);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleLiftRW", _sampleLift);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleT", _sampleT);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleLift", _sampleLift);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSamplePtr", _vertexSamplePtr);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSampleIdx", _vertexSampleIdx);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeDisplacementOut", _liftA);
+            cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeLift", _liftB);
+            cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeGarmentTriangles", _garmentTriangles);
+            cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeGarmentVertexFacePtr", _garmentFacePtr);
+            cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeGarmentVertexFaces", _garmentFaces);
+            cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeWeld", _weld);
+            for (int pass = 0; edgeLift && pass < liftPasses + unflipPasses; pass++)
+            {
+                if (pass < liftPasses && _nSamples > 0)
+                {
+                    cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeDisplacementIn", src);
+                    cmd.DispatchCompute(cs, _kSampleLifts, Groups(_nSamples), 1, 1);
+                    cmd.DispatchCompute(cs, _kEdgeLifts, Groups(_nGarment), 1, 1);
+                    cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementIn", _liftA);  // one pass of the lifts
+                    cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementOut", _liftB);
+                    cmd.DispatchCompute(cs, _kSmooth, Groups(_nGarment), 1, 1);
+                    cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeDisplacementIn", src);
+                    cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeDisplacementOut", dst);
+                    cmd.DispatchCompute(cs, _kLiftApply, Groups(_nGarment), 1, 1);
+                    (src, dst) = (dst, src);
+                }
+                cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeDisplacementIn", src);
+                cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeDisplacementOut", dst);
+                cmd.DispatchCompute(cs, _kUnflips, Groups(_nGarment), 1, 1);
                 (src, dst) = (dst, src);
             }
             cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeGarmentSkinned", _garmentVertices);
