@@ -222,3 +222,22 @@ def test_lift_and_unflip_clear_crossings_and_flips_on_the_avatar(sit_frame, pose
     flipped = flips_and_strain(mesh.vertices, x, with_stages, mesh.faces, mesh.edges)[0]
     assert not flipped.any()
     assert not q.inside(with_stages).any()
+
+
+def test_check_cli_edge_lift_flag(tmp_path):
+    """kisekae check --runtime --edge-lift runs the stages and says so in its records; without it they are off."""
+    import json
+
+    from kisekae.cli import main
+
+    out = {}
+    for flag in ([], ["--edge-lift"]):
+        path = tmp_path / f"r{len(flag)}.json"
+        assert main(["check", "--pose", "knee_bend", "--garment", "tights", "--runtime", *flag, "--json",
+                     str(path)]) == 0
+        data = json.loads(path.read_text())
+        recs = data["records"] if isinstance(data, dict) else data
+        out[len(flag)] = [r for r in recs if r.get("stage") == "runtime"][0]
+    assert out[0]["edge_lift"] is False and out[1]["edge_lift"] is True
+    assert out[1]["edge_crossings"] < out[0]["edge_crossings"]  # measured 3 -> 0
+    assert out[1]["flipped_faces"] == 0

@@ -147,11 +147,15 @@ def _unflip_kernel(p, x, f, ptr, idx, start, out, moved):
             a1x, a1y, a1z = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1], p[j, 2] - p[i, 2]
             a2x, a2y, a2z = p[k, 0] - p[i, 0], p[k, 1] - p[i, 1], p[k, 2] - p[i, 2]
             nax, nay, naz = a1y * a2z - a1z * a2y, a1z * a2x - a1x * a2z, a1x * a2y - a1y * a2x
-            ls = np.sqrt(nsx * nsx + nsy * nsy + nsz * nsz)
-            la = np.sqrt(nax * nax + nay * nay + naz * naz)
-            if ls <= 0.0:
+            dot = nsx * nax + nsy * nay + nsz * naz
+            ls2 = nsx * nsx + nsy * nsy + nsz * nsz
+            la2 = nax * nax + nay * nay + naz * naz
+            # most faces turned by less than acos(start): c >= start without a root (same weight 0 below)
+            if ls2 <= 0.0 or (dot > 0.0 and dot * dot >= start * start * ls2 * la2):
                 continue
-            cos = (nsx * nax + nsy * nay + nsz * naz) / (ls * la) if la > 0.0 else 0.0
+            ls = np.sqrt(ls2)
+            la = np.sqrt(la2)
+            cos = dot / (ls * la) if la > 0.0 else 0.0
             if start <= 0.0:
                 w = 1.0 if cos <= 0.0 else 0.0
             else:

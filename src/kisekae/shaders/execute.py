@@ -813,6 +813,15 @@ def _ring_rows(ring, n: int):
     return _vec4(n, ptr[:-1], np.diff(ptr)), neighbours
 
 
+def _garment_pair(points, skinned):
+    """``(points, skinned)`` as float32 (N, 3) garment vertices of the same count, or KisekaeError."""
+    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
+    p = as_points(points, "garment vertices", dtype=np.float32)
+    if p.shape != x.shape:
+        raise KisekaeError(f"{len(p)} points for {len(x)} skinned vertices", "points")
+    return p, x
+
+
 def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     """``KisekaeStretchLimit`` on the GPU, one pass: :func:`kisekae.fit.surface.stretch_limit_numpy`.
 
@@ -827,10 +836,7 @@ def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     -------
     new_points : (N, 3) float32; moved : (N,) bool
     """
-    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
-    p = as_points(points, "garment vertices", dtype=np.float32)
-    if p.shape != x.shape:
-        raise KisekaeError(f"{len(p)} points for {len(x)} skinned vertices", "points")
+    p, x = _garment_pair(points, skinned)
     if not (np.isfinite(stretch) and stretch >= 0):
         raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch")
     n = len(p)
@@ -929,10 +935,7 @@ def gpu_unflip(points, skinned, faces, table, turn_start: float):
     -------
     new_points : (N, 3) float32; moved : (N,) bool
     """
-    x = as_points(skinned, "skinned garment vertices", dtype=np.float32)
-    p = as_points(points, "garment vertices", dtype=np.float32)
-    if p.shape != x.shape:
-        raise KisekaeError(f"{len(p)} points for {len(x)} skinned vertices", "points")
+    p, x = _garment_pair(points, skinned)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if f.size and (f.min() < 0 or f.max() >= len(p)):
         raise KisekaeError(f"face corner ids must lie in 0..{len(p) - 1}", "garment faces")

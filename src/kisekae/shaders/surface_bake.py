@@ -133,10 +133,6 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         weld map or the chords are malformed, or ``limit_passes`` is not an integer >= 0 or ``stretch_limit`` not a
         finite number >= 0.
     """
-    from ..fit.edge_lift import LIFT_PASSES
-    from ..fit.surface import LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT
-    from ..fit.unflip import TURN_START, UNFLIP_PASSES
-
     f = np.asarray(body_faces, dtype=np.int64)
     if f.ndim != 2 or f.shape[1] != 3 or (f.size and f.min() < 0):
         raise KisekaeError(f"expected (F, 3) non-negative vertex ids, got shape {f.shape}", "body faces")
@@ -150,17 +146,11 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
     _check_ring(ptr, idx, w, n, f"one-ring of {garment_name}")
     c = as_nonnegative(chord, n, f"chords of {garment_name}")
-    limit = _passes(LIMIT_PASSES if limit_passes is None else limit_passes, "limit passes")
-    stretch = _stretch_value(STRETCH_LIMIT if stretch_limit is None else stretch_limit)
-    if stretch is None:
-        raise KisekaeError(f"must be a finite number >= 0, got {stretch_limit!r}", "stretch limit")
+    settings = _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start)
     k = int(tri.shape[1])
     corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
     samples = _sample_arrays(lift, f, n, k, int(candidates.n_body_faces), garment_name)
-    turn = _stretch_value(TURN_START if turn_start is None else turn_start)
-    if turn is None:
-        raise KisekaeError(f"must be a finite number >= 0, got {turn_start!r}", "turn start")
-    doc = {
+    return {
         "format": SURFACE_BAKE_FORMAT,
         "version": SURFACE_BAKE_VERSION,
         "garment": str(garment_name),
@@ -169,9 +159,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "bodyTriangles": int(candidates.n_body_faces),
         "candidates": k,
         "ringEntries": int(len(idx)),
-        "smoothPasses": int(SMOOTH_PASSES if smooth_passes is None else smooth_passes),
-        "limitPasses": limit,
-        "stretchLimit": stretch,
+        **settings,
         "corners": corners,
         "ringPtr": ptr.astype(np.uint32),
         "ringIdx": idx.astype(np.uint32),
@@ -179,12 +167,27 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "chord": c.astype(np.float32),
         "samples": len(samples["sampleT"]),
         "vertexSampleEntries": len(samples["vertexSampleIdx"]),
-        "liftPasses": _passes(LIFT_PASSES if lift_passes is None else lift_passes, "lift passes"),
-        "unflipPasses": _passes(UNFLIP_PASSES if unflip_passes is None else unflip_passes, "unflip passes"),
-        "turnStart": turn,
         **samples,
     }
-    return doc
+
+
+def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start) -> dict:
+    """The header's pass counts and numbers of :func:`surface_bake`, kisekae's defaults where None, checked."""
+    from ..fit.edge_lift import LIFT_PASSES
+    from ..fit.surface import LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT
+    from ..fit.unflip import TURN_START, UNFLIP_PASSES
+
+    out = {"smoothPasses": int(SMOOTH_PASSES if smooth_passes is None else smooth_passes),
+           "limitPasses": _passes(LIMIT_PASSES if limit_passes is None else limit_passes, "limit passes")}
+    for key, value, default, source in (("stretchLimit", stretch_limit, STRETCH_LIMIT, "stretch limit"),
+                                        ("turnStart", turn_start, TURN_START, "turn start")):
+        number = _stretch_value(default if value is None else value)
+        if number is None:
+            raise KisekaeError(f"must be a finite number >= 0, got {value!r}", source)
+        out[key] = number
+    out["liftPasses"] = _passes(LIFT_PASSES if lift_passes is None else lift_passes, "lift passes")
+    out["unflipPasses"] = _passes(UNFLIP_PASSES if unflip_passes is None else unflip_passes, "unflip passes")
+    return out
 
 
 def _sample_arrays(lift, f, n: int, k: int, n_body_faces: int, garment_name: str) -> dict:
