@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from .pushout import PushParams
-from .surface import SurfaceCandidates, _body_frame, _inputs, _push, surface_push_numpy
+from .surface import SurfaceCandidates, _body_frame, _inputs, _push, surface_push_numpy, welded_csr
 
 #: Largest spacing of the samples along an edge, metres (rest length): an edge of length L gets ceil(L / s) - 1.
 SAMPLE_SPACING = 0.02
@@ -139,19 +139,11 @@ def vertex_samples(samples: EdgeSamples, weld=None) -> tuple:
     ``weld`` : (N,) representative of each vertex (``Mesh.weld``), or None: a seam copy gets its representative's
     list, so both copies of a seam vertex move alike.
     """
-    n = samples.n_vertices
+    ids = np.arange(len(samples), dtype=np.int64)
     ends = np.concatenate([samples.a, samples.b])
-    code = np.concatenate([2 * np.arange(len(samples)), 2 * np.arange(len(samples)) + 1]).astype(np.int64)
-    order = np.lexsort((code, ends))
-    ends, code = ends[order], code[order]
-    count = np.bincount(ends, minlength=n)[:n]
-    start = np.concatenate([[0], np.cumsum(count)])
-    rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
-    if len(rep) != n:
-        raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
-    ptr = np.concatenate([[0], np.cumsum(count[rep])]).astype(np.int64)
-    idx = np.concatenate([code[start[r]:start[r + 1]] for r in rep]) if n else np.zeros(0, np.int64)
-    return ptr, idx.astype(np.int64)
+    code = np.concatenate([2 * ids, 2 * ids + 1])
+    order = np.argsort(code)  # each vertex's list by increasing sample id
+    return welded_csr(ends[order], code[order], samples.n_vertices, weld)
 
 
 def _sample_masks(samples: EdgeSamples, mask, n: int) -> np.ndarray:

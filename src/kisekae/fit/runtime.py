@@ -197,8 +197,7 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift)
         else:
             out = _surface(avatar, local, garments, params, edge_lift)
-        return {name: ((pos.astype(np.float64) + origin).astype(np.float32), metrics)
-                for name, (pos, metrics) in out.items()}
+        return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
     capsules = avatar_capsule_rig(avatar).posed(pose.world_matrices(avatar.skeleton))
@@ -245,14 +244,14 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None) -> dict:
 
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False) -> dict:
-    """:func:`runtime_pose`'s ``"surface"`` method (stateless)."""
+    """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
     step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift))
-    return {name: (new.astype(np.float32), _metrics(push, ms, "surface", edge_lift=edge_lift))
-            for name, (x, new, push, ms) in step.items()}
+    return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift)) for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False) -> dict:
-    """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated."""
+    """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
+    positions float64, cast once by the caller."""
     state.check()
     steps = state.path(avatar.skeleton, m)
     setup = _setup(avatar, garments, params, edge_lift)
@@ -263,7 +262,7 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: 
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift)
             state.corrections[name] = new - x
-            out[name] = (new.astype(np.float32), metrics)
+            out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)
     return out
 

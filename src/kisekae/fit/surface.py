@@ -378,8 +378,34 @@ def _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach):
     return out, clear
 
 
+def welded_csr(owner, values, n: int, weld=None) -> tuple:
+    """CSR lists of ``n`` vertices: ``(ptr (n+1,), idx)`` int64, vertex v's entries ``idx[ptr[v]:ptr[v + 1]]``.
+
+    Parameters
+    ----------
+    owner : (M,) int vertex of each entry (ids below ``n``)
+    values : (M,) int the entries, in the order they keep within their vertex's list
+    n : int, vertices
+    weld : (n,) int or None, representative of each vertex (``Mesh.weld``): a seam duplicate gets its
+        representative's list, so both copies of a position move alike
+    """
+    owner = np.asarray(owner, dtype=np.int64).reshape(-1)
+    values = np.asarray(values, dtype=np.int64).reshape(-1)
+    rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
+    if len(rep) != n:
+        raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
+    values = values[np.argsort(owner, kind="stable")]
+    count = np.bincount(owner, minlength=n)[:n]
+    start = np.concatenate([[0], np.cumsum(count)])
+    lengths = count[rep]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    # entry j of output vertex v reads entry start[rep[v]] + j of the sorted values
+    at = np.repeat(start[rep] - ptr[:-1], lengths) + np.arange(ptr[-1])
+    return ptr, values[at].astype(np.int64)
+
+
 def one_ring(n: int, edges, weld=None) -> tuple:
-    """CSR one-ring of ``n`` vertices: ``(ptr (n+1,), idx)`` int64.
+    """CSR one-ring of ``n`` vertices: ``(ptr (n+1,), idx)`` int64 (:func:`welded_csr` of the edges both ways).
 
     Parameters
     ----------
@@ -389,19 +415,7 @@ def one_ring(n: int, edges, weld=None) -> tuple:
         representative's ring, so both sides of a UV seam move alike
     """
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    src = np.concatenate([e[:, 0], e[:, 1]])
-    dst = np.concatenate([e[:, 1], e[:, 0]])
-    order = np.argsort(src, kind="stable")
-    count = np.bincount(src, minlength=n)[:n]
-    start = np.concatenate([[0], np.cumsum(count)])
-    dst = dst[order]
-    rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
-    if len(rep) != n:
-        raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
-    lengths = count[rep]
-    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    idx = np.concatenate([dst[start[r]:start[r + 1]] for r in rep]) if n else np.zeros(0, np.int64)
-    return ptr, idx.astype(np.int64)
+    return welded_csr(np.concatenate([e[:, 0], e[:, 1]]), np.concatenate([e[:, 1], e[:, 0]]), n, weld)
 
 
 def smooth_push_numpy(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
@@ -661,18 +675,18 @@ def _finish_numpy(new, x, args, chord, lift, faces, ring):
     from .edge_lift import LIFT_EPS, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
     from .unflip import UNFLIP_PASSES, unflip_numpy
 
-    def push_moved(points, moved):
+    def push_moved(points, step):
+        moved = np.einsum("ij,ij->i", step, step) > LIFT_EPS ** 2
         return np.where(moved[:, None], surface_push_numpy(points, *args, chord=chord)[0], points)
 
     def lift_round(points):
         lifted = edge_lift_numpy(points, *lift, *args[1:], chord=chord is not None)[0]
         lift_d = smooth_push_numpy(lifted - points, ring, LIFT_SMOOTH)
-        return push_moved(points + lift_d, np.einsum("ij,ij->i", lift_d, lift_d) > LIFT_EPS ** 2)
+        return push_moved(points + lift_d, lift_d)
 
     def unflip_round(points):
         turned = unflip_numpy(points, x, *faces)[0]
-        d = turned - points
-        return push_moved(turned, np.einsum("ij,ij->i", d, d) > LIFT_EPS ** 2)
+        return push_moved(turned, turned - points)
 
     for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
         if lift is not None:
@@ -701,20 +715,21 @@ def _finish(new, x, push, chord, lift, faces, ring):
         fptr, fidx = (np.ascontiguousarray(a, dtype=np.int64) for a in faces[1])
         turned, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
 
+    def push_moved(points, step):
+        return _push(points, np.flatnonzero(np.einsum("ij,ij->i", step, step) > LIFT_EPS ** 2), *push)[0]
+
+    def lift_round(points):
+        lifted = _lift(points, samples, cand, table, push[1], push[2], push[3], sframe, push[7], push[8])[0]
+        lift_d = smooth_push(lifted - points, ring, LIFT_SMOOTH)
+        return push_moved(points + lift_d, lift_d)
+
     def unflip_round(points):
         _unflip_kernel(points, x, f, fptr, fidx, TURN_START, turned, moved)
-        d = turned - points
-        return _push(turned, np.flatnonzero(np.einsum("ij,ij->i", d, d) > LIFT_EPS ** 2), *push)[0]
+        return push_moved(turned, turned - points)
 
     for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
-        if lift is None:
-            new = unflip_round(new)
-            continue
-        lifted = _lift(new, samples, cand, table, push[1], push[2], push[3], sframe, push[7], push[8])[0]
-        lift_d = smooth_push(lifted - new, ring, LIFT_SMOOTH)
-        lifted = new + lift_d
-        lmoved = np.einsum("ij,ij->i", lift_d, lift_d) > LIFT_EPS ** 2
-        new = _push(lifted, np.flatnonzero(lmoved), *push)[0]
+        if lift is not None:
+            new = lift_round(new)
         if faces is not None:
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from .bound import _f64
+from .surface import welded_csr
 
 #: Unflip passes (each followed by the push of the vertices it moved) at the very end of the per-frame correction.
 UNFLIP_PASSES = 2
@@ -45,20 +46,15 @@ def vertex_faces(faces, n: int, weld=None) -> tuple:
         its position (the faces around the welded vertex), so both copies move alike
     """
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if f.size and (f.min() < 0 or f.max() >= n):
+        raise KisekaeError(f"face corner ids must lie in 0..{n - 1}", "garment faces")
     rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
     if len(rep) != n:
         raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
-    if f.size and (f.min() < 0 or f.max() >= n):
-        raise KisekaeError(f"face corner ids must lie in 0..{n - 1}", "garment faces")
-    corner = rep[f].reshape(-1)
-    face = np.repeat(np.arange(len(f)), 3)
-    # a face touching one welded vertex twice (degenerate) is listed once
-    pairs = np.unique(np.stack([corner, face], axis=1), axis=0) if len(face) else np.zeros((0, 2), np.int64)
-    count = np.bincount(pairs[:, 0], minlength=n)[:n]
-    start = np.concatenate([[0], np.cumsum(count)])
-    ptr = np.concatenate([[0], np.cumsum(count[rep])]).astype(np.int64)
-    idx = np.concatenate([pairs[start[r]:start[r + 1], 1] for r in rep]) if n else np.zeros(0, np.int64)
-    return ptr, idx.astype(np.int64)
+    # (welded corner, face) pairs, sorted; a face touching one welded vertex twice (degenerate) is listed once
+    pairs = np.stack([rep[f].reshape(-1), np.repeat(np.arange(len(f)), 3)], axis=1)
+    pairs = np.unique(pairs, axis=0) if len(pairs) else pairs
+    return welded_csr(pairs[:, 0], pairs[:, 1], n, rep)
 
 
 def _unflip_inputs(points, skinned, faces, table):

@@ -798,19 +798,10 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
 
 def _ring_rows(ring, n: int):
     """The one-ring ``(ptr, idx)`` of ``n`` vertices, checked, as the harness's rows: ranges (n, 4) and neighbours."""
-    ptr, idx = (np.asarray(a) for a in ring)
-    if ptr.shape != (n + 1,) or idx.ndim != 1 or not (np.issubdtype(ptr.dtype, np.integer)
-                                                    and np.issubdtype(idx.dtype, np.integer)):
-        raise KisekaeError(f"expected integer ptr ({n + 1},) and idx (E,), got {ptr.shape} and {idx.shape}", "ring")
-    if ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
-        raise KisekaeError("ptr must start at 0, not decrease and end at len(idx)", "ring")
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise KisekaeError(f"neighbour ids must be in 0..{n - 1}", "ring")
-    if max(n, len(idx)) >= _MAX_FLOAT_ID:
-        raise KisekaeError("more than 2^24 vertices or ring entries do not pass through float32 ids exactly", "ring")
+    ranges, idx = _csr_rows(ring, n, n, "ring")
     neighbours = np.zeros((max(len(idx), n), 4), np.float32)
     neighbours[: len(idx), 0] = idx
-    return _vec4(n, ptr[:-1], np.diff(ptr)), neighbours
+    return ranges, neighbours
 
 
 def _garment_pair(points, skinned):
@@ -849,14 +840,18 @@ def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
 
 
 def _csr_rows(table, n: int, n_values: int, label: str):
-    """A CSR table ``(ptr (n+1,), idx)`` checked, as the harness's rows: ranges (n, 4) and the list (x = entry)."""
+    """A CSR table ``(ptr (n+1,), idx)`` of ``n`` lists of ids below ``n_values``, checked, as the harness's rows:
+    ranges (n, 4) and the list."""
     ptr, idx = (np.asarray(a) for a in table)
-    if ptr.shape != (n + 1,) or idx.ndim != 1 or ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
-        raise KisekaeError(f"expected ptr ({n + 1},) from 0, not decreasing, ending at len(idx)", label)
+    if ptr.shape != (n + 1,) or idx.ndim != 1 or not (np.issubdtype(ptr.dtype, np.integer)
+                                                    and np.issubdtype(idx.dtype, np.integer)):
+        raise KisekaeError(f"expected integer ptr ({n + 1},) and idx (E,), got {ptr.shape} and {idx.shape}", label)
+    if ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0):
+        raise KisekaeError("ptr must start at 0, not decrease and end at len(idx)", label)
     if idx.size and (idx.min() < 0 or idx.max() >= n_values):
-        raise KisekaeError(f"entries must lie in 0..{n_values - 1}", label)
+        raise KisekaeError(f"ids must be in 0..{n_values - 1}", label)
     if max(n, len(idx), n_values) >= _MAX_FLOAT_ID:
-        raise KisekaeError("more than 2^24 entries do not pass through float32 ids exactly", label)
+        raise KisekaeError("more than 2^24 ids or entries do not pass through float32 ids exactly", label)
     return _vec4(n, ptr[:-1], np.diff(ptr)), idx
 
 

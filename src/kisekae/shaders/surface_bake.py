@@ -205,7 +205,7 @@ def _sample_arrays(lift, f, n: int, k: int, n_body_faces: int, garment_name: str
         raise KisekaeError(f"sample candidates {tri.shape} on {cand.n_body_faces} body triangles; expected "
                            f"({len(samples)}, {k}) on {n_body_faces}", source)
     sptr, sidx = np.asarray(sptr, np.int64), np.asarray(sidx, np.int64)
-    if len(sptr) != n + 1 or sptr[0] != 0 or np.any(np.diff(sptr) < 0) or sptr[-1] != len(sidx) or (
+    if len(sptr) != n + 1 or not _offsets(sptr, len(sidx)) or (
             sidx.size and (sidx.min() < 0 or sidx.max() >= 2 * len(samples))):
         raise KisekaeError("the vertex sample table is not CSR over the samples' ends", source)
     if not (np.all((samples.t > 0) & (samples.t < 1)) and np.all(np.isfinite(samples.chord))
@@ -217,9 +217,14 @@ def _sample_arrays(lift, f, n: int, k: int, n_body_faces: int, garment_name: str
             "vertexSampleIdx": sidx.astype(np.uint32)}
 
 
+def _offsets(ptr, entries: int) -> bool:
+    """True when ``ptr`` are CSR offsets: from 0, never decreasing, ending at ``entries``."""
+    return bool(ptr[0] == 0 and not np.any(np.diff(ptr) < 0) and ptr[-1] == entries)
+
+
 def _check_ring(ptr, idx, weld, n: int, source: str) -> None:
     """Raise KisekaeError unless ``(ptr, idx)`` is a CSR one-ring of ``n`` vertices and ``weld`` a map into them."""
-    if len(ptr) != n + 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(idx):
+    if len(ptr) != n + 1 or not _offsets(ptr, len(idx)):
         raise KisekaeError(f"not a CSR ring of {n} vertices ({len(ptr)} offsets, {len(idx)} entries)", source)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise KisekaeError(f"neighbour ids outside 0..{n - 1}", source)
@@ -418,7 +423,7 @@ def _check_samples(ends, t, chord, corners, ptr, idx, n: int, ns: int, ms: int, 
         raise KisekaeError("'sampleChord' must be finite lengths >= 0 (m)", source)
     if corners.size and corners.max() >= n_body_vertices:
         raise KisekaeError(f"sample candidate corner ids outside 0..{n_body_vertices - 1}", source)
-    if ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != ms:
+    if not _offsets(ptr, ms):
         raise KisekaeError(f"vertexSamplePtr is not CSR offsets from 0 to {ms} vertexSampleEntries", source)
     if idx.size and idx.max() >= 2 * ns:
         raise KisekaeError(f"vertexSampleIdx entries outside 0..{2 * ns - 1} (2 sample + side)", source)
@@ -503,7 +508,7 @@ def _check_ids(corners, ptr, idx, weld, n: int, e: int, n_body_vertices: int, so
     if corners.size and corners.max() >= n_body_vertices:
         raise KisekaeError(f"candidate corner ids outside 0..{n_body_vertices - 1} (body vertex {int(corners.max())})",
                            source)
-    if ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != e:
+    if not _offsets(ptr, e):
         raise KisekaeError(f"ringPtr is not CSR offsets from 0 to {e} ringEntries", source)
     if idx.size and idx.max() >= n:
         raise KisekaeError(f"ring neighbour ids outside 0..{n - 1}", source)
