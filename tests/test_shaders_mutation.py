@@ -31,6 +31,7 @@ GROUPS = {
     "kisekae_wound.hlsl": ("wound", "wound_decode"),
     "kisekae_contact.hlsl": ("contact",),
     "kisekae_surface.hlsl": ("surface",),
+    "kisekae_corrective.hlsl": ("corrective",),
 }
 
 
@@ -75,6 +76,9 @@ def _group_checks(group):
             yield C.wound_decode_checks((name,))
     elif group == "contact":
         yield C.contact_checks(poses)
+    elif group == "corrective":
+        yield C.corrective_analytic_checks()
+        yield C.corrective_avatar_checks(poses)
     elif group == "surface":  # the quick analytic cases first, so that detection can stop early
         yield C.surface_sheet_checks()
         yield C.smooth_strip_checks()

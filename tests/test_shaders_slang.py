@@ -135,6 +135,52 @@ def test_contact_stage_compiles_with_slang_cpu():
     compile_with_slang(CONTACT_STAGE, "body_contact", name="kisekae_body_contact")
 
 
+#: The body's pose-space correctives as an engine writes them: one pass of features per (joint, centre), then the body
+#: vertex stage adds the offset to the rest position before skinning.
+CORRECTIVE_STAGE = """
+#define KISEKAE_NO_DATA
+StructuredBuffer<uint2> gRange;
+StructuredBuffer<uint> gEntryJoint;
+StructuredBuffer<float4> gCoef;
+RWStructuredBuffer<float> gFeatures;
+#define KISEKAE_LOAD_CORRECTIVE_RANGE(v) gRange[(v)]
+#define KISEKAE_LOAD_CORRECTIVE_JOINT(e) gEntryJoint[(e)]
+#define KISEKAE_LOAD_CORRECTIVE_COEF(e, k) gCoef[(uint)KISEKAE_CORRECTIVE_CENTRES * (e) + (k)].xyz
+#define KISEKAE_LOAD_CORRECTIVE_FEATURE(j, k) gFeatures[(uint)KISEKAE_CORRECTIVE_CENTRES * (j) + (k)]
+#include "kisekae_core.hlsl"
+StructuredBuffer<float4> gJointRotation;
+StructuredBuffer<float4> gCentre;
+StructuredBuffer<float> gSigma;
+StructuredBuffer<float4> gRestPosition;
+RWStructuredBuffer<float4> gOut;
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void corrective_features(uint3 id : SV_DispatchThreadID)
+{
+    uint j = id.x / (uint)KISEKAE_CORRECTIVE_CENTRES;
+    gFeatures[id.x] = KisekaeCorrectiveFeature(gJointRotation[j], gCentre[id.x], gSigma[j]);
+}
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void corrective_rest(uint3 id : SV_DispatchThreadID)
+{
+    gOut[id.x] = float4(gRestPosition[id.x].xyz + KisekaeCorrectiveOffset(id.x), 1.0);
+}
+"""
+
+
+def test_corrective_stage_compiles_with_slang_cpu_and_glslang():
+    from kisekae.shaders import compile_hlsl
+
+    for entry in ("corrective_features", "corrective_rest"):
+        compile_with_slang(CORRECTIVE_STAGE, entry, name=f"kisekae_{entry}")
+        c = compile_hlsl(CORRECTIVE_STAGE.replace('[shader("compute")]\n', ""), "comp", entry=entry, use_cache=False)
+        assert c.spirv[:4] == b"\x03\x02\x23\x07"
+    with pytest.raises(KisekaeError):  # the offset needs its data macros
+        compile_with_slang(CORRECTIVE_STAGE.replace("#define KISEKAE_LOAD_CORRECTIVE_RANGE", "#define KISEKAE_UNUSED"),
+                           "corrective_rest", name="kisekae_bad3")
+
+
 def test_slang_rejects_what_is_wrong():
     with pytest.raises(KisekaeError, match="not a member"):
         compile_with_slang(CONTACT_STAGE.replace("C.band = ", "C.bandwidth = "), "body_contact", name="kisekae_bad")

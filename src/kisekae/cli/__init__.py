@@ -14,7 +14,7 @@ import sys
 from ..errors import KisekaeError
 
 #: Modules of this package that provide subcommands, in the order ``--help`` lists them.
-SUBCOMMANDS = ["info", "check", "demo", "wound", "tension", "batch", "fit", "preview", "blender_addon"]
+SUBCOMMANDS = ["info", "check", "demo", "wound", "tension", "batch", "fit", "correctives", "preview", "blender_addon"]
 
 
 def build_parser() -> argparse.ArgumentParser:

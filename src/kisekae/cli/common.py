@@ -56,6 +56,10 @@ def add_contact_args(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("--contact", nargs="?", const="default", metavar="GAP", help=CONTACT_HELP)
     g.add_argument("--no-contact", action="store_true", help=NO_CONTACT_HELP)
+    p.add_argument("--correctives", metavar="FILE|builtin",
+                   help="pose the body with pose-space correctives learned from the offline contact solve, before the "
+                        "joint planes (docs/contact.md): a file from `kisekae bake-correctives`, or `builtin` for the "
+                        "packaged bake of the built-in avatar's plain body")
 
 
 def contact_gap(args) -> float | None:
@@ -89,6 +93,15 @@ def with_contact(avatar, args):
     if gap is not None and posed.body.deform is None:
         print(f"kisekae: note: {avatar.name}: no joint of the body blends two bones; plain skinning (the contact "
               "step would move nothing)", file=sys.stderr)
+    which = getattr(args, "correctives", None)
+    if which:
+        from ..avatar.correctives import builtin_correctives_path, load_correctives, with_correctives
+
+        path = builtin_correctives_path(getattr(avatar, "rig", None)) if which == "builtin" else which
+        try:
+            posed = with_correctives(posed, load_correctives(path))
+        except KisekaeError as exc:
+            raise KisekaeError(f"{exc}", "--correctives") from None
     return posed
 
 

@@ -1212,6 +1212,82 @@ def edge_lift_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     return checks
 
 
+# ------------------------------------------------------------------------------------- correctives
+#: Pose-space corrective offsets (m): float32 sums against float64.
+TOL_CORRECTIVE = 1e-5
+#: Pose-space corrective features (unitless): float32 angles near narrow centres (σ down to 0.08 rad) against float64.
+TOL_FEATURE = 5e-5
+
+
+def corrective_analytic_checks():
+    """Analytic features: a joint turned 60° about x against centres 30°, 90° and 150° about x and one 60° about y
+    (30°, 30°, 90° and 2 acos(cos² 30°) = 82.8° apart), width 0.5 rad, from ``exp(-(θ/σ)²)`` with the angles written
+    down, not computed from the quaternions; then a vertex with no entry and one with two, whose offset is the
+    features' weighted sum."""
+    from scipy.spatial.transform import Rotation
+
+    from ..avatar.correctives import PoseCorrectives
+
+    def quat(axis, deg):
+        return Rotation.from_rotvec(np.radians(deg) * np.asarray(axis, float)).as_quat()
+
+    q = quat((1, 0, 0), 60.0)
+    centres = np.array([[quat((1, 0, 0), 30.0), quat((1, 0, 0), 90.0), quat((1, 0, 0), 150.0),
+                         quat((0, 1, 0), 60.0)]])
+    sigma = 0.5
+    # angle between 60° about x and 60° about y: cos(θ/2) = cos²30° (the quaternions' dot product)
+    apart = np.radians([30.0, 30.0, 90.0]).tolist() + [2.0 * np.arccos(np.cos(np.radians(30.0)) ** 2)]
+    to_rest = np.radians([30.0, 90.0, 150.0, 60.0])
+    g = lambda a: np.exp(-(np.asarray(a) / sigma) ** 2)  # noqa: E731
+    want = g(apart) - g(np.radians(60.0)) * g(to_rest)
+    got = X.gpu_corrective_features(q[None], centres, np.array([sigma]))[0]
+    checks = [Check("corrective features (analytic)", _err(got, want), TOL_FEATURE, 4)]
+    coef = np.zeros((2, 4, 3), np.float32)
+    coef[0, :, 0] = (0.01, 0.02, 0.03, 0.04)
+    coef[1, :, 2] = (-0.01, 0.0, 0.05, 0.0)
+    feats = np.array([want, [0.5, -0.25, 0.125, 1.0]])
+    c = PoseCorrectives(np.array([0, 1]), np.concatenate([centres, centres]), np.array([sigma, sigma]),
+                        np.array([0, 0, 2]), np.array([0, 1], np.int32), coef, ["a", "b"], "", {})
+    ref = np.array([[0.0, 0.0, 0.0], [float(want @ coef[0, :, 0]), 0.0, float(feats[1] @ coef[1, :, 2])]])
+    checks.append(Check("corrective offset (analytic)", _err(X.gpu_corrective_offsets(c, feats), ref),
+                        TOL_CORRECTIVE, 2))
+    return checks
+
+
+def corrective_avatar_checks(poses=SURFACE_POSES):
+    """``KisekaeCorrectiveFeature`` and ``KisekaeCorrectiveOffset`` against :mod:`kisekae.avatar.correctives` with
+    the packaged bake of the built-in body, in ``poses``."""
+    from ..avatar.builtin import load_builtin_avatar
+    from ..avatar.correctives import (builtin_correctives_path, corrective_offsets_numpy, joint_features,
+                                      joint_quaternions, load_correctives)
+    from ..avatar.poses import named_pose
+
+    av = load_builtin_avatar()
+    c = _memo(("correctives",), lambda: load_correctives(builtin_correctives_path("game_engine")))
+    checks = []
+    for name in poses:
+        m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
+        q = joint_quaternions(av.skeleton, m)[c.joints]
+        want = joint_features(q.astype(np.float32).astype(np.float64), c.centres, c.sigma)
+        got = X.gpu_corrective_features(q, c.centres, c.sigma)
+        checks.append(Check(f"corrective features {name}", _err(got, want), TOL_FEATURE, want.size))
+        f32 = want.astype(np.float32).astype(np.float64)
+        ref = corrective_offsets_numpy(c, f32)
+        checks.append(Check(f"corrective offsets {name} ({int((np.abs(ref).max(1) > 1e-3).sum())} over 1 mm)",
+                            _err(X.gpu_corrective_offsets(c, f32), ref), TOL_CORRECTIVE, len(ref)))
+        # the whole frame on the GPU (its own features) against the float64 reference of the pose
+        full = corrective_offsets_numpy(c, joint_features(joint_quaternions(av.skeleton, m)[c.joints], c.centres,
+                                                          c.sigma))
+        checks.append(Check(f"corrective frame {name}", _err(X.gpu_corrective_offsets(c, got), full), TOL_CORRECTIVE,
+                            len(full)))
+    return checks
+
+
+def corrective_checks(poses=SURFACE_POSES):
+    """The body's pose-space correctives (``kisekae_corrective.hlsl``): analytic cases, then the packaged bake."""
+    return corrective_analytic_checks() + corrective_avatar_checks(poses)
+
+
 def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push, its smoothing, the edge lift and the unflip (``kisekae_surface.hlsl``): analytic cases, then
     the built-in avatar."""
@@ -1234,5 +1310,6 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
         checks += tight_look_checks()
         checks += wound_decode_checks()
         checks += contact_checks(poses)
+        checks += corrective_checks()
         checks += surface_checks()
     return checks

@@ -52,6 +52,8 @@ MODES = {
     "sample_push": 22,
     "edge_lift": 23,
     "unflip": 24,
+    "corrective_offset": 25,
+    "corrective_feature": 26,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -971,6 +973,70 @@ def gpu_carry_start(skinned, previous_correction, keep: float):
         return x.copy()
     o0, _ = _run("carry_start", "constants", n, in0=_vec4(n, x), in1=_vec4(n, c),
                  params=[[check_keep(keep), 0.0, 0.0, 0.0]])
+    return o0[:, :3]
+
+
+#: Basis functions per joint in the conformance harness (``KISEKAE_CORRECTIVE_CENTRES``); bakes with fewer are padded.
+HARNESS_CENTRES = 16
+
+
+def gpu_corrective_features(quats, centres, sigma):
+    """``KisekaeCorrectiveFeature`` on the GPU for every (joint, centre): :func:`kisekae.avatar.correctives.joint_features`.
+
+    Parameters
+    ----------
+    quats : (J, 4) unit quaternions (x, y, z, w) of the joints' local rotations
+    centres : (J, K, 4) unit quaternions
+    sigma : (J,) radians
+
+    Returns
+    -------
+    (J, K) float32 features
+    """
+    q = np.asarray(quats, dtype=np.float32).reshape(-1, 4)
+    c = np.asarray(centres, dtype=np.float32)
+    w = np.asarray(sigma, dtype=np.float32).reshape(-1)
+    if c.ndim != 3 or c.shape[0] != len(q) or c.shape[2] != 4 or len(w) != len(q):
+        raise KisekaeError(f"expected (J, K, 4) centres and (J,) widths for {len(q)} joints", "corrective centres")
+    j, k = c.shape[:2]
+    n = j * k
+    if not n:
+        return np.zeros((j, k), np.float32)
+    sig = np.zeros((n, 4), np.float32)
+    sig[:, 0] = np.repeat(w, k)
+    o0, _ = _run("corrective_feature", "constants", n, in0=np.repeat(q, k, axis=0), in1=c.reshape(n, 4), in2=sig)
+    return o0[:, 0].reshape(j, k)
+
+
+def gpu_corrective_offsets(correctives, features):
+    """``KisekaeCorrectiveOffset`` on the GPU: :func:`kisekae.avatar.correctives.corrective_offsets_numpy` for one
+    frame's ``features (J, K)``; bakes with fewer than :data:`HARNESS_CENTRES` centres are padded with zeros.
+
+    Returns
+    -------
+    (N, 3) float32 rest-space offsets, metres
+    """
+    c = correctives
+    f = np.asarray(features, dtype=np.float32)
+    j, k = c.centres.shape[:2]
+    if f.shape != (j, k) or k > HARNESS_CENTRES:
+        raise KisekaeError(f"expected ({j}, {k}) features and at most {HARNESS_CENTRES} centres", "corrective features")
+    n, e = c.n_vertices, len(c.entry_joint)
+    if not n:
+        return np.zeros((0, 3), np.float32)
+    ranges = np.zeros((n, 4), np.float32)
+    ranges[:, 0], ranges[:, 1] = c.vertex_ptr[:-1], np.diff(c.vertex_ptr)
+    entries = np.zeros((max(e, 1), 4), np.float32)
+    entries[:e, 0] = c.entry_joint
+    coef = np.zeros((max(e, 1), HARNESS_CENTRES, 4), np.float32)
+    coef[:e, :k, :3] = c.coefficients
+    feat = np.zeros((max(j, 1), HARNESS_CENTRES, 4), np.float32)
+    feat[:j, :k, 0] = f
+    def rows(a):  # the harness reads at least n rows of every input
+        a = a.reshape(-1, 4)
+        return np.concatenate([a, np.zeros((max(n - len(a), 0), 4), np.float32)])
+
+    o0, _ = _run("corrective_offset", "constants", n, in1=ranges, in2=rows(entries), in3=rows(coef), in4=rows(feat))
     return o0[:, :3]
 
 

@@ -71,6 +71,13 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_VERTEX_SAMPLE(e) ((uint)gIn2[(e)].x)
 #define KISEKAE_LOAD_GARMENT_FACE_RANGE(v) ((uint2)gIn1[(v)].xy)
 #define KISEKAE_LOAD_GARMENT_FACE(e) ((uint3)gIn2[(e)].xyz)
+// Mode 25 (corrective offset) reads each body vertex's entry range from gIn1 (x = start, y = count), each entry's
+// joint slot from gIn2 (x), the coefficients from gIn3 (row KISEKAE_CORRECTIVE_CENTRES * e + k, xyz) and this
+// frame's features from gIn4 (row KISEKAE_CORRECTIVE_CENTRES * j + k, x).
+#define KISEKAE_LOAD_CORRECTIVE_RANGE(v) ((uint2)gIn1[(v)].xy)
+#define KISEKAE_LOAD_CORRECTIVE_JOINT(e) ((uint)gIn2[(e)].x)
+#define KISEKAE_LOAD_CORRECTIVE_COEF(e, k) (gIn3[(uint)KISEKAE_CORRECTIVE_CENTRES * (e) + (k)].xyz)
+#define KISEKAE_LOAD_CORRECTIVE_FEATURE(j, k) (gIn4[(uint)KISEKAE_CORRECTIVE_CENTRES * (j) + (k)].x)
 #include "../kisekae_core.hlsl"
 
 
@@ -411,6 +418,20 @@ void main(uint3 id : SV_DispatchThreadID)
         bool moved;
         float3 d = KisekaeUnflip(i, gParams[0].x, moved);
         y0 = float4(d, moved ? 1.0 : 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(25)
+    if (gMode == 25u)
+    {
+        // rest-space corrective offset of body vertex i: entries through gIn1 / gIn2 / gIn3, features in gIn4
+        y0 = float4(KisekaeCorrectiveOffset(i), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(26)
+    if (gMode == 26u)
+    {
+        // feature of the joint rotation gIn0[i] for the centre gIn1[i], width gIn2[i].x (rad)
+        y0 = float4(KisekaeCorrectiveFeature(gIn0[i], gIn1[i], gIn2[i].x), 0.0, 0.0, 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(18)

@@ -1,0 +1,590 @@
+"""Pose-space correctives of the body: the offline contact solve, learned per joint for the per-frame path.
+
+The continuation from rest (:mod:`kisekae.avatar.contact_solve`) keeps body parts apart in deep poses (crouch:
+296 buried body vertices under plain skinning, 12 after it), but it costs about a second a pose. Games meet the
+same problem with *corrective shapes*: displacements of the rest mesh, added before skinning, whose weights
+follow the joint rotations. This module learns them from the solve:
+
+1. **Samples** (:func:`correction_samples`): the body in ``n`` range-of-motion poses
+   (:func:`kisekae.avatar.poses.range_of_motion_poses`, none of the named poses or clips), each solved; the
+   correction is taken back to rest space through each vertex's blended bone rotation,
+   ``d = (Σ_b w_b R_b)⁻¹ (y − x)``, so that ``x' = LBS(rest + d)`` reproduces the solved body exactly.
+2. **Features** (:func:`joint_features`): for every joint that the samples rotate, ``K`` radial basis functions
+   of its local rotation (unit quaternions; distance ``θ(q, c) = 2 acos |q · c|``, computed as in :func:`_angle`;
+   ``g(θ) = exp(−(θ / σ)²)``)::
+
+       φ_k(q) = g(θ(q, c_k)) − g(θ(q, 1)) g(θ(c_k, 1))
+
+   The second term makes every feature exactly 0 at the rest rotation (so the rest pose is unchanged), and
+   both terms fade far from every centre, so a rotation outside what the samples covered gets no correction
+   rather than the nearest centre's. Centres: ``K`` farthest-point picks of the samples' rotations, starting
+   from the one farthest from rest (the rest rotation is not a centre: its feature would vanish everywhere); ``σ`` = :data:`SIGMA` times the median distance from a centre to its nearest neighbour.
+3. **Fit** (:func:`fit_correctives`): each vertex's rest-space correction is a sum over the joints near it
+   (the joints of the bones it is weighted to, their parents and children) of a linear function of those
+   joints' features, fitted by ridge regression (``λ`` = :data:`RIDGE` times the mean diagonal of the Gram
+   matrix) over the samples. Vertices that no sample moved more than :data:`ACTIVE` metres get none.
+
+At run time (:func:`corrective_offsets`, Numba; :func:`corrective_offsets_numpy`, the reference) a frame costs
+the features of a few joints (``J × K`` numbers, computed once) and, per vertex, a short sum; the offsets are
+added in rest space before skinning, exactly like an engine's blend shapes, or equivalently to the skinned
+body through the blended rotation (:func:`skinned_offsets`). :class:`BodyCorrectives` is the body ``deform``
+(then the joint planes of :mod:`kisekae.avatar.contact`, if given). A bake is saved as ``.npz`` with a JSON
+header (:func:`save_correctives`, :func:`load_correctives`, which refuse a file made for another body).
+
+Measured on the built-in body (docs/contact.md, "Pose-space correctives"): the named poses, none of them
+trained on, come out as buried as the offline solve (crouch 12 → 12, with the joint planes after it 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from ..errors import KisekaeError
+
+#: Radial basis functions per joint.
+CENTRES = 16
+#: Width of a basis function, in units of the median spacing of a joint's centres.
+SIGMA = 1.0
+#: Ridge weight, relative to the mean diagonal of the Gram matrix of the features.
+RIDGE = 1e-2
+#: Joints that the samples turn by less than this (radians) get no features.
+MIN_TURN = np.radians(5.0)
+#: Vertices whose largest sampled correction is below this (metres) get no corrective.
+ACTIVE = 2e-4
+#: Range-of-motion poses a bake solves by default.
+TRAIN_POSES = 360
+#: Bake file format version.
+VERSION = 1
+
+
+def _angle(q, c) -> np.ndarray:
+    """Rotation angle between unit quaternions ``q (..., 4)`` and ``c (M, 4)``: (..., M) radians.
+
+    ``4 atan2(|q − c'|, |q + c'|)`` with ``c' = ±c`` on ``q``'s side (``q · c' ≥ 0``): the same angle as
+    ``2 acos |q · c|`` without its loss of precision near 0, so float32 shaders agree with it."""
+    q = np.asarray(q, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    side = np.where(q @ c.T < 0.0, -1.0, 1.0)[..., None]  # (..., M, 1)
+    cc = side * c
+    qq = q[..., None, :]
+    return 4.0 * np.arctan2(np.linalg.norm(qq - cc, axis=-1), np.linalg.norm(qq + cc, axis=-1))
+
+
+def joint_quaternions(skeleton, skin_matrices) -> np.ndarray:
+    """(B, 4) unit quaternions (x, y, z, w) of every bone's local rotation from its rest orientation.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    skin_matrices : (B, 4, 4) skinning matrices of a pose
+    """
+    from scipy.spatial.transform import Rotation
+
+    from .contact_solve import local_motion
+
+    rot, _ = local_motion(skeleton, skin_matrices)
+    q = Rotation.from_matrix(rot).as_quat()
+    return q * np.where(q[:, 3:] < 0, -1.0, 1.0)  # w >= 0: one of the two signs, the same on every machine
+
+
+def joint_features(quats, centres, sigma) -> np.ndarray:
+    """The radial basis features of the module docstring.
+
+    Parameters
+    ----------
+    quats : (J, 4) or (S, J, 4) unit quaternions of the joints' local rotations
+    centres : (J, K, 4) unit quaternions, per joint
+    sigma : (J,) radians
+
+    Returns
+    -------
+    (J, K) or (S, J, K) float64, exactly 0 for the rest rotation
+    """
+    q = np.asarray(quats, dtype=np.float64)
+    one = np.array([0.0, 0.0, 0.0, 1.0])
+    out = np.empty(q.shape[:-1] + (centres.shape[1],))
+    for j in range(centres.shape[0]):
+        qj = q[..., j, :]
+        g = np.exp(-(_angle(qj, centres[j]) / sigma[j]) ** 2)
+        g_rest = np.exp(-(_angle(qj, one[None])[..., 0] / sigma[j]) ** 2)
+        c_rest = np.exp(-(_angle(centres[j], one[None])[:, 0] / sigma[j]) ** 2)
+        out[..., j, :] = g - g_rest[..., None] * c_rest
+    return out
+
+
+def blended_rotations(skin, skin_matrices) -> np.ndarray:
+    """(N, 3, 3) each vertex's blended linear part ``Σ_b w_b R_b`` of its skinning matrices."""
+    m = np.asarray(skin_matrices, dtype=np.float64)[:, :3, :3]
+    return np.einsum("nk,nkij->nij", skin.weights.astype(np.float64), m[skin.indices])
+
+
+# ----------------------------------------------------------------------------------------- the bake
+@dataclass
+class PoseCorrectives:
+    """Learned correctives of one body (module docstring).
+
+    Attributes
+    ----------
+    joints : (J,) int bone indices that have features
+    centres : (J, K, 4) unit quaternions (x, y, z, w)
+    sigma : (J,) radians
+    vertex_ptr : (N + 1,) int64, the entries of vertex ``i`` are ``vertex_ptr[i]:vertex_ptr[i + 1]``
+    entry_joint : (E,) int32, slot in ``joints`` of each entry
+    coefficients : (E, K, 3) float32, metres of rest-space offset per unit feature
+    bone_names : list of str, the skeleton's bone names (checked when the bake is used)
+    mesh_hash : str, hash of the rest mesh and skin it was made for
+    settings : dict, how it was made (poses, seed, centres, ...)
+    """
+
+    joints: np.ndarray
+    centres: np.ndarray
+    sigma: np.ndarray
+    vertex_ptr: np.ndarray
+    entry_joint: np.ndarray
+    coefficients: np.ndarray
+    bone_names: list
+    mesh_hash: str
+    settings: dict
+
+    @property
+    def n_vertices(self) -> int:
+        return len(self.vertex_ptr) - 1
+
+    def check(self, source: str = "correctives") -> None:
+        """Raise :class:`KisekaeError` naming ``source`` and the first inconsistent array."""
+        j, k = len(self.joints), self.centres.shape[1] if self.centres.ndim == 3 else -1
+        if self.centres.shape != (j, k, 4) or k < 1:
+            raise KisekaeError(f"centres of shape {self.centres.shape} for {j} joints", source)
+        if self.sigma.shape != (j,) or not np.all(np.isfinite(self.sigma)) or np.any(self.sigma <= 0):
+            raise KisekaeError("sigma must be one positive width per joint", source)
+        if not np.all(np.isfinite(self.centres)) or np.abs(np.linalg.norm(self.centres, axis=-1) - 1).max(initial=0) > 1e-4:
+            raise KisekaeError("centres must be unit quaternions", source)
+        nb = len(self.bone_names)
+        if j and (self.joints.min() < 0 or self.joints.max() >= nb):
+            raise KisekaeError(f"joint bone index out of range for {nb} bones", source)
+        ptr = self.vertex_ptr
+        e = len(self.entry_joint)
+        if ptr.ndim != 1 or len(ptr) < 2 or ptr[0] != 0 or ptr[-1] != e or np.any(np.diff(ptr) < 0):
+            raise KisekaeError(f"vertex_ptr must rise from 0 to the {e} entries", source)
+        if e and (self.entry_joint.min() < 0 or self.entry_joint.max() >= j):
+            raise KisekaeError(f"entry joint slot out of range for {j} joints", source)
+        if self.coefficients.shape != (e, k, 3) or not np.all(np.isfinite(self.coefficients)):
+            raise KisekaeError(f"coefficients must be finite, of shape ({e}, {k}, 3), got {self.coefficients.shape}",
+                               source)
+
+    def features(self, skeleton, skin_matrices) -> np.ndarray:
+        """(J, K) features of the pose of ``skin_matrices (B, 4, 4)``."""
+        q = joint_quaternions(skeleton, skin_matrices)
+        return joint_features(q[self.joints], self.centres, self.sigma)
+
+
+def mesh_hash(rest_vertices, faces, skin) -> str:
+    """Hash of a body's rest mesh and skin: a bake is refused on any other body."""
+    h = hashlib.sha256()
+    for a in (np.asarray(rest_vertices, np.float32), np.asarray(faces, np.int64), np.asarray(skin.indices, np.int64),
+              np.asarray(skin.weights, np.float32)):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
+    """The offline contact solve's corrections, in rest space, over ``poses``.
+
+    Parameters
+    ----------
+    avatar : Avatar (its body is read plain: skinning only)
+    poses : list of Pose
+    solve : callable ``solve(points, skin_matrices)`` or None for
+        :func:`kisekae.avatar.contact_solve.body_contact_solve` with its defaults
+    progress : callable ``progress(done, total)`` or None
+
+    Returns
+    -------
+    (mats (S, B, 4, 4) float64 skinning matrices, offsets (S, N, 3) float32 rest-space corrections, metres)
+    """
+    from .contact_solve import body_contact_solve
+    from .skinning import lbs
+
+    body = avatar.body
+    solve = solve or body_contact_solve(avatar)
+    rest = body.mesh.vertices.astype(np.float64)
+    mats, offsets = [], []
+    for s, pose in enumerate(poses):
+        m = pose.skinning_matrices(avatar.skeleton).astype(np.float64)
+        x = lbs(rest, body.skin.indices, body.skin.weights, m).astype(np.float64)
+        y = np.asarray(solve(x, m), dtype=np.float64)
+        a = blended_rotations(body.skin, m)
+        d = np.linalg.solve(a, (y - x)[..., None])[..., 0]
+        if not np.all(np.isfinite(d)):
+            raise KisekaeError("a vertex's blended bone rotation is singular", f"corrective sample {pose.name}")
+        mats.append(m)
+        offsets.append(d.astype(np.float32))
+        if progress is not None:
+            progress(s + 1, len(poses))
+    nb = avatar.skeleton.n_bones
+    return (np.array(mats).reshape(-1, nb, 4, 4), np.array(offsets).reshape(-1, len(rest), 3))
+
+
+def _farthest_centres(q, k: int) -> np.ndarray:
+    """``k`` farthest-point picks of ``q (S, 4)``, the first the farthest from the rest rotation (first of ties).
+
+    The rest rotation itself is not a centre: its feature would be 0 for every rotation."""
+    one = np.array([0.0, 0.0, 0.0, 1.0])
+    out = []
+    dmin = _angle(q, one[None])[:, 0]
+    for _ in range(k):
+        i = int(np.argmax(dmin))
+        out.append(q[i])
+        dmin = np.minimum(dmin, _angle(q, q[i][None])[:, 0])
+    return np.array(out)
+
+
+def _near_joints(skeleton, skin, joints, threshold: float = 0.01) -> list:
+    """Per vertex, the tuple of joint slots of its weighted bones, their parents and children."""
+    nb = skeleton.n_bones
+    near = [{b} for b in range(nb)]
+    for b, p in enumerate(skeleton.parents):
+        if p >= 0:
+            near[b].add(int(p))
+            near[int(p)].add(b)
+    slot = {int(b): s for s, b in enumerate(joints)}
+    cache = {}
+    out = []
+    for idx, w in zip(skin.indices, skin.weights):
+        key = tuple(sorted(int(b) for b, x in zip(idx, w) if x > threshold))
+        if key not in cache:
+            bones = set().union(*(near[b] for b in key)) if key else set()
+            cache[key] = tuple(sorted(slot[b] for b in bones if b in slot))
+        out.append(cache[key])
+    return out
+
+
+def _check_fit_input(sk, n, mats, d, centres, sigma, ridge, active) -> None:
+    """Raise :class:`KisekaeError` for samples or settings :func:`fit_correctives` cannot use."""
+    if mats.ndim != 4 or mats.shape[1:] != (sk.n_bones, 4, 4) or d.shape != (len(mats), n, 3):
+        raise KisekaeError(f"expected (S, {sk.n_bones}, 4, 4) matrices and (S, {n}, 3) offsets, got {mats.shape} "
+                           f"and {d.shape}", "corrective samples")
+    if len(mats) < 2 or not (np.all(np.isfinite(mats)) and np.all(np.isfinite(d))):
+        raise KisekaeError("needs at least two finite samples", "corrective samples")
+    if isinstance(centres, bool) or not (isinstance(centres, (int, np.integer)) and centres >= 2):
+        raise KisekaeError(f"must be an integer >= 2, got {centres!r}", "corrective centres")
+    for name, v in (("sigma", sigma), ("ridge", ridge), ("active", active)):
+        if not (np.isfinite(v) and v >= 0) or (name == "sigma" and v == 0):
+            raise KisekaeError(f"must be a finite number >= 0 (sigma > 0), got {v!r}", f"corrective {name}")
+
+
+def _joint_bases(q, k: int, sigma: float) -> tuple:
+    """(joints (J,), centres (J, k, 4), widths (J,)) from the samples' joint rotations ``q (S, B, 4)``."""
+    turn = _angle(q, np.array([[0.0, 0.0, 0.0, 1.0]]))[..., 0].max(axis=0)
+    joints = np.flatnonzero(turn > MIN_TURN)
+    cen = np.array([_farthest_centres(q[:, j], k) for j in joints]).reshape(len(joints), k, 4)
+    widths = np.empty(len(joints))
+    for s in range(len(joints)):
+        dc = _angle(cen[s], cen[s])
+        np.fill_diagonal(dc, np.inf)
+        widths[s] = sigma * max(float(np.median(dc.min(axis=1))), 1e-3)
+    return joints, cen, widths
+
+
+def _ridge_groups(phi, d, groups: dict, ridge: float, n: int) -> tuple:
+    """Ridge regression per group of vertices that share their joints; returns the CSR arrays
+    (vertex_ptr, entry_joint, coefficients) of :class:`PoseCorrectives`."""
+    s_count, _, k = phi.shape
+    per_vertex: list = [None] * n
+    for slots, verts in groups.items():
+        a = phi[:, list(slots)].reshape(s_count, -1)
+        gram = a.T @ a
+        lam = ridge * np.trace(gram) / len(gram)
+        rhs = a.T @ d[:, verts].reshape(s_count, -1)
+        c = np.linalg.solve(gram + lam * np.eye(len(gram)), rhs).reshape(len(slots), k, len(verts), 3)
+        for t, v in enumerate(verts):
+            per_vertex[v] = (slots, c[:, :, t])
+    kept = [p for p in per_vertex if p is not None]
+    counts = np.array([0 if p is None else len(p[0]) for p in per_vertex], dtype=np.int64)
+    ptr = np.concatenate([[0], np.cumsum(counts)])
+    entry_joint = np.concatenate([np.asarray(p[0], np.int32) for p in kept] or [np.zeros(0, np.int32)])
+    coef = np.concatenate([p[1] for p in kept] or [np.zeros((0, k, 3))]).astype(np.float32)
+    return ptr, entry_joint, coef.reshape(-1, k, 3)
+
+
+def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: float = SIGMA, ridge: float = RIDGE,
+                    active: float = ACTIVE, settings: dict | None = None) -> PoseCorrectives:
+    """Fit :class:`PoseCorrectives` to sampled corrections (module docstring, step 3).
+
+    Parameters
+    ----------
+    avatar : Avatar
+    mats : (S, B, 4, 4) skinning matrices of the samples
+    offsets : (S, N, 3) rest-space corrections, metres (:func:`correction_samples`)
+    centres, sigma, ridge, active : the settings of the module docstring
+    settings : dict or None, stored in the bake as given (how the samples were made)
+
+    Returns
+    -------
+    PoseCorrectives
+    """
+    sk, body = avatar.skeleton, avatar.body
+    mats = np.asarray(mats, dtype=np.float64)
+    d = np.asarray(offsets, dtype=np.float64)
+    n = body.mesh.n_vertices
+    _check_fit_input(sk, n, mats, d, centres, sigma, ridge, active)
+    q = np.array([joint_quaternions(sk, m) for m in mats])  # (S, B, 4)
+    joints, cen, widths = _joint_bases(q, int(centres), sigma)
+    phi = joint_features(q[:, joints], cen, widths)  # (S, J, K)
+    moved = np.linalg.norm(d, axis=2).max(axis=0) > active
+    near = _near_joints(sk, body.skin, joints)
+    groups: dict = {}
+    for i in np.flatnonzero(moved):
+        if near[i]:
+            groups.setdefault(near[i], []).append(int(i))
+    ptr, entry_joint, coef = _ridge_groups(phi, d, groups, ridge, n)
+    out = PoseCorrectives(joints.astype(np.int64), cen, widths, ptr, entry_joint, coef, list(sk.names),
+                          mesh_hash(body.mesh.vertices, body.mesh.faces, body.skin),
+                          dict(settings or {}, samples=len(mats), centres=int(centres), sigma=float(sigma),
+                               ridge=float(ridge), active=float(active)))
+    out.check()
+    return out
+
+
+def _samples_chunk(job):
+    avatar, n_poses, seed, lo, hi = job
+    from .poses import range_of_motion_poses
+
+    return correction_samples(avatar, range_of_motion_poses(avatar.skeleton, n_poses, seed=seed)[lo:hi])
+
+
+def bake_correctives_parallel(avatar, n_poses: int = TRAIN_POSES, seed: int = 0, *, jobs: int = 1, progress=None,
+                              **fit) -> PoseCorrectives:
+    """Solve ``n_poses`` range-of-motion poses and fit correctives to them (about a second a pose, one core).
+
+    Parameters
+    ----------
+    avatar : Avatar (its body is read plain)
+    n_poses : int >= 2
+    seed : int, of :func:`kisekae.avatar.poses.range_of_motion_poses`
+    jobs : int >= 1, worker processes; the result does not depend on it (each pose is solved on its own)
+    progress : callable ``progress(done, total)`` or None
+    fit : settings passed to :func:`fit_correctives`
+    """
+    from .poses import range_of_motion_poses
+
+    if isinstance(n_poses, bool) or not (isinstance(n_poses, (int, np.integer)) and n_poses >= 2):
+        raise KisekaeError(f"must be an integer >= 2, got {n_poses!r}", "corrective poses")
+    n_poses = int(n_poses)
+    if jobs <= 1:
+        poses = range_of_motion_poses(avatar.skeleton, n_poses, seed=seed)
+        mats, offsets = correction_samples(avatar, poses, progress=progress)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = 8
+        chunks = [(avatar, n_poses, seed, lo, min(lo + size, n_poses)) for lo in range(0, n_poses, size)]
+        parts, done = [], 0
+        with ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+            for part in pool.map(_samples_chunk, chunks):
+                parts.append(part)
+                done += len(part[0])
+                if progress is not None:
+                    progress(done, n_poses)
+        mats = np.concatenate([p[0] for p in parts])
+        offsets = np.concatenate([p[1] for p in parts])
+    return fit_correctives(avatar, mats, offsets, settings={"poses": "range_of_motion", "n_poses": n_poses,
+                                                            "seed": int(seed)}, **fit)
+
+
+# ------------------------------------------------------------------------------------------ runtime
+def corrective_offsets_numpy(correctives: PoseCorrectives, features) -> np.ndarray:
+    """(N, 3) float64 rest-space offsets for ``features (J, K)`` (the reference of :func:`corrective_offsets`)."""
+    f = np.asarray(features, dtype=np.float64)
+    c = correctives
+    per_entry = np.einsum("ek,ekc->ec", f[c.entry_joint], c.coefficients.astype(np.float64))
+    out = np.zeros((c.n_vertices, 3))
+    owner = np.repeat(np.arange(c.n_vertices), np.diff(c.vertex_ptr))
+    np.add.at(out, owner, per_entry)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _offsets_kernel(ptr, joint, coef, f, live, out):  # pragma: no cover - compiled
+    n = len(ptr) - 1
+    for i in range(n):
+        x = 0.0
+        y = 0.0
+        z = 0.0
+        for e in range(ptr[i], ptr[i + 1]):
+            j = joint[e]
+            for t in range(live.shape[1]):
+                k = live[j, t]
+                if k < 0:
+                    break
+                fk = f[j, k]
+                x += fk * coef[e, k, 0]
+                y += fk * coef[e, k, 1]
+                z += fk * coef[e, k, 2]
+        out[i, 0] = x
+        out[i, 1] = y
+        out[i, 2] = z
+
+
+#: Features smaller than this are skipped by the kernel (their share is below 1e-9 of a unit coefficient).
+LIVE = 1e-9
+
+
+def corrective_offsets(correctives: PoseCorrectives, features) -> np.ndarray:
+    """(N, 3) float64 rest-space offsets for ``features (J, K)``; Numba, skipping features below :data:`LIVE`."""
+    c = correctives
+    f = np.ascontiguousarray(features, dtype=np.float64)
+    if f.shape != c.centres.shape[:2] or not np.all(np.isfinite(f)):
+        raise KisekaeError(f"expected finite features of shape {c.centres.shape[:2]}, got {f.shape}",
+                           "corrective features")
+    k = f.shape[1]
+    live = np.full(f.shape, -1, dtype=np.int64)
+    for j in range(len(f)):
+        on = np.flatnonzero(np.abs(f[j]) > LIVE)
+        live[j, :len(on)] = on
+    out = np.empty((c.n_vertices, 3))
+    if k:
+        _offsets_kernel(c.vertex_ptr, c.entry_joint, c.coefficients, f, live, out)
+    return out
+
+
+def skinned_offsets(skin, skin_matrices, rest_offsets) -> np.ndarray:
+    """(N, 3) float64: rest-space offsets carried by each vertex's blended rotation (what they add after skinning)."""
+    return np.einsum("nij,nj->ni", blended_rotations(skin, skin_matrices), np.asarray(rest_offsets, np.float64))
+
+
+@dataclass
+class BodyCorrectives:
+    """The correctives as a body ``deform(points, skin_matrices)`` (:class:`kisekae.avatar.avatar.SkinnedMesh`),
+    followed by ``then`` (the joint planes, :class:`kisekae.avatar.contact.BodyContact`) when given.
+
+    Attributes
+    ----------
+    correctives : PoseCorrectives
+    skeleton : Skeleton
+    skin : Skin of the body
+    then : callable or None
+    """
+
+    correctives: PoseCorrectives
+    skeleton: object
+    skin: object
+    then: object = None
+
+    def check(self) -> None:
+        self.correctives.check()
+        if self.correctives.n_vertices != self.skin.n_vertices:
+            raise KisekaeError(f"made for {self.correctives.n_vertices} vertices, the body has {self.skin.n_vertices}",
+                               "correctives")
+        if list(self.correctives.bone_names) != list(self.skeleton.names):
+            raise KisekaeError("made for another skeleton (bone names differ)", "correctives")
+        if self.then is not None and hasattr(self.then, "check"):
+            self.then.check()
+
+    def rest_offsets(self, skin_matrices) -> np.ndarray:
+        """(N, 3) float64 rest-space offsets of the pose of ``skin_matrices``."""
+        return corrective_offsets(self.correctives, self.correctives.features(self.skeleton, skin_matrices))
+
+    def __call__(self, points, skin_matrices) -> np.ndarray:
+        from ..validate import as_points
+
+        x = as_points(points, "skinned body").astype(np.float64)
+        y = x + skinned_offsets(self.skin, skin_matrices, self.rest_offsets(skin_matrices))
+        if self.then is not None:
+            y = np.asarray(self.then(y.astype(np.float32), skin_matrices), dtype=np.float64)
+        return y
+
+
+def with_correctives(avatar, correctives: PoseCorrectives):
+    """``avatar`` whose body is posed with ``correctives`` before its current ``deform`` (the joint planes of
+    :meth:`~kisekae.avatar.avatar.Avatar.with_body_contact`, or nothing)."""
+    from dataclasses import replace
+
+    then = avatar.body.deform
+    if isinstance(then, BodyCorrectives):
+        then = then.then
+    if correctives.mesh_hash != mesh_hash(avatar.body.mesh.vertices, avatar.body.mesh.faces, avatar.body.skin):
+        raise KisekaeError("made for another body (rest mesh or skin weights differ); bake them for this one with "
+                           "`kisekae bake-correctives`", "correctives")
+    deform = BodyCorrectives(correctives, avatar.skeleton, avatar.body.skin, then)
+    deform.check()
+    return replace(avatar, body=replace(avatar.body, deform=deform))
+
+
+# --------------------------------------------------------------------------------------------- files
+def builtin_correctives_path(rig) -> Path:
+    """The packaged bake for the built-in avatar's plain body with ``rig``; a clear error when there is none."""
+    from importlib import resources
+
+    p = resources.files("kisekae.data").joinpath(f"correctives_{rig}.npz")
+    if not p.is_file():
+        raise KisekaeError(f"no packaged correctives for the {rig!r} rig of the built-in avatar; bake them with "
+                           "`kisekae bake-correctives`", "builtin")
+    return Path(str(p))
+
+
+_ARRAYS = {"joints": np.int64, "centres": np.float64, "sigma": np.float64, "vertex_ptr": np.int64,
+           "entry_joint": np.int32, "coefficients": np.float32}
+
+
+def save_correctives(correctives: PoseCorrectives, path) -> Path:
+    """Write ``correctives`` as a compressed ``.npz`` with a JSON header; returns the path."""
+    path = Path(path)
+    c = correctives
+    header = {"format": "kisekae-correctives", "version": VERSION, "bone_names": list(c.bone_names),
+              "mesh_hash": c.mesh_hash, "settings": c.settings}
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, header=np.array(json.dumps(header)),
+                            **{k: np.asarray(getattr(c, k), dt) for k, dt in _ARRAYS.items()})
+    return path
+
+
+#: Largest bake file read, bytes.
+MAX_BYTES = 256 * 2 ** 20
+
+
+def load_correctives(path) -> PoseCorrectives:
+    """Read a bake written by :func:`save_correctives`; a clear :class:`KisekaeError` naming the file otherwise."""
+    import zipfile
+
+    path = Path(path)
+    src = str(path)
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise KisekaeError(f"larger than {MAX_BYTES} bytes", src)
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except KisekaeError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise KisekaeError(f"not a correctives file ({exc})", src) from None
+    missing = [k for k in ("header", *_ARRAYS) if k not in data]
+    if missing:
+        raise KisekaeError(f"missing arrays {', '.join(missing)}", src)
+    try:
+        header = json.loads(str(data["header"]))
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise KisekaeError(f"header is not JSON ({exc})", src) from None
+    if not isinstance(header, dict) or header.get("format") != "kisekae-correctives":
+        raise KisekaeError("not a kisekae correctives file", src)
+    if header.get("version") != VERSION:
+        raise KisekaeError(f"version {header.get('version')!r}, this kisekae reads {VERSION}", src)
+    if not isinstance(header.get("bone_names"), list) or not isinstance(header.get("mesh_hash"), str):
+        raise KisekaeError("header lacks bone_names or mesh_hash", src)
+    arrays = {}
+    for k, dt in _ARRAYS.items():
+        a = data[k]
+        if a.dtype.kind not in "iuf":
+            raise KisekaeError(f"array {k} is not numeric", src)
+        arrays[k] = a.astype(dt)
+    c = PoseCorrectives(**arrays, bone_names=header["bone_names"], mesh_hash=header["mesh_hash"],
+                        settings=dict(header.get("settings") or {}))
+    c.check(src)
+    return c
