@@ -196,6 +196,23 @@ def test_save_load_round_trip_and_refusals(avatar, tmp_path):
         C.with_correctives(heavy, back)
 
 
+def test_apply_contact_uses_the_packaged_bake_only_where_it_fits(avatar, builtin):
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.avatar.contact import BodyContact, apply_contact
+    from kisekae.avatar.shape import parse_body
+
+    auto = apply_contact(avatar, 0.004)
+    assert isinstance(auto.body.deform, C.BodyCorrectives) and isinstance(auto.body.deform.then, BodyContact)
+    assert apply_contact(avatar, None).body.deform is None  # plain skinning stays plain
+    assert isinstance(apply_contact(avatar, 0.004, correctives=None).body.deform, BodyContact)
+    shaped = load_builtin_avatar(shape=parse_body("weight=0.8", "--body"))
+    assert isinstance(apply_contact(shaped, 0.004).body.deform, BodyContact)  # no bake for this body: planes only
+    with pytest.raises(KisekaeError, match="another body"):
+        apply_contact(shaped, 0.004, correctives=builtin)
+    with pytest.raises(KisekaeError, match="auto"):
+        apply_contact(avatar, 0.004, correctives="yes")
+
+
 def test_bad_training_input_is_named(avatar):
     mats, _, _ = _synthetic(avatar, n=4)
     n = avatar.body.mesh.n_vertices
@@ -226,6 +243,12 @@ def test_cli_bake_and_check(tmp_path, capsys):
     rec = json.loads((tmp_path / "r.json").read_text())
     body = [r for r in (rec if isinstance(rec, list) else rec.get("records", [rec])) if "body_buried" in r]
     assert body and body[0]["body_buried"] < body[0]["body_buried_plain"] / 10
+    # the default (auto) is the packaged bake on the built-in body; off is the joint planes alone
+    for flag, name in ((["--correctives", "off"], "off.json"), ([], "auto.json")):
+        assert main(["check", "--pose", "crouch", "--garment", "tights", "--self-contact", *flag,
+                     "--json", str(tmp_path / name)]) in (0, 1)
+    off, auto = (json.loads((tmp_path / n).read_text())[0] for n in ("off.json", "auto.json"))
+    assert auto["body_buried"] == body[0]["body_buried"] < off["body_buried"]
     (tmp_path / "bad.npz").write_text("nope")
     assert main(["check", "--pose", "stand", "--correctives", str(tmp_path / "bad.npz")]) == 2
     assert "--correctives" in capsys.readouterr().err

@@ -100,27 +100,39 @@ def contact_gap(value, source: str = "contact") -> float | None:
                        f"(a number >= 0), got {value!r}", source)
 
 
-def apply_contact(avatar, gap):
-    """``avatar`` posed with the contact step of ``gap`` metres, or as it is.
+def apply_contact(avatar, gap, correctives="auto"):
+    """``avatar`` posed the way the command line, batch catalogues and the demo pose it.
 
     Parameters
     ----------
     avatar : kisekae.avatar.Avatar
     gap : float or None
         :func:`contact_gap`'s result: metres, or None for plain skinning.
+    correctives : "auto", None or PoseCorrectives
+        ``"auto"``: the packaged pose-space correctives (:mod:`kisekae.avatar.correctives`) before the planes when
+        they were made for this body (the built-in avatar's plain base mesh), else none; None: none; a
+        :class:`~kisekae.avatar.correctives.PoseCorrectives`: those (refused when made for another body).
 
     Returns
     -------
     Avatar
-        ``avatar.with_body_contact(gap)``; ``avatar`` itself when ``gap`` is None or when its body has no
-        blended joint (:class:`NoBlendedJoint`: the step would move nothing).
+        ``avatar.with_body_contact(gap)`` (with the correctives before it); ``avatar`` itself when ``gap`` is None
+        (or with only explicit correctives) or when its body has no blended joint (:class:`NoBlendedJoint`: the
+        step would move nothing).
     """
-    if gap is None:
-        return avatar
-    try:
-        return avatar.with_body_contact(gap=gap)
-    except NoBlendedJoint:
-        return avatar
+    from .correctives import packaged_correctives, with_correctives
+
+    posed = avatar
+    if gap is not None:
+        try:
+            posed = avatar.with_body_contact(gap=gap)
+        except NoBlendedJoint:
+            posed = avatar
+    if isinstance(correctives, str):
+        if correctives != "auto":
+            raise KisekaeError(f"must be 'auto', None or PoseCorrectives, got {correctives!r}", "correctives")
+        correctives = packaged_correctives(avatar) if gap is not None else None
+    return posed if correctives is None else with_correctives(posed, correctives)
 
 
 def bone_directions(rest_matrices, parents, tails=None) -> np.ndarray:

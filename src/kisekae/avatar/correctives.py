@@ -546,6 +546,25 @@ def save_correctives(correctives: PoseCorrectives, path) -> Path:
     return path
 
 
+_PACKAGED: dict = {}
+
+
+def packaged_correctives(avatar) -> PoseCorrectives | None:
+    """The packaged bake for ``avatar``'s rig when it was made for exactly this body (rest mesh and skin), else
+    None (a shaped or imported body: bake its own with ``kisekae bake-correctives``)."""
+    rig = getattr(avatar, "rig", None)
+    if rig not in _PACKAGED:
+        try:
+            _PACKAGED[rig] = load_correctives(builtin_correctives_path(rig))
+        except KisekaeError:
+            _PACKAGED[rig] = None
+    c = _PACKAGED[rig]
+    body = avatar.body
+    if c is None or c.n_vertices != body.mesh.n_vertices or list(c.bone_names) != list(avatar.skeleton.names):
+        return None
+    return c if c.mesh_hash == mesh_hash(body.mesh.vertices, body.mesh.faces, body.skin) else None
+
+
 #: Largest bake file read, bytes.
 MAX_BYTES = 256 * 2 ** 20
 

@@ -145,6 +145,11 @@ class Catalog:
                 "settings": {g: self.garment_settings(g) for g in self.garments}}
 
 
+#: How a contact body gets its pose-space correctives (:func:`kisekae.avatar.contact.apply_contact`, "auto": the
+#: packaged bake where it fits); part of the hash of contact rows, so rows from before the correctives are not reused.
+CORRECTIVES_POLICY = "auto-1"
+
+
 def settings_hash(settings: dict, stages, contact: float | None = None) -> str:
     """The ``settings_hash`` column: 16 hex digits of SHA-256 over canonical JSON of a garment's
     effective fit settings, the catalogue's stages and its contact gap.
@@ -157,11 +162,13 @@ def settings_hash(settings: dict, stages, contact: float | None = None) -> str:
         The catalogue's stages, e.g. ``("before", "after")``.
     contact : float or None
         The catalogue's contact gap in metres; None (plain skinning) leaves it out of the hash, so rows of
-        plain-skinning runs keep the hash they had before the setting existed.
+        plain-skinning runs keep the hash they had before the setting existed. Contact rows also hash
+        :data:`CORRECTIVES_POLICY`.
     """
     data = {"fit": dict(settings), "stages": list(stages)}
     if contact is not None:
         data["contact"] = float(contact)
+        data["correctives"] = CORRECTIVES_POLICY
     blob = json.dumps(data, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

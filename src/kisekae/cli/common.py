@@ -56,10 +56,11 @@ def add_contact_args(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("--contact", nargs="?", const="default", metavar="GAP", help=CONTACT_HELP)
     g.add_argument("--no-contact", action="store_true", help=NO_CONTACT_HELP)
-    p.add_argument("--correctives", metavar="FILE|builtin",
-                   help="pose the body with pose-space correctives learned from the offline contact solve, before the "
-                        "joint planes (docs/contact.md): a file from `kisekae bake-correctives`, or `builtin` for the "
-                        "packaged bake of the built-in avatar's plain body")
+    p.add_argument("--correctives", metavar="auto|off|builtin|FILE", default="auto",
+                   help="pose-space correctives of the body, learned from the offline contact solve, before the joint "
+                        "planes (docs/contact.md): auto (default) uses the packaged bake when it was made for this "
+                        "body (the built-in avatar without --body), off none, builtin the packaged bake (an error "
+                        "when it does not fit), FILE a bake from `kisekae bake-correctives`")
 
 
 def contact_gap(args) -> float | None:
@@ -89,19 +90,22 @@ def with_contact(avatar, args):
     from ..avatar.contact import apply_contact
 
     gap = contact_gap(args)
-    posed = apply_contact(avatar, gap)
+    which = getattr(args, "correctives", None) or "auto"
+    explicit = None
+    if which not in ("auto", "off"):
+        from ..avatar.correctives import builtin_correctives_path, load_correctives
+
+        try:
+            explicit = load_correctives(builtin_correctives_path(avatar.rig) if which == "builtin" else which)
+        except KisekaeError as exc:
+            raise KisekaeError(f"{exc}", "--correctives") from None
+    try:
+        posed = apply_contact(avatar, gap, correctives={"auto": "auto", "off": None}.get(which, explicit))
+    except KisekaeError as exc:
+        raise KisekaeError(f"{exc}", "--correctives") from None
     if gap is not None and posed.body.deform is None:
         print(f"kisekae: note: {avatar.name}: no joint of the body blends two bones; plain skinning (the contact "
               "step would move nothing)", file=sys.stderr)
-    which = getattr(args, "correctives", None)
-    if which:
-        from ..avatar.correctives import builtin_correctives_path, load_correctives, with_correctives
-
-        path = builtin_correctives_path(getattr(avatar, "rig", None)) if which == "builtin" else which
-        try:
-            posed = with_correctives(posed, load_correctives(path))
-        except KisekaeError as exc:
-            raise KisekaeError(f"{exc}", "--correctives") from None
     return posed
 
 
