@@ -44,3 +44,21 @@ def avatar_cmu():
 
 
 SHARED = __import__("pathlib").Path(__file__).resolve().parents[1] / "src" / "kisekae" / "data" / "samples"
+
+
+def flat_srg(tmp_path):
+    """kisekae's O3DE SRG with the SRG turned into plain globals (AZSLc is not here), written to tmp_path/srg.hlsl,
+    for probes that compile the SRG's data macros through glslang."""
+    import re
+
+    srg = SHARED.parents[1] / "shaders" / "o3de" / "KisekaeSrg.azsli"
+    flat = srg.read_text().replace("#pragma once", "").replace("KisekaeSrg::", "")
+    flat = flat.replace("ShaderResourceGroup KisekaeSrg : SRG_PerObject", "cbuffer KisekaeSrgFlat")
+    block = re.search(r"cbuffer KisekaeSrgFlat\s*\{(.*?)\n\}", flat, re.S)
+    lines = block.group(1).splitlines()
+    resources = [ln for ln in lines if re.match(r"\s*(Texture2D|StructuredBuffer)", ln)]
+    constants = [ln for ln in lines if ln not in resources]
+    flat = flat.replace(block.group(0), "cbuffer KisekaeSrgFlat\n{" + "\n".join(constants) + "\n};\n" +
+                        "\n".join(resources))
+    (tmp_path / "srg.hlsl").write_text(flat)
+    return tmp_path / "srg.hlsl"

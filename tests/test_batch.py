@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kisekae.avatar.contact import GAP, apply_contact
 from kisekae.batch import (KEY_COLUMNS, METRICS, Store, load_catalog, parse_catalog, plan, run_catalog)
 from kisekae.batch.report import build_report, format_report
 from kisekae.batch.store import INFO_COLUMNS
@@ -137,7 +138,7 @@ def test_plain_catalogue_rows_match_plain_skinning(tmp_path):
             (rows[name],) = s.rows()
     av = load_builtin_avatar()
     pose = named_pose(av.skeleton, "crouch")
-    for name, body in (("plain", av), ("contact", av.with_body_contact())):
+    for name, body in (("plain", av), ("contact", apply_contact(av, GAP))):
         want = check_pose(body, pose, ["skirt"])[0]
         for m in ("inside_count", "max_depth_m", "edge_crossings"):
             assert rows[name][m] == want[m], (name, m)
@@ -204,7 +205,7 @@ def test_rows_match_direct_check(small):
     assert len(rows) == 12
     expected = {}
     for rig, poses in (("game_engine", None), ("cmu_mb", "walk")):
-        av = load_builtin_avatar(rig).with_body_contact()  # a catalogue poses the contact body by default
+        av = apply_contact(load_builtin_avatar(rig), GAP)  # a catalogue poses the contact body by default
         av.add_garment(load_mhclo(SUIT, av))
         if poses is None:
             todo = [("stand", 0, named_pose(av.skeleton, "stand")), ("crouch", 0, named_pose(av.skeleton, "crouch"))]
@@ -420,7 +421,7 @@ def test_after_stage_matches_the_fix_solver(tmp_path):
     run_catalog(cat, tmp_path / "s.sqlite", executor="inline", progress=False)
     with Store(tmp_path / "s.sqlite", readonly=True) as s:
         rows = {r["garment"]: r for r in s.rows("stage = 'after'")}
-    av = load_builtin_avatar().with_body_contact()  # a catalogue poses the contact body by default
+    av = apply_contact(load_builtin_avatar(), GAP)  # a catalogue poses the contact body by default
     pose = named_pose(av.skeleton, "leg_raise")
     from kisekae.fit import PushParams
 

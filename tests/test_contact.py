@@ -6,6 +6,7 @@ import pytest
 from kisekae.avatar import load_builtin_avatar
 from kisekae.avatar.contact import (FLESH_FACTOR, GAP, MAX_REACH, RING_FACTOR, JointPlanes, contact_planes,
                                     contact_planes_numpy, joint_reach)
+from kisekae.avatar.contact import apply_contact
 from kisekae.avatar.poses import named_pose
 from kisekae.avatar.skeleton import axis_angle_matrix
 from kisekae.avatar.skinning import lbs_numpy
@@ -238,13 +239,13 @@ def test_cli_default_is_the_contact_body_and_no_contact_is_plain(capsys, tmp_pat
     av = load_builtin_avatar()
     pose = named_pose(av.skeleton, "crouch")
     assert plain["inside_count"] == check_pose(av, pose, ["skirt"])[0]["inside_count"] == 130
-    assert default["inside_count"] == check_pose(av.with_body_contact(), pose, ["skirt"])[0]["inside_count"]
+    assert default["inside_count"] == check_pose(apply_contact(av, GAP), pose, ["skirt"])[0]["inside_count"]
     assert default["inside_count"] < plain["inside_count"]
     # --contact GAP sets the gap: the same numbers as the library's contact body of that gap
     wide = _check_records(capsys, tmp_path, "wide", "--contact", "0.03")
-    lib = av.with_body_contact(gap=0.03)
+    lib = apply_contact(av, 0.03)
     assert wide["inside_count"] == check_pose(lib, pose, ["skirt"])[0]["inside_count"] != default["inside_count"]
-    assert wide["body_buried"] != default["body_buried"] and wide["body_buried_plain"] == 296
+    assert wide["body_volume_change"] != default["body_volume_change"] and wide["body_buried_plain"] == 296
 
 
 @pytest.mark.parametrize("argv", [
@@ -304,7 +305,10 @@ def test_rigid_body_keeps_plain_skinning(capsys):
     with pytest.raises(NoBlendedJoint, match="no joint has a blend ring"):
         stiff.with_body_contact()
     assert apply_contact(stiff, GAP) is stiff and apply_contact(av, None) is av
-    assert apply_contact(av, 0.01).body.deform.gap == 0.01
+    from kisekae.avatar.contact import joint_contact_of
+
+    assert joint_contact_of(apply_contact(av, 0.01).body.deform).gap == 0.01
+    assert apply_contact(av, 0.01, correctives=None).body.deform.gap == 0.01
     # the command line says so on stderr, and goes on with plain skinning
     from kisekae.cli.common import with_contact
 

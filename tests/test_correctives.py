@@ -252,3 +252,112 @@ def test_cli_bake_and_check(tmp_path, capsys):
     (tmp_path / "bad.npz").write_text("nope")
     assert main(["check", "--pose", "stand", "--correctives", str(tmp_path / "bad.npz")]) == 2
     assert "--correctives" in capsys.readouterr().err
+
+
+# ---- the engine bake (kisekae.shaders.corrective_bake) ---------------------------------------------------------------
+
+def test_engine_bake_round_trip_features_and_blend_shapes(avatar, builtin):
+    """The bake read back gives the same offsets; an engine's features from skinning matrices and the bake's rest
+    matrices equal the Python features; the blend shapes weighted by the features sum to the offsets; mirroring
+    both the rotations and the centres (glTF importers that flip X) changes no feature."""
+    from scipy.spatial.transform import Rotation
+
+    from kisekae.shaders import corrective_bake as B
+
+    sk = avatar.skeleton
+    doc, blob = B.corrective_bake(builtin, sk)
+    doc = json.loads(json.dumps(doc))
+    back, rest, parent_rest, parents = B.correctives_from_bake(doc, blob, sk.names)
+    np.testing.assert_array_equal(back.coefficients, builtin.coefficients)
+    np.testing.assert_array_equal(back.vertex_ptr, builtin.vertex_ptr)
+    shapes = B.blend_shapes(back)
+    assert len(shapes) == len(back.joints) * back.centres.shape[1]
+    for name in ("crouch", "sit"):
+        m = named_pose(sk, name).skinning_matrices(sk)
+        want = builtin.features(sk, m)
+        # the engine's skinning matrices include where the character stands
+        move = np.eye(4)
+        move[:3, :3] = Rotation.from_rotvec([0.0, 2.0, 0.0]).as_matrix()
+        move[:3, 3] = (3.0, 0.0, -4.0)
+        got = B.engine_features(back, rest, parent_rest, parents, move @ m)
+        np.testing.assert_allclose(got, want, atol=1e-9)
+        total = np.zeros((back.n_vertices, 3))
+        for j, k, verts, deltas in shapes:
+            np.add.at(total, verts, want[j, k] * deltas)
+        np.testing.assert_allclose(total, C.corrective_offsets_numpy(builtin, want), atol=1e-9)
+        q = C.joint_quaternions(sk, m)[builtin.joints]
+        a = C.joint_features(q, builtin.centres, builtin.sigma)
+        b = C.joint_features(B.mirrored_quaternions(q), B.mirrored_quaternions(builtin.centres), builtin.sigma)
+        np.testing.assert_allclose(a, b, atol=1e-12)
+        # the mirror is the reflection x -> -x applied to the rotation matrices
+        mirror = np.diag([-1.0, 1.0, 1.0])
+        r = Rotation.from_quat(q).as_matrix()
+        np.testing.assert_allclose(Rotation.from_matrix(mirror @ r @ mirror).as_matrix(),
+                                   Rotation.from_quat(B.mirrored_quaternions(q)).as_matrix(), atol=1e-12)
+
+
+def test_engine_bake_refusals(avatar, builtin):
+    from kisekae.shaders import corrective_bake as B
+
+    sk = avatar.skeleton
+    doc, blob = B.corrective_bake(builtin, sk)
+    cases = [
+        (dict(doc, version=9), blob, "version"),
+        (doc, blob[:-4], "coefficients"),
+        ({k: v for k, v in doc.items() if k != "layout"}, blob, "layout"),
+        (dict(doc, joints=[dict(doc["joints"][0], bone="nope")] + doc["joints"][1:]), blob, "nope"),
+        (dict(doc, joints=[dict(doc["joints"][0], sigma=-1.0)] + doc["joints"][1:]), blob, "sigma"),
+    ]
+    for d, b, match in cases:
+        with pytest.raises(KisekaeError, match=match):
+            B.correctives_from_bake(d, b, sk.names, "bake.json")
+    bad = bytearray(blob)
+    at = doc["layout"]["coefficients"]["offset"]
+    bad[at:at + 4] = np.array([np.nan], "<f4").tobytes()
+    with pytest.raises(KisekaeError, match="finite"):
+        B.correctives_from_bake(doc, bytes(bad), sk.names)
+
+
+def test_o3de_corrective_macros_compile_with_the_srg_flattened(tmp_path):
+    from conftest import flat_srg
+    from kisekae.shaders import compile_hlsl
+
+    flat_srg(tmp_path)
+    (tmp_path / "probe.hlsl").write_text("""#include "srg.hlsl"
+#include "kisekae_core.hlsl"
+RWStructuredBuffer<float4> gOut;
+[numthreads(64, 1, 1)]
+void main(uint3 id : SV_DispatchThreadID)
+{
+    gOut[id.x] = float4(KisekaeCorrectiveOffset(id.x), 0.0);
+}
+""")
+    c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
+    for name in ("m_correctivePtr", "m_correctiveJoint", "m_correctiveCoef", "m_correctiveFeature"):
+        assert name in c.glsl, name
+
+
+def test_unity_component_reads_the_bake_fields():
+    """The C# component's serialised fields are the bake document's keys (JsonUtility matches them by name)."""
+    from kisekae.shaders import corrective_bake as B
+
+    cs = (B.Path(B.__file__).parent / "unity" / "Runtime" / "KisekaeBodyCorrectives.cs").read_text()
+    assert f"BakeVersion = {B.BAKE_VERSION};" in cs
+    for key in ("version", "centres", "vertexCount", "entryCount", "joints", "layout", "vertexPtr", "entryJoint",
+                "coefficients", "bone", "parent", "rest", "parentRest", "sigma", "offset", "count"):
+        assert f" {key};" in cs, key
+
+
+def test_fit_writes_the_corrective_bake(tmp_path, avatar):
+    from kisekae.cli import main
+    from kisekae.shaders import corrective_bake as B
+
+    out = tmp_path / "fit"
+    assert main(["fit", "--pose", "stand", "--garment", "skirt", "-o", str(out)]) == 0
+    head, blob = B.corrective_bake_paths(out)
+    c, *_ = B.correctives_from_bake(json.loads(head.read_text()), blob.read_bytes(), avatar.skeleton.names)
+    np.testing.assert_array_equal(c.coefficients, C.packaged_correctives(avatar).coefficients)
+    assert (out / "body_contact.json").is_file()
+    off = tmp_path / "off"
+    assert main(["fit", "--pose", "stand", "--garment", "skirt", "--correctives", "off", "-o", str(off)]) == 0
+    assert not B.corrective_bake_paths(off)[0].exists() and (off / "body_contact.json").is_file()

@@ -6,6 +6,7 @@ import numpy as np
 
 from conftest import SHARED
 from kisekae.avatar import load_builtin_avatar
+from kisekae.avatar.contact import GAP, apply_contact
 from kisekae.avatar.poses import named_pose
 from kisekae.cli import main
 from kisekae.fit.bound import push_out_runtime
@@ -54,7 +55,7 @@ def test_check_runtime_records_and_pop(tmp_path, capsys):
     # independent: the two frames' corrections computed here (clips use the cmu_mb rig by default, and the
     # command line poses the contact body by default); the default per-frame method carries its correction
     # from frame to frame, so one state goes through the clip
-    av = load_builtin_avatar("cmu_mb").with_body_contact()
+    av = apply_contact(load_builtin_avatar("cmu_mb"), GAP)
     corr = []
     state = CarryState()
     for pose in load_bvh(bvh, av.skeleton, "0:2").poses:
@@ -79,7 +80,7 @@ def test_check_inbetweens_measures_pop_between_slerped_poses(tmp_path, capsys):
     recs = [r for r in json.loads(out_json.read_text()) if r["stage"] == "runtime"]
     assert len(recs) == 4 and recs[0]["pose"] == "stand" and recs[-1]["pose"] == "knee_bend"
     assert "pop_mm" not in recs[0] and all("pop_mm" in r for r in recs[1:])
-    av = load_builtin_avatar().with_body_contact()
+    av = apply_contact(load_builtin_avatar(), GAP)
     a, b = named_pose(av.skeleton, "stand"), named_pose(av.skeleton, "knee_bend")
     corr = []
     state = CarryState()

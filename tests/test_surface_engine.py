@@ -8,6 +8,8 @@ import subprocess
 import numpy as np
 import pytest
 
+from conftest import flat_srg
+
 from kisekae.avatar.poses import named_pose
 from kisekae.errors import KisekaeError
 from kisekae.fit.carry import KEEP
@@ -566,15 +568,7 @@ def test_o3de_surface_macros_compile_with_the_srg_flattened(tmp_path):
     through glslang."""
     if not _has_surface_core():
         pytest.skip("the core has no kisekae_surface.hlsl yet")
-    flat = SRG.read_text().replace("#pragma once", "").replace("KisekaeSrg::", "")
-    flat = flat.replace("ShaderResourceGroup KisekaeSrg : SRG_PerObject", "cbuffer KisekaeSrgFlat")
-    block = re.search(r"cbuffer KisekaeSrgFlat\s*\{(.*?)\n\}", flat, re.S)
-    lines = block.group(1).splitlines()
-    resources = [ln for ln in lines if re.match(r"\s*(Texture2D|StructuredBuffer)", ln)]
-    constants = [ln for ln in lines if ln not in resources]
-    flat = flat.replace(block.group(0), "cbuffer KisekaeSrgFlat\n{" + "\n".join(constants) + "\n};\n" +
-                        "\n".join(resources))
-    (tmp_path / "srg.hlsl").write_text(flat)
+    flat_srg(tmp_path)
     (tmp_path / "probe.hlsl").write_text("""#include "srg.hlsl"
 #include "kisekae_core.hlsl"
 RWStructuredBuffer<float4> gOut;

@@ -97,7 +97,9 @@ def test_cli_poses_the_contact_body_unless_no_contact(tmp_path, capsys, avatar):
         assert main(["tension", "--pose", "crouch", "-o", str(tmp_path / name), *flags]) == 0
         got[name] = np.load(tmp_path / name / "tension.npz")["ratio"][0]
     capsys.readouterr()
-    for name, av in (("contact", avatar.with_body_contact()), ("plain", avatar)):
+    from kisekae.avatar.contact import GAP, apply_contact
+
+    for name, av in (("contact", apply_contact(avatar, GAP)), ("plain", avatar)):
         want = plan.evaluate(av.posed_vertices("body", pose)).ratio
         np.testing.assert_allclose(got[name], want, rtol=1e-5)
     assert np.abs(got["contact"] - got["plain"]).max() > 0.05  # the contact body folds the knees differently

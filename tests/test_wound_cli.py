@@ -82,7 +82,9 @@ def test_hit_cli_on_builtin_with_bake(tmp_path, capsys):
     from kisekae.avatar.poses import named_pose
     from kisekae.avatar.skinning import lbs_numpy
 
-    av = load_builtin_avatar().with_body_contact()
+    from kisekae.avatar.contact import GAP, apply_contact
+
+    av = apply_contact(load_builtin_avatar(), GAP)
     m = named_pose(av.skeleton, "crouch").skinning_matrices(av.skeleton)
     skinned = lbs_numpy(z["morphed_bind"], av.body.skin.indices, av.body.skin.weights, m)
     np.testing.assert_allclose(z["morphed_posed"], av.body.deform(skinned, m), atol=2e-6)

@@ -131,8 +131,18 @@ def apply_contact(avatar, gap, correctives="auto"):
     if isinstance(correctives, str):
         if correctives != "auto":
             raise KisekaeError(f"must be 'auto', None or PoseCorrectives, got {correctives!r}", "correctives")
-        correctives = packaged_correctives(avatar) if gap is not None else None
+        found = packaged_correctives(avatar) if gap is not None else None
+        return posed if found is None else with_correctives(posed, found, same_body=True)
     return posed if correctives is None else with_correctives(posed, correctives)
+
+
+def joint_contact_of(deform):
+    """The :class:`BodyContact` of a body ``deform``: itself, the one after the pose-space correctives
+    (:class:`kisekae.avatar.correctives.BodyCorrectives` ``.then``), or None."""
+    if isinstance(deform, BodyContact):
+        return deform
+    then = getattr(deform, "then", None)
+    return then if isinstance(then, BodyContact) else None
 
 
 def bone_directions(rest_matrices, parents, tails=None) -> np.ndarray:

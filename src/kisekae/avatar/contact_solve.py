@@ -418,12 +418,12 @@ def local_motion(skeleton, skin_matrices) -> tuple:
         raise KisekaeError(f"expected finite ({nb}, 4, 4) skinning matrices, got {m.shape}", "skinning matrices")
     world = m @ skeleton.rest.astype(np.float64)
     local_rest = skeleton.local_rest
-    rot = np.empty((nb, 3, 3))
-    off = np.empty((nb, 3))
-    for j, p in enumerate(skeleton.parents):
-        local = world[j] if p < 0 else np.linalg.solve(world[p], world[j])
-        rot[j] = local_rest[j][:3, :3].T @ local[:3, :3]
-        off[j] = local[:3, 3] - local_rest[j][:3, 3]
+    parents = np.asarray(skeleton.parents)
+    local = world.copy()
+    child = parents >= 0
+    local[child] = np.linalg.solve(world[parents[child]], world[child])
+    rot = np.einsum("bji,bjk->bik", local_rest[:, :3, :3], local[:, :3, :3])
+    off = local[:, :3, 3] - local_rest[:, :3, 3]
     # the read-back rotation is orthonormal to rounding; project it so the rotation vector is well defined
     u, _, vt = np.linalg.svd(rot)
     return u @ vt, off

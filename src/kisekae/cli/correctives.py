@@ -20,6 +20,8 @@ def register(sub):
     p.add_argument("--poses", type=int, default=None, metavar="N", help="range-of-motion poses to solve (default 360)")
     p.add_argument("--seed", type=int, default=0, help="seed of the range-of-motion draw (default 0)")
     p.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
+    p.add_argument("--half", action="store_true",
+                   help="store the coefficients as float16 (half the file; offsets change by about 0.1 mm at most)")
     p.add_argument("-o", "--out", default="correctives.npz", help="output file (default: correctives.npz)")
     add_force_arg(p, "the output file")
     p.set_defaults(func=run)
@@ -60,7 +62,7 @@ def run(args) -> int:
     finally:
         bar.close()
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_correctives(c, out)
+    save_correctives(c, out, half=args.half)
     active = int((c.vertex_ptr[1:] > c.vertex_ptr[:-1]).sum())
     print(f"{out}: {len(c.joints)} joints x {c.centres.shape[1]} centres, {active} of {c.n_vertices} body vertices "
           f"corrected, from {n} poses")

@@ -13,7 +13,8 @@ def register(sub):
                        description="Fits a capsule rig to the body (JSON, hand-editable, and VRM 1.0 colliders), "
                                    "runs the exact-skin push-out for every (pose, garment) and writes the fixed "
                                    "garments as OBJ, with a JSON report (fit per bone, check before/after, draw "
-                                   "order), the body contact (body_contact.json) and, per garment, the surface "
+                                   "order), the body contact (body_contact.json), the body's pose-space correctives "
+                                   "(body_correctives.json + .bytes, when the body has them) and, per garment, the surface "
                                    "push's bake for the engine glue (NAME.surface.json + NAME.surface.bytes) and the "
                                    "body triangles it covers, which an engine culls while it is worn "
                                    "(NAME.covered.json).")
@@ -39,6 +40,7 @@ def run(args) -> int:
     from ..io.obj import write_obj
     from ..qa.check import body_topology, check_pose, format_table, json_record
     from ..qa.penetration import BodyQuery
+    from ..shaders.corrective_bake import corrective_bake, corrective_bake_paths
     from ..shaders.covered_bake import covered_bake_path
     from ..shaders.surface_bake import surface_bake_paths
 
@@ -48,10 +50,11 @@ def run(args) -> int:
     obj_list = [((name, pose.name), out / f"{name}__{_safe(pose.name)}.obj") for pose in poses for name in garments]
     rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
     contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
+    corrective_paths = corrective_bake_paths(out) if _correctives(avatar) is not None else ()
     surface_paths = {name: surface_bake_paths(out, name) for name in garments}
     covered_paths = {name: covered_bake_path(out, name) for name in garments}
     # a pose given twice (or two names that read the same in a file name) is refused here, not half-way
-    check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []),
+    check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []), *corrective_paths,
                    *(p for pair in surface_paths.values() for p in pair), *covered_paths.values(),
                    *(p for _, p in obj_list)], force=args.force, folders=[out])
     objs = dict(obj_list)
@@ -66,6 +69,10 @@ def run(args) -> int:
         from ..shaders.contact_bake import contact_bake
 
         contact_path.write_text(json.dumps(contact_bake(_contact(avatar), sk.names)))
+    if corrective_paths:
+        doc, blob = corrective_bake(_correctives(avatar), sk)
+        corrective_paths[0].write_text(json.dumps(doc))
+        corrective_paths[1].write_bytes(blob)
     _write_garment_bakes(avatar, surface_paths, covered_paths)
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
@@ -88,6 +95,8 @@ def run(args) -> int:
     report_path.write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
     print(format_table(records))
     extra = f", {contact_path.name} (the body contact for the engine glue)" if contact_path is not None else ""
+    extra += (f", {corrective_paths[0].name} + .bytes (the body's pose-space correctives)" if corrective_paths
+              else "")
     extra += (f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes) and covered-skin culling lists "
               "(*.covered.json)")
     print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json{extra} "
@@ -118,10 +127,17 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> No
 
 def _contact(avatar):
     """The avatar body's joint-plane contact step, or None (plain skinning, ``--no-contact``)."""
-    from ..avatar.contact import BodyContact
+    from ..avatar.contact import joint_contact_of
+
+    return joint_contact_of(avatar.body.deform)
+
+
+def _correctives(avatar):
+    """The avatar body's pose-space correctives, or None."""
+    from ..avatar.correctives import BodyCorrectives
 
     deform = avatar.body.deform
-    return deform if isinstance(deform, BodyContact) else None
+    return deform.correctives if isinstance(deform, BodyCorrectives) else None
 
 
 def _safe(pose_name: str) -> str:

@@ -1242,6 +1242,14 @@ def corrective_analytic_checks():
     want = g(apart) - g(np.radians(60.0)) * g(to_rest)
     got = X.gpu_corrective_features(q[None], centres, np.array([sigma]))[0]
     checks = [Check("corrective features (analytic)", _err(got, want), TOL_FEATURE, 4)]
+    # nearly opposite quaternions (dot 0.005, 179.4° apart): the side chosen for the centre decides the angle;
+    # a wide basis (3 rad) so that the feature still depends on it
+    alpha, phi, wide = 0.2, 2.0 * np.arccos(0.005), 3.0
+    far_q, far_c = quat((1, 0, 0), np.degrees(alpha + phi)), quat((1, 0, 0), np.degrees(alpha))
+    g3 = lambda a: np.exp(-(a / wide) ** 2)  # noqa: E731
+    want_far = g3(phi) - g3(2.0 * np.pi - alpha - phi) * g3(alpha)
+    got_far = X.gpu_corrective_features(far_q[None], far_c[None, None], np.array([wide]))[0, 0]
+    checks.append(Check("corrective feature 179.4° apart (analytic)", abs(float(got_far) - want_far), TOL_FEATURE, 1))
     coef = np.zeros((2, 4, 3), np.float32)
     coef[0, :, 0] = (0.01, 0.02, 0.03, 0.04)
     coef[1, :, 2] = (-0.01, 0.0, 0.05, 0.0)
