@@ -4,7 +4,9 @@
 Run: ``.venv/bin/python benchmarks/bench_contact.py``. For the built-in body (13,380 vertices) in each
 pose: plain Numba skinning (the baseline, same run), the contact step alone, skinning + contact, their
 ratio (the issue's gate: skinning + contact at most 3x plain skinning), and the NumPy reference of the
-step. Best-of-N wall and CPU time; the CPU's SIMD width is printed first (AVX2 and AVX-512 machines
+step; then the default body of the command line: the pose-space correctives' offsets (given the frame's
+features, which an engine computes per joint: 240 numbers, timed apart), skinning of the offset rest mesh and
+the contact step, and its ratio to plain skinning. Best-of-N wall and CPU time; the CPU's SIMD width is printed first (AVX2 and AVX-512 machines
 differ by up to 3x).
 """
 
@@ -19,15 +21,18 @@ from bench_frame import simd_report  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
 from kisekae.avatar.contact import JointPlanes, contact_planes, contact_planes_numpy  # noqa: E402
+from kisekae.avatar.correctives import corrective_offsets, packaged_correctives  # noqa: E402
 from kisekae.avatar.poses import named_pose  # noqa: E402
 from kisekae.avatar.skinning import lbs  # noqa: E402
 
 
 def run(poses=("stand", "knee_bend", "crouch"), repeat: int = 15):
-    """Rows ``[pose, skinning ms, contact ms, both ms, ratio, NumPy contact ms]`` (CPU time)."""
+    """Rows ``[pose, skinning ms, contact ms, both ms, ratio, NumPy contact ms, features ms, correctives + skinning
+    + contact ms, its ratio]`` (CPU time)."""
     av = load_builtin_avatar()
     b, sk = av.body, av.skeleton
     planes = JointPlanes.from_skin(sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    corr = packaged_correctives(av)
     rows = []
     for name in poses:
         m = named_pose(sk, name).skinning_matrices(sk)
@@ -37,8 +42,12 @@ def run(poses=("stand", "knee_bend", "crouch"), repeat: int = 15):
         _, both = measure(lambda: contact_planes(lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m), planes, m),
                           repeat=repeat, number=5)
         _, ref = measure(lambda: contact_planes_numpy(x, planes, m), repeat=3)
+        _, feat = measure(lambda: corr.features(sk, m), repeat=repeat, number=5)
+        f = corr.features(sk, m)
+        _, full = measure(lambda: contact_planes(lbs(b.mesh.vertices + corrective_offsets(corr, f), b.skin.indices,
+                                                     b.skin.weights, m), planes, m), repeat=repeat, number=5)
         rows.append([name, f"{skin * 1e3:.3f}", f"{step * 1e3:.3f}", f"{both * 1e3:.3f}", f"{both / skin:.2f}",
-                     f"{ref * 1e3:.1f}"])
+                     f"{ref * 1e3:.1f}", f"{feat * 1e3:.2f}", f"{full * 1e3:.3f}", f"{full / skin:.2f}"])
     return rows
 
 
@@ -47,7 +56,7 @@ def main():
         print(line)
     rows = run()
     print(table(rows, ["pose", "skinning ms", "contact ms", "skinning+contact ms", "ratio (gate <= 3)",
-                       "NumPy contact ms"]))
+                       "NumPy contact ms", "features ms (Python)", "correctives+skinning+contact ms", "ratio"]))
 
 
 if __name__ == "__main__":

@@ -213,6 +213,19 @@ def test_apply_contact_uses_the_packaged_bake_only_where_it_fits(avatar, builtin
         apply_contact(avatar, 0.004, correctives="yes")
 
 
+def test_half_precision_file_rounds_only_the_coefficients(avatar, tmp_path):
+    mats, _, _ = _synthetic(avatar, n=8)
+    d = np.random.default_rng(4).normal(0, 0.01, (len(mats), avatar.body.mesh.n_vertices, 3)).astype(np.float32)
+    fit = C.fit_correctives(avatar, mats, d, centres=4)
+    full = C.save_correctives(fit, tmp_path / "full.npz")
+    half = C.load_correctives(C.save_correctives(fit, tmp_path / "half.npz", half=True))
+    assert (tmp_path / "half.npz").stat().st_size < 0.75 * full.stat().st_size
+    scale = np.abs(fit.coefficients).max()
+    assert 0 < np.abs(half.coefficients - fit.coefficients).max() <= scale * 2.0 ** -11
+    np.testing.assert_array_equal(half.centres, fit.centres)
+    assert half.coefficients.dtype == np.float32
+
+
 def test_bad_training_input_is_named(avatar):
     mats, _, _ = _synthetic(avatar, n=4)
     n = avatar.body.mesh.n_vertices
@@ -348,16 +361,14 @@ def test_unity_component_reads_the_bake_fields():
         assert f" {key};" in cs, key
 
 
-def test_fit_writes_the_corrective_bake(tmp_path, avatar):
-    from kisekae.cli import main
-    from kisekae.shaders import corrective_bake as B
+def test_fit_decides_which_bakes_to_write(avatar):
+    """``kisekae fit`` writes body_correctives.json + .bytes where the body has correctives and body_contact.json
+    where it has the planes (tests/test_fix.py runs the command and reads both back)."""
+    from kisekae.avatar.contact import GAP, apply_contact
+    from kisekae.cli.fit import _contact, _correctives
 
-    out = tmp_path / "fit"
-    assert main(["fit", "--pose", "stand", "--garment", "skirt", "-o", str(out)]) == 0
-    head, blob = B.corrective_bake_paths(out)
-    c, *_ = B.correctives_from_bake(json.loads(head.read_text()), blob.read_bytes(), avatar.skeleton.names)
-    np.testing.assert_array_equal(c.coefficients, C.packaged_correctives(avatar).coefficients)
-    assert (out / "body_contact.json").is_file()
-    off = tmp_path / "off"
-    assert main(["fit", "--pose", "stand", "--garment", "skirt", "--correctives", "off", "-o", str(off)]) == 0
-    assert not B.corrective_bake_paths(off)[0].exists() and (off / "body_contact.json").is_file()
+    planes = apply_contact(avatar, GAP, correctives=None)
+    assert _correctives(planes) is None and _contact(planes) is planes.body.deform
+    both = apply_contact(avatar, GAP)
+    assert _correctives(both) is both.body.deform.correctives and _contact(both) is both.body.deform.then
+    assert _correctives(avatar) is None and _contact(avatar) is None

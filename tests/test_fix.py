@@ -194,12 +194,21 @@ def test_cli_fit_writes_rig_and_garments(tmp_path, capsys):
 
     bake = json.loads((tmp_path / "body_contact.json").read_text())
     assert len(contact_from_bake(bake, _names())["rest"]) == 13380
+    # ... and its pose-space correctives (the packaged bake) as body_correctives.json + .bytes
+    from kisekae.avatar import load_builtin_avatar
+    from kisekae.avatar.correctives import packaged_correctives
+    from kisekae.shaders import corrective_bake as B
+
+    head, blob = B.corrective_bake_paths(tmp_path)
+    c, *_ = B.correctives_from_bake(json.loads(head.read_text()), blob.read_bytes(), _names())
+    np.testing.assert_array_equal(c.coefficients, packaged_correctives(load_builtin_avatar()).coefficients)
     # Refuses to overwrite without --force.
     assert main(["fit", "--pose", "leg_raise", "--garment", "skirt", "-o", str(tmp_path)]) == 2
     # Plain skinning writes no contact bake.
     plain = tmp_path / "plain"
     assert main(["fit", "--no-contact", "--pose", "leg_raise", "--garment", "skirt", "-o", str(plain)]) == 0
     assert not (plain / "body_contact.json").exists()
+    assert not (plain / "body_correctives.json").exists()  # nor the body's correctives (kisekae.avatar.correctives)
 
 
 def _names():
