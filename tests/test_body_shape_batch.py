@@ -31,7 +31,9 @@ def test_shaped_body_runs_and_matches_check(tmp_path):
     assert s.error_rows == 0
     with Store(tmp_path / "s.sqlite", readonly=True) as st:
         rows = {r["body"]: r for r in st.rows()}
-    av = load_builtin_avatar(shape=parse_body("gender=0,weight=1")).with_body_contact()  # the catalogue default
+    from kisekae.avatar.contact import GAP, apply_contact
+
+    av = apply_contact(load_builtin_avatar(shape=parse_body("gender=0,weight=1")), GAP)  # the catalogue default
     want = check_pose(av, named_pose(av.skeleton, "crouch"), ["tights"])[0]
     assert rows["heavy"]["inside_count"] == want["inside_count"]
     assert rows["heavy"]["inside_count"] != rows["plain"]["inside_count"]

@@ -58,9 +58,11 @@ def test_check_body_checks_the_shaped_avatar(tmp_path, capsys):
     assert code == 0, err
     got = json.loads(shaped.read_text())[0]
     # the command line poses the contact body by default
-    av = load_builtin_avatar(shape=parse_body("weight=1,gender=0")).with_body_contact()
+    from kisekae.avatar.contact import GAP, apply_contact
+
+    av = apply_contact(load_builtin_avatar(shape=parse_body("weight=1,gender=0")), GAP)
     want = check_pose(av, named_pose(av.skeleton, "crouch"), ["tights"])[0]
-    base_av = load_builtin_avatar().with_body_contact()
+    base_av = apply_contact(load_builtin_avatar(), GAP)
     base = check_pose(base_av, named_pose(base_av.skeleton, "crouch"), ["tights"])[0]
     assert got["inside_count"] == want["inside_count"] != base["inside_count"]
     assert got["edge_crossings"] == want["edge_crossings"]

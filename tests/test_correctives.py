@@ -205,10 +205,21 @@ def test_apply_contact_uses_the_packaged_bake_only_where_it_fits(avatar, builtin
     assert isinstance(auto.body.deform, C.BodyCorrectives) and isinstance(auto.body.deform.then, BodyContact)
     assert apply_contact(avatar, None).body.deform is None  # plain skinning stays plain
     assert isinstance(apply_contact(avatar, 0.004, correctives=None).body.deform, BodyContact)
+    # a MakeHuman shape of the built-in body takes its correctives over (same vertices, bones and weights) ...
     shaped = load_builtin_avatar(shape=parse_body("weight=0.8", "--body"))
-    assert isinstance(apply_contact(shaped, 0.004).body.deform, BodyContact)  # no bake for this body: planes only
-    with pytest.raises(KisekaeError, match="another body"):
+    got = apply_contact(shaped, 0.004).body.deform
+    assert isinstance(got, C.BodyCorrectives) and got.correctives.mesh_hash == builtin.mesh_hash
+    with pytest.raises(KisekaeError, match="another body"):  # an explicit bake must hash as its body
         apply_contact(shaped, 0.004, correctives=builtin)
+    # ... a body with other weights does not
+    from dataclasses import replace
+
+    from kisekae.avatar.skinning import Skin
+
+    n = avatar.body.mesh.n_vertices
+    other = replace(avatar, body=replace(avatar.body, skin=Skin(avatar.body.skin.indices[:, :2].copy(),
+                                                                 np.full((n, 2), 0.5, np.float32))))
+    assert not isinstance(apply_contact(other, 0.004).body.deform, C.BodyCorrectives)
     with pytest.raises(KisekaeError, match="auto"):
         apply_contact(avatar, 0.004, correctives="yes")
 

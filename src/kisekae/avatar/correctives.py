@@ -563,9 +563,9 @@ _PACKAGED: dict = {}
 
 
 def packaged_correctives(avatar) -> PoseCorrectives | None:
-    """The packaged bake for ``avatar``'s rig when it was made for this body (its rest mesh and skin hash, or the
-    built-in plain body of that rig exported and imported again), else None (a shaped or another body: bake its
-    own with ``kisekae bake-correctives``)."""
+    """The packaged bake for ``avatar``'s rig when it was made for this body (its rest mesh and skin hash), or for
+    the built-in body it is a copy or a MakeHuman shape of (:func:`_same_builtin_body`), else None (another body:
+    bake its own with ``kisekae bake-correctives``)."""
     rig = getattr(avatar, "rig", None)
     if rig not in _PACKAGED:
         try:
@@ -589,8 +589,11 @@ def _dense(skin, n_bones: int) -> np.ndarray:
 
 
 def _same_builtin_body(avatar, rig) -> bool:
-    """Whether ``avatar``'s body is the built-in plain body of ``rig`` up to file rounding (an exported and
-    re-imported copy: same triangles, rest positions within 10 µm, weights within 0.002)."""
+    """Whether ``avatar``'s body is the built-in body of ``rig`` or one of its shapes: the same triangles and skin
+    weights (within 0.002), any rest positions. An exported and re-imported copy is the body itself; a MakeHuman
+    shape (``--body``) moves the same vertices with the same bones, and the base body's correctives, which
+    are rest-space offsets of those vertices driven by those joints, carry over to it (docs/contact.md: the heavy
+    shape's crouch 68 → 30 buried; its own bake does better)."""
     from .builtin import load_builtin_avatar
 
     try:
@@ -599,8 +602,6 @@ def _same_builtin_body(avatar, rig) -> bool:
         return False
     body = avatar.body
     if body.mesh.faces.shape != ref.mesh.faces.shape or not np.array_equal(body.mesh.faces, ref.mesh.faces):
-        return False
-    if np.abs(np.asarray(body.mesh.vertices, np.float64) - ref.mesh.vertices).max(initial=0.0) > 1e-5:
         return False
     nb = avatar.skeleton.n_bones
     return bool(np.abs(_dense(body.skin, nb) - _dense(ref.skin, nb)).max(initial=0.0) <= 2e-3)

@@ -58,9 +58,9 @@ def add_contact_args(p):
     g.add_argument("--no-contact", action="store_true", help=NO_CONTACT_HELP)
     p.add_argument("--correctives", metavar="auto|off|builtin|FILE", default="auto",
                    help="pose-space correctives of the body, learned from the offline contact solve, before the joint "
-                        "planes (docs/contact.md): auto (default) uses the packaged bake when it was made for this "
-                        "body (the built-in avatar without --body), off none, builtin the packaged bake (an error "
-                        "when it does not fit), FILE a bake from `kisekae bake-correctives`")
+                        "planes (docs/contact.md): auto (default) uses the packaged bake where it fits the body (the "
+                        "built-in avatar, its --body shapes and their glTF exports), off none, builtin the same as "
+                        "auto but an error where it does not fit, FILE a bake from `kisekae bake-correctives`")
 
 
 def contact_gap(args) -> float | None:
@@ -92,17 +92,22 @@ def with_contact(avatar, args):
     gap = contact_gap(args)
     which = getattr(args, "correctives", None) or "auto"
     explicit = None
-    if which not in ("auto", "off"):
-        from ..avatar.correctives import builtin_correctives_path, load_correctives
+    if which not in ("auto", "off", "builtin"):
+        from ..avatar.correctives import load_correctives
 
         try:
-            explicit = load_correctives(builtin_correctives_path(avatar.rig) if which == "builtin" else which)
+            explicit = load_correctives(which)
         except KisekaeError as exc:
             raise KisekaeError(f"{exc}", "--correctives") from None
     try:
-        posed = apply_contact(avatar, gap, correctives={"auto": "auto", "off": None}.get(which, explicit))
+        posed = apply_contact(avatar, gap, correctives={"auto": "auto", "builtin": "auto", "off": None}.get(
+            which, explicit))
     except KisekaeError as exc:
         raise KisekaeError(f"{exc}", "--correctives") from None
+    if which == "builtin" and not hasattr(posed.body.deform, "correctives"):
+        raise KisekaeError("no packaged correctives fit this body (the built-in avatar and its shapes have them); "
+                           "bake them with `kisekae bake-correctives`" if gap is not None else
+                           "the packaged correctives go with the contact body; drop --no-contact", "--correctives")
     if gap is not None and posed.body.deform is None:
         print(f"kisekae: note: {avatar.name}: no joint of the body blends two bones; plain skinning (the contact "
               "step would move nothing)", file=sys.stderr)
