@@ -237,6 +237,21 @@ def test_half_precision_file_rounds_only_the_coefficients(avatar, tmp_path):
     assert half.coefficients.dtype == np.float32
 
 
+def test_a_bone_scaled_to_zero_poses_a_finite_body(avatar):
+    """Animations hide props by scaling their bones to zero; the joints' local rotations then come from a
+    least-squares inverse instead of failing, and the body stays finite."""
+    from kisekae.avatar.contact import GAP, apply_contact
+
+    both = apply_contact(avatar, GAP)
+    m = named_pose(avatar.skeleton, "sit").skinning_matrices(avatar.skeleton).copy()
+    for name in ("lowerarm_l", "hand_l"):
+        m[list(avatar.skeleton.names).index(name)][:3, :3] = 0.0
+    assert np.all(np.isfinite(both.body.posed(m)))
+    m[3] = np.nan
+    with pytest.raises(KisekaeError, match="finite"):
+        both.body.posed(m)
+
+
 def test_bad_training_input_is_named(avatar):
     mats, _, _ = _synthetic(avatar, n=4)
     n = avatar.body.mesh.n_vertices

@@ -421,7 +421,10 @@ def local_motion(skeleton, skin_matrices) -> tuple:
     parents = np.asarray(skeleton.parents)
     local = world.copy()
     child = parents >= 0
-    local[child] = np.linalg.solve(world[parents[child]], world[child])
+    try:
+        local[child] = np.linalg.solve(world[parents[child]], world[child])
+    except np.linalg.LinAlgError:  # a parent scaled to zero (a hidden bone): its least-squares inverse
+        local[child] = np.linalg.pinv(world[parents[child]]) @ world[child]
     rot = np.einsum("bji,bjk->bik", local_rest[:, :3, :3], local[:, :3, :3])
     off = local[:, :3, 3] - local_rest[:, :3, 3]
     # the read-back rotation is orthonormal to rounding; project it so the rotation vector is well defined
