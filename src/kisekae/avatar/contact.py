@@ -324,6 +324,21 @@ class JointPlanes:
         """(J,) float64 radial reach of each joint, metres (infinite when :attr:`flesh` is None)."""
         return np.full(len(self.child), np.inf) if self.flesh is None else np.asarray(self.flesh, dtype=np.float64)
 
+    def rest_terms(self) -> np.ndarray:
+        """(N, SLOTS, 3) float64 per (vertex, slot): rest signed distance to the joint's rest plane (its side
+        positive, m), distance from the rest joint centre (m) and the radial fade; made once and kept until one of
+        the arrays it reads is replaced."""
+        inputs = (self.rest, self.slots, self.side, self.centre, self.direction, self.flesh)
+        cached = self.__dict__.get("_rest_terms")
+        if cached is None or any(a is not b for a, b in zip(cached[0], inputs)):
+            out = np.zeros(self.slots.shape + (3,))
+            _rest_terms_kernel(np.ascontiguousarray(self.rest, dtype=np.float64), self.slots, self.side,
+                               np.ascontiguousarray(self.centre, dtype=np.float64),
+                               np.ascontiguousarray(self.direction, dtype=np.float64), self.radial(), out)
+            cached = (inputs, out)
+            self.__dict__["_rest_terms"] = cached
+        return cached[1]
+
 
 def axis_distance(points, origin, direction) -> np.ndarray:
     """(N,) distance of ``points`` (N, 3) from the line through ``origin`` along the unit ``direction``, metres."""
@@ -423,31 +438,43 @@ def contact_planes_numpy(points, planes: JointPlanes, skin_matrices, *, gap: flo
 
 
 @numba.njit(cache=True)
-def _contact_kernel(y, r, slots, side, centre, normal, reach, rest_centre, rest_dir, radius, radial, ring_factor, gap,
-                    band, slack):
-    for i in range(y.shape[0]):
+def _rest_terms_kernel(r, slots, side, rest_centre, rest_dir, radial, out):
+    """Per (vertex, slot), what does not change with the pose: the rest signed distance, the distance from the
+    rest joint centre and the radial fade (1 where the joint has no radial reach)."""
+    for i in range(r.shape[0]):
         for k in range(slots.shape[1]):
             j = slots[i, k]
-            if j < 0 or reach[j] <= 0.0:
+            if j < 0:
                 continue
-            sd = side[i, k]
-            s = ((y[i, 0] - centre[j, 0]) * normal[j, 0] + (y[i, 1] - centre[j, 1]) * normal[j, 1]
-                 + (y[i, 2] - centre[j, 2]) * normal[j, 2]) * sd
             dx = r[i, 0] - rest_centre[j, 0]
             dy = r[i, 1] - rest_centre[j, 1]
             dz = r[i, 2] - rest_centre[j, 2]
             along = dx * rest_dir[j, 0] + dy * rest_dir[j, 1] + dz * rest_dir[j, 2]
-            s_rest = along * sd
             dist2 = dx * dx + dy * dy + dz * dz
-            dist = np.sqrt(dist2)
-            rad = radius[j]
-            fade = min(max((reach[j] * rad - dist) / ((ring_factor - 1.0) * rad), 0.0), 1.0)
+            out[i, k, 0] = along * side[i, k]
+            out[i, k, 1] = np.sqrt(dist2)
+            out[i, k, 2] = 1.0
             if radial[j] < np.inf:
                 off = np.sqrt(max(dist2 - along * along, 0.0))
-                fade = min(fade, min(max((1.25 * radial[j] - off) / (0.25 * radial[j]), 0.0), 1.0))
+                out[i, k, 2] = min(max((1.25 * radial[j] - off) / (0.25 * radial[j]), 0.0), 1.0)
+
+
+@numba.njit(cache=True)
+def _contact_kernel(y, terms, slots, side, centre, normal, reach, radius, ring_factor, gap, band, slack):
+    for i in range(y.shape[0]):
+        for k in range(slots.shape[1]):
+            j = slots[i, k]
+            if j < 0 or reach[j] <= 0.0 or terms[i, k, 2] <= 0.0:
+                continue
+            sd = side[i, k]
+            s = ((y[i, 0] - centre[j, 0]) * normal[j, 0] + (y[i, 1] - centre[j, 1]) * normal[j, 1]
+                 + (y[i, 2] - centre[j, 2]) * normal[j, 2]) * sd
+            rad = radius[j]
+            fade = min(max((reach[j] * rad - terms[i, k, 1]) / ((ring_factor - 1.0) * rad), 0.0), 1.0)
+            fade = min(fade, terms[i, k, 2])
             if fade <= 0.0:
                 continue
-            target = min(0.5 * gap, s_rest - band - slack) - (1.0 - fade) * rad
+            target = min(0.5 * gap, terms[i, k, 0] - band - slack) - (1.0 - fade) * rad
             if s < target + band:
                 move = (target + band * np.exp(min(s - target - band, 0.0) / band) - s) * sd
                 y[i, 0] += move * normal[j, 0]
@@ -460,8 +487,8 @@ def contact_planes(points, planes: JointPlanes, skin_matrices, *, gap: float = G
     """Joint-plane contact, Numba kernel (vertex by vertex); same contract as :func:`contact_planes_numpy`."""
     y = _check(points, planes, gap, band)
     centre, normal, reach = planes.posed(skin_matrices)
-    _contact_kernel(y, planes.rest, planes.slots, planes.side, centre, normal, reach, planes.centre, planes.direction,
-                    planes.radius, planes.radial(), float(planes.ring_factor), float(gap), float(band), REST_SLACK)
+    _contact_kernel(y, planes.rest_terms(), planes.slots, planes.side, centre, normal, reach, planes.radius,
+                    float(planes.ring_factor), float(gap), float(band), REST_SLACK)
     return y
 
 
