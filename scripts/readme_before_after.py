@@ -1,5 +1,5 @@
 """The README's before/after picture: the tights in stand, leg_raise and the crouch (knees close-up), before and after
-``kisekae check --fix`` (method auto, contact body).
+``kisekae check --fix`` (method auto, the default body: correctives and joint planes).
 
 Run: ``.venv/bin/python scripts/readme_before_after.py [OUT.png]`` (default ``docs/images/before_after.png``).
 """
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 from kisekae.avatar import load_builtin_avatar
+from kisekae.avatar.contact import GAP, apply_contact
 from kisekae.avatar.poses import named_pose
 from kisekae.fit.fix import fix_pose
 from kisekae.render.camera import named_camera
@@ -16,7 +17,7 @@ from kisekae.render.renderer import default_renderer
 from kisekae.render.scene import avatar_items, avatar_landmarks
 from kisekae.render.sheets import comparison_sheet
 
-av = load_builtin_avatar().with_body_contact()
+av = apply_contact(load_builtin_avatar(), GAP)
 r = default_renderer()
 cols = (("stand", "three_quarter"), ("leg_raise", "three_quarter"), ("crouch", "knees"))
 rows = [[], []]
