@@ -93,6 +93,14 @@ def joint_quaternions(skeleton, skin_matrices) -> np.ndarray:
     return q * np.where(q[:, 3:] < 0, -1.0, 1.0)  # w >= 0: one of the two signs, the same on every machine
 
 
+def _pair_angle(a, b) -> np.ndarray:
+    """Rotation angle between unit quaternions ``a`` and ``b`` broadcast against each other (last axis 4), as
+    :func:`_angle`."""
+    side = np.where(np.sum(a * b, axis=-1) < 0.0, -1.0, 1.0)[..., None]
+    bb = side * b
+    return 4.0 * np.arctan2(np.linalg.norm(a - bb, axis=-1), np.linalg.norm(a + bb, axis=-1))
+
+
 def joint_features(quats, centres, sigma) -> np.ndarray:
     """The radial basis features of the module docstring.
 
@@ -107,15 +115,13 @@ def joint_features(quats, centres, sigma) -> np.ndarray:
     (J, K) or (S, J, K) float64, exactly 0 for the rest rotation
     """
     q = np.asarray(quats, dtype=np.float64)
+    c = np.asarray(centres, dtype=np.float64)
+    w = np.asarray(sigma, dtype=np.float64)[:, None]
     one = np.array([0.0, 0.0, 0.0, 1.0])
-    out = np.empty(q.shape[:-1] + (centres.shape[1],))
-    for j in range(centres.shape[0]):
-        qj = q[..., j, :]
-        g = np.exp(-(_angle(qj, centres[j]) / sigma[j]) ** 2)
-        g_rest = np.exp(-(_angle(qj, one[None])[..., 0] / sigma[j]) ** 2)
-        c_rest = np.exp(-(_angle(centres[j], one[None])[:, 0] / sigma[j]) ** 2)
-        out[..., j, :] = g - g_rest[..., None] * c_rest
-    return out
+    g = np.exp(-(_pair_angle(q[..., :, None, :], c) / w) ** 2)        # (..., J, K)
+    g_rest = np.exp(-(_pair_angle(q, one) / w[:, 0]) ** 2)            # (..., J)
+    c_rest = np.exp(-(_pair_angle(c, one) / w) ** 2)                  # (J, K)
+    return g - g_rest[..., None] * c_rest
 
 
 def blended_rotations(skin, skin_matrices) -> np.ndarray:
@@ -456,8 +462,41 @@ def corrective_offsets(correctives: PoseCorrectives, features) -> np.ndarray:
 
 
 def skinned_offsets(skin, skin_matrices, rest_offsets) -> np.ndarray:
-    """(N, 3) float64: rest-space offsets carried by each vertex's blended rotation (what they add after skinning)."""
+    """(N, 3) float64: rest-space offsets carried by each vertex's blended rotation (what they add after skinning);
+    the NumPy reference of :func:`add_skinned_offsets`."""
     return np.einsum("nij,nj->ni", blended_rotations(skin, skin_matrices), np.asarray(rest_offsets, np.float64))
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_skinned_kernel(points, d, idx, w, rot, out):  # pragma: no cover - compiled
+    for i in range(points.shape[0]):
+        dx, dy, dz = d[i, 0], d[i, 1], d[i, 2]
+        ox = points[i, 0]
+        oy = points[i, 1]
+        oz = points[i, 2]
+        if dx != 0.0 or dy != 0.0 or dz != 0.0:
+            for k in range(idx.shape[1]):
+                wk = w[i, k]
+                if wk == 0.0:
+                    continue
+                r = rot[idx[i, k]]
+                ox += wk * (r[0, 0] * dx + r[0, 1] * dy + r[0, 2] * dz)
+                oy += wk * (r[1, 0] * dx + r[1, 1] * dy + r[1, 2] * dz)
+                oz += wk * (r[2, 0] * dx + r[2, 1] * dy + r[2, 2] * dz)
+        out[i, 0] = ox
+        out[i, 1] = oy
+        out[i, 2] = oz
+
+
+def add_skinned_offsets(points, skin, skin_matrices, rest_offsets) -> np.ndarray:
+    """(N, 3) float64 ``points`` plus :func:`skinned_offsets` (Numba; vertices without an offset are copied)."""
+    x = np.ascontiguousarray(points, dtype=np.float64)
+    d = np.ascontiguousarray(rest_offsets, dtype=np.float64)
+    rot = np.ascontiguousarray(np.asarray(skin_matrices, dtype=np.float64)[:, :3, :3])
+    out = np.empty_like(x)
+    _add_skinned_kernel(x, d, np.ascontiguousarray(skin.indices, dtype=np.int64),
+                        np.ascontiguousarray(skin.weights, dtype=np.float64), rot, out)
+    return out
 
 
 @dataclass
@@ -496,7 +535,7 @@ class BodyCorrectives:
         from ..validate import as_points
 
         x = as_points(points, "skinned body").astype(np.float64)
-        y = x + skinned_offsets(self.skin, skin_matrices, self.rest_offsets(skin_matrices))
+        y = add_skinned_offsets(x, self.skin, skin_matrices, self.rest_offsets(skin_matrices))
         if self.then is not None:
             y = np.asarray(self.then(y.astype(np.float32), skin_matrices), dtype=np.float64)
         return y
