@@ -109,8 +109,9 @@ def apply_contact(avatar, gap, correctives="auto"):
     gap : float or None
         :func:`contact_gap`'s result: metres, or None for plain skinning.
     correctives : "auto", None or PoseCorrectives
-        ``"auto"``: the packaged pose-space correctives (:mod:`kisekae.avatar.correctives`) before the planes when
-        they were made for this body (the built-in avatar's plain base mesh), else none; None: none; a
+        ``"auto"``: the packaged pose-space correctives (:mod:`kisekae.avatar.correctives`) before the planes where
+        they fit this body (:func:`kisekae.avatar.correctives.packaged_correctives`: the built-in body, a copy or a
+        MakeHuman shape of it), else none; None: none; a
         :class:`~kisekae.avatar.correctives.PoseCorrectives`: those (refused when made for another body).
 
     Returns

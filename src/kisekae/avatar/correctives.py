@@ -10,7 +10,7 @@ follow the joint rotations. This module learns them from the solve:
    correction is taken back to rest space through each vertex's blended bone rotation,
    ``d = (Σ_b w_b R_b)⁻¹ (y − x)``, so that ``x' = LBS(rest + d)`` reproduces the solved body exactly.
 2. **Features** (:func:`joint_features`): for every joint that the samples rotate, ``K`` radial basis functions
-   of its local rotation (unit quaternions; distance ``θ(q, c) = 2 acos |q · c|``, computed as in :func:`_angle`;
+   of its local rotation (unit quaternions; distance ``θ(q, c) = 2 acos |q · c|``, computed as in :func:`_pair_angle`;
    ``g(θ) = exp(−(θ / σ)²)``)::
 
        φ_k(q) = g(θ(q, c_k)) − g(θ(q, 1)) g(θ(c_k, 1))
@@ -64,16 +64,9 @@ VERSION = 1
 
 
 def _angle(q, c) -> np.ndarray:
-    """Rotation angle between unit quaternions ``q (..., 4)`` and ``c (M, 4)``: (..., M) radians.
-
-    ``4 atan2(|q − c'|, |q + c'|)`` with ``c' = ±c`` on ``q``'s side (``q · c' ≥ 0``): the same angle as
-    ``2 acos |q · c|`` without its loss of precision near 0, so float32 shaders agree with it."""
-    q = np.asarray(q, dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
-    side = np.where(q @ c.T < 0.0, -1.0, 1.0)[..., None]  # (..., M, 1)
-    cc = side * c
-    qq = q[..., None, :]
-    return 4.0 * np.arctan2(np.linalg.norm(qq - cc, axis=-1), np.linalg.norm(qq + cc, axis=-1))
+    """Rotation angle between unit quaternions ``q (..., 4)`` and each of ``c (M, 4)``: (..., M) radians
+    (:func:`_pair_angle` of every pair)."""
+    return _pair_angle(np.asarray(q, dtype=np.float64)[..., None, :], np.asarray(c, dtype=np.float64))
 
 
 def joint_quaternions(skeleton, skin_matrices) -> np.ndarray:
@@ -94,8 +87,10 @@ def joint_quaternions(skeleton, skin_matrices) -> np.ndarray:
 
 
 def _pair_angle(a, b) -> np.ndarray:
-    """Rotation angle between unit quaternions ``a`` and ``b`` broadcast against each other (last axis 4), as
-    :func:`_angle`."""
+    """Rotation angle between unit quaternions ``a`` and ``b`` broadcast against each other (last axis 4), radians.
+
+    ``4 atan2(|a − b'|, |a + b'|)`` with ``b' = ±b`` on ``a``'s side (``a · b' ≥ 0``): the same angle as
+    ``2 acos |a · b|`` without its loss of precision near 0, so float32 shaders agree with it."""
     side = np.where(np.sum(a * b, axis=-1) < 0.0, -1.0, 1.0)[..., None]
     bb = side * b
     return 4.0 * np.arctan2(np.linalg.norm(a - bb, axis=-1), np.linalg.norm(a + bb, axis=-1))
@@ -620,13 +615,6 @@ def packaged_correctives(avatar) -> PoseCorrectives | None:
     return c if _same_builtin_body(avatar, rig) else None
 
 
-def _dense(skin, n_bones: int) -> np.ndarray:
-    w = np.zeros((skin.n_vertices, n_bones))
-    np.add.at(w, (np.repeat(np.arange(skin.n_vertices), skin.indices.shape[1]), skin.indices.ravel()),
-              skin.weights.ravel())
-    return w
-
-
 def _same_builtin_body(avatar, rig) -> bool:
     """Whether ``avatar``'s body is the built-in body of ``rig`` or one of its shapes: the same triangles and skin
     weights (within 0.002), any rest positions. An exported and re-imported copy is the body itself; a MakeHuman
@@ -643,7 +631,7 @@ def _same_builtin_body(avatar, rig) -> bool:
     if body.mesh.faces.shape != ref.mesh.faces.shape or not np.array_equal(body.mesh.faces, ref.mesh.faces):
         return False
     nb = avatar.skeleton.n_bones
-    return bool(np.abs(_dense(body.skin, nb) - _dense(ref.skin, nb)).max(initial=0.0) <= 2e-3)
+    return bool(np.abs(body.skin.dense(nb) - ref.skin.dense(nb)).max(initial=0.0) <= 2e-3)
 
 
 #: Largest bake file read, bytes.

@@ -1024,8 +1024,7 @@ def gpu_corrective_offsets(correctives, features):
     n, e = c.n_vertices, len(c.entry_joint)
     if not n:
         return np.zeros((0, 3), np.float32)
-    ranges = np.zeros((n, 4), np.float32)
-    ranges[:, 0], ranges[:, 1] = c.vertex_ptr[:-1], np.diff(c.vertex_ptr)
+    ranges, _ = _csr_rows((c.vertex_ptr, c.entry_joint), n, max(j, 1), "corrective entries")
     entries = np.zeros((max(e, 1), 4), np.float32)
     entries[:e, 0] = c.entry_joint
     coef = np.zeros((max(e, 1), HARNESS_CENTRES, 4), np.float32)
