@@ -2,12 +2,12 @@
 """The body's joint-plane contact (kisekae.avatar.contact) against plain Numba skinning, one core.
 
 Run: ``.venv/bin/python benchmarks/bench_contact.py``. For the built-in body (13,380 vertices) in each
-pose: plain Numba skinning (the baseline, same run), the contact step alone, skinning + contact, their
-ratio (the issue's gate: skinning + contact at most 3x plain skinning), and the NumPy reference of the
-step; then the default body of the command line: the pose-space correctives' offsets (given the frame's
-features, which an engine computes per joint: 240 numbers, timed apart), skinning of the offset rest mesh and
-the contact step, and its ratio to plain skinning. Best-of-N wall and CPU time; the CPU's SIMD width is printed first (AVX2 and AVX-512 machines
-differ by up to 3x).
+pose: plain Numba skinning (the baseline, same run), the contact step alone, skinning + contact from the rest mesh
+(``BodyContact.pose``), its ratio (the issue's gate: at most 3x plain skinning), and the NumPy reference of the step;
+then the default body of the command line (``Avatar.body.posed``): the correctives' features (one Numba call), the
+offsets and skinning in one loop, the contact step, and its ratio to plain skinning; last, the same stages called one
+after the other through their public functions. Best-of-N CPU time; the CPU's SIMD width is printed first (AVX2 and
+AVX-512 machines differ by up to 3x).
 """
 
 import os
@@ -20,18 +20,21 @@ from _timing import measure, table  # noqa: E402
 from bench_frame import simd_report  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
-from kisekae.avatar.contact import JointPlanes, contact_planes, contact_planes_numpy  # noqa: E402
+from kisekae.avatar.contact import (GAP, BodyContact, apply_contact, contact_planes, contact_planes_numpy,  # noqa: E402
+                                    joint_contact_of)
 from kisekae.avatar.correctives import corrective_offsets, packaged_correctives  # noqa: E402
 from kisekae.avatar.poses import named_pose  # noqa: E402
 from kisekae.avatar.skinning import lbs  # noqa: E402
 
 
 def run(poses=("stand", "knee_bend", "crouch"), repeat: int = 15):
-    """Rows ``[pose, skinning ms, contact ms, both ms, ratio, NumPy contact ms, features ms, correctives + skinning
-    + contact ms, its ratio]`` (CPU time)."""
+    """Rows ``[pose, skinning ms, contact ms, skinning + contact ms (one pass), ratio, NumPy contact ms, features ms,
+    default body ms, its ratio, stages one after another ms]`` (CPU time)."""
     av = load_builtin_avatar()
     b, sk = av.body, av.skeleton
-    planes = JointPlanes.from_skin(sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    default = apply_contact(av, GAP).body           # correctives, then the joint planes (the command line's body)
+    planes = joint_contact_of(default.deform).planes
+    contact = BodyContact(planes)
     corr = packaged_correctives(av)
     rows = []
     for name in poses:
@@ -39,15 +42,16 @@ def run(poses=("stand", "knee_bend", "crouch"), repeat: int = 15):
         x = lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m)
         _, skin = measure(lambda: lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m), repeat=repeat, number=5)
         _, step = measure(lambda: contact_planes(x, planes, m), repeat=repeat, number=5)
-        _, both = measure(lambda: contact_planes(lbs(b.mesh.vertices, b.skin.indices, b.skin.weights, m), planes, m),
-                          repeat=repeat, number=5)
+        _, both = measure(lambda: contact.pose(b.mesh.vertices, b.skin, m), repeat=repeat, number=5)
         _, ref = measure(lambda: contact_planes_numpy(x, planes, m), repeat=3)
         _, feat = measure(lambda: corr.features(sk, m), repeat=repeat, number=5)
+        _, full = measure(lambda: default.posed(m), repeat=repeat, number=5)
         f = corr.features(sk, m)
-        _, full = measure(lambda: contact_planes(lbs(b.mesh.vertices + corrective_offsets(corr, f), b.skin.indices,
-                                                     b.skin.weights, m), planes, m), repeat=repeat, number=5)
+        _, staged = measure(lambda: contact_planes(lbs(b.mesh.vertices + corrective_offsets(corr, f), b.skin.indices,
+                                                       b.skin.weights, m), planes, m), repeat=repeat, number=5)
         rows.append([name, f"{skin * 1e3:.3f}", f"{step * 1e3:.3f}", f"{both * 1e3:.3f}", f"{both / skin:.2f}",
-                     f"{ref * 1e3:.1f}", f"{feat * 1e3:.2f}", f"{full * 1e3:.3f}", f"{full / skin:.2f}"])
+                     f"{ref * 1e3:.1f}", f"{feat * 1e3:.3f}", f"{full * 1e3:.3f}", f"{full / skin:.2f}",
+                     f"{(staged + feat) * 1e3:.3f}"])
     return rows
 
 
@@ -55,8 +59,9 @@ def main():
     for line in simd_report():
         print(line)
     rows = run()
-    print(table(rows, ["pose", "skinning ms", "contact ms", "skinning+contact ms", "ratio (gate <= 3)",
-                       "NumPy contact ms", "features ms (Python)", "correctives+skinning+contact ms", "ratio"]))
+    print(table(rows, ["pose", "skinning ms", "contact ms", "skinning+contact ms (one pass)", "ratio (gate <= 3)",
+                       "NumPy contact ms", "features ms", "default body ms (features + one pass)", "ratio (gate <= 3)",
+                       "stages one by one ms"]))
 
 
 if __name__ == "__main__":

@@ -51,11 +51,14 @@ class SkinnedMesh:
         return lbs(self.mesh.vertices, self.skin.indices, self.skin.weights, skin_matrices)
 
     def posed(self, skin_matrices: np.ndarray) -> np.ndarray:
-        """(N, 3) float32 posed positions for ``(B, 4, 4)`` skinning matrices (then :attr:`deform`, if set)."""
-        x = self.skinned(skin_matrices)
+        """(N, 3) float32 posed positions for ``(B, 4, 4)`` skinning matrices (then :attr:`deform`, if set; a
+        deform with a ``pose(rest_vertices, skin, skin_matrices)`` method poses the rest mesh itself, in one pass)."""
         if self.deform is None:
-            return x
-        return np.asarray(self.deform(x, skin_matrices), dtype=np.float32)
+            return self.skinned(skin_matrices)
+        pose = getattr(self.deform, "pose", None)
+        if pose is not None:
+            return np.asarray(pose(self.mesh.vertices, self.skin, skin_matrices), dtype=np.float32)
+        return np.asarray(self.deform(self.skinned(skin_matrices), skin_matrices), dtype=np.float32)
 
 
 @dataclass
@@ -121,12 +124,13 @@ class Avatar:
         """
         from dataclasses import replace
 
-        from .contact import BAND, GAP, BodyContact, JointPlanes, bone_directions
+        from .contact import BAND, GAP, BodyContact, JointPlanes, bone_directions, limb_pairs
 
         sk = self.skeleton
         planes = JointPlanes.from_skin(sk.parents, sk.rest, self.body.skin.indices, self.body.skin.weights,
                                        self.body.mesh.vertices,
-                                       directions=bone_directions(sk.rest, sk.parents, sk.tails))
+                                       directions=bone_directions(sk.rest, sk.parents, sk.tails),
+                                       pairs=limb_pairs(sk))
         contact = BodyContact(planes, GAP if gap is None else float(gap), BAND if band is None else float(band))
         contact.check()
         return replace(self, body=replace(self.body, deform=contact))

@@ -19,6 +19,19 @@ hinge bend. A body vertex near the joint keeps to its own side of that plane:
   the child bone's axis) and 0 at 1.25 times that, so flesh that sticks out far from the limb (the
   face above the neck joint) is never pushed by it. Where the fade is 0 the joint does nothing.
 
+A bone that starts where its parent starts (a branch such as CMU's ``LHipJoint``, which runs from the pelvis
+centre to the hip socket and carries almost no weight) is not a hinge: a plane through the pelvis centre cut
+through the other thigh and, once the clip turned the branch, pushed it 14 cm. Such a bone gets no plane; the
+joint at its tail (the hip socket) keeps the leg's ring.
+
+Two limbs can also press on each other without a hinge between them: the thighs of a walk or of feet set
+together meet at the body's midline. Each such pair (:data:`PAIRED_LIMBS`, found through the humanoid mapping)
+gets a *pair plane*: through the middle of the two bones' heads, normal along the line between them, carried by
+their common ancestor (the pelvis), with the heads' distance as its ring radius and a radial reach that never fades; a vertex's
+side is the limb that carries more of its weight. It is a joint whose child and parent are that ancestor, so the
+kernel, the HLSL core and the engine tables treat it as any other joint; a vertex gives it a slot only after its
+hinges (with it first, the crouch's hip crease got worse: 44 → 57 buried).
+
 The map is increasing and moves every vertex of one joint along the same direction, so by itself it
 turns no face over; ``t <= s_rest − band`` leaves the rest pose exactly unchanged, and far from every
 joint nothing moves. ``gap`` leaves room for cloth between the two sides. Each vertex has at most
@@ -59,6 +72,9 @@ MAX_REACH = 4.0
 FLESH_FACTOR = 2.0
 #: Metres kept between a vertex's rest distance and its target, so that rounding never moves the rest pose.
 REST_SLACK = 1e-9
+#: A child bone whose head lies within this many ring radii of its parent's head is a branch, not a hinge (CMU's
+#: hip joints start at the pelvis centre): it gets no plane, and its ring is left to its own child's joint.
+BRANCH = 0.05
 #: Cosine above which a bone's +Y axis counts as pointing at its only child (8 degrees).
 AXIS_COS = 0.99
 
@@ -237,7 +253,7 @@ class JointPlanes:
     @classmethod
     def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
                   ring_factor: float = RING_FACTOR, min_ring: int = 10, directions=None,
-                  max_reach: float = MAX_REACH) -> "JointPlanes":
+                  max_reach: float = MAX_REACH, pairs=()) -> "JointPlanes":
         """Find the joints with a blend ring and give every body vertex its nearest ones.
 
         Parameters
@@ -251,6 +267,8 @@ class JointPlanes:
         min_ring : int, fewest blended vertices (subtree weight strictly between 0.05 and 0.95) a joint needs
         directions : (B, 3) rest direction of each bone (any length above 1e-9), or None for each rest matrix's
             +Y axis (Blender's convention); :func:`bone_directions` picks one for a skeleton
+        pairs : sequence of (bone_a, bone_b) limbs that meet each other rather than at a hinge (the thighs,
+            :func:`limb_pairs`); each gets the plane half-way between their heads (:func:`_pair_joint`)
 
         Raises
         ------
@@ -279,27 +297,18 @@ class JointPlanes:
                 subtree[parents[c]] |= subtree[c]
         joints, reach = [], []
         for c in range(nb):
-            p = parents[c]
-            if p < 0:
-                continue
-            sigma = dense[:, subtree[c]].sum(axis=1)
-            ring = (sigma > 0.05) & (sigma < 0.95)
-            if ring.sum() < min_ring:
-                continue
-            d = axes[c]
-            length = np.linalg.norm(d)
-            if length < 1e-9:
-                raise KisekaeError("bone has a zero-length axis", f"bone {c}")
-            centre = mats[c, :3, 3]
-            radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
-            flesh = FLESH_FACTOR * float(np.median(axis_distance(rest[ring], centre, d / length)))
-            dist = np.linalg.norm(rest - centre, axis=1) / radius
-            chain = (sigma > 0) | (dense[:, p] > 0)
-            joints.append((c, p, centre, d / length, radius, sigma, flesh))
-            reach.append(np.where(chain & (dist < max_reach), dist, np.inf))
-        n_j = len(joints)
-        if n_j == 0:
+            hinge = _hinge_joint(c, parents, mats, axes, subtree, dense, rest, min_ring, max_reach)
+            if hinge is not None:
+                joints.append(hinge[0])
+                reach.append(hinge[1])
+        if not joints:
             raise NoBlendedJoint("no joint has a blend ring: the skin gives every vertex to one bone", "skin")
+        for a, b in pairs:
+            pair = _pair_joint(int(a), int(b), parents, mats, subtree, dense, rest, max_reach)
+            if pair is not None:
+                joints.append(pair[0])
+                reach.append(pair[1])
+        n_j = len(joints)
         reach = np.stack(reach, axis=1)  # (N, J)
         nearest = np.argsort(reach, axis=1, kind="stable")[:, :SLOTS]
         ok = np.take_along_axis(reach, nearest, axis=1) < np.inf
@@ -321,6 +330,15 @@ class JointPlanes:
         return posed_joint_planes(self.child, self.parent, self.centre, self.direction, skin_matrices,
                                   self.ring_factor, self.max_reach)
 
+    def frame_table(self, skin_matrices) -> np.ndarray:
+        """(J, 7) float64 per joint, what the kernel reads each frame: the posed normal (3), its dot with the posed
+        centre (m), the reach in metres, ``1 / ((ring_factor - 1) radius)`` (the fade's slope, 1/m) and the radius
+        (m). Dividing once per joint rather than per vertex is the kernel's largest saving."""
+        centre, normal, reach = self.posed(skin_matrices)
+        radius = np.asarray(self.radius, dtype=np.float64)
+        return np.column_stack([normal, np.einsum("ja,ja->j", centre, normal), reach * radius,
+                                1.0 / ((self.ring_factor - 1.0) * radius), radius])
+
     def radial(self) -> np.ndarray:
         """(J,) float64 radial reach of each joint, metres (infinite when :attr:`flesh` is None)."""
         return np.full(len(self.child), np.inf) if self.flesh is None else np.asarray(self.flesh, dtype=np.float64)
@@ -339,6 +357,74 @@ class JointPlanes:
             cached = (inputs, out)
             self.__dict__["_rest_terms"] = cached
         return cached[1]
+
+
+def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: int, max_reach: float):
+    """The joint at the head of bone ``c`` as a joint entry ``(child, parent, centre, direction, radius, side weight,
+    flesh)`` and its per-vertex reach; None for a root, a ring of fewer than ``min_ring`` vertices or a branch."""
+    p = parents[c]
+    if p < 0:
+        return None
+    sigma = dense[:, subtree[c]].sum(axis=1)
+    ring = (sigma > 0.05) & (sigma < 0.95)
+    if ring.sum() < min_ring:
+        return None
+    d = axes[c]
+    length = np.linalg.norm(d)
+    if length < 1e-9:
+        raise KisekaeError("bone has a zero-length axis", f"bone {c}")
+    centre = mats[c, :3, 3]
+    radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
+    if np.linalg.norm(centre - mats[p, :3, 3]) < BRANCH * radius:
+        return None  # a branch bone: no hinge at its head (module docstring)
+    flesh = FLESH_FACTOR * float(np.median(axis_distance(rest[ring], centre, d / length)))
+    dist = np.linalg.norm(rest - centre, axis=1) / radius
+    chain = (sigma > 0) | (dense[:, p] > 0)
+    return (c, p, centre, d / length, radius, sigma, flesh), np.where(chain & (dist < max_reach), dist, np.inf)
+
+
+def _common_ancestor(parents, a: int, b: int) -> int:
+    up = set()
+    while a >= 0:
+        up.add(a)
+        a = int(parents[a])
+    while b >= 0 and b not in up:
+        b = int(parents[b])
+    return b
+
+
+def _pair_joint(a: int, b: int, parents, mats, subtree, dense, rest, max_reach: float):
+    """A pair plane between the subtrees of bones ``a`` and ``b`` (module docstring), as a joint entry
+    ``(bone, bone, centre, direction, radius, side weight, flesh)`` and its per-vertex reach; None when the two
+    subtrees overlap, have no common ancestor or share a head."""
+    if a == b or subtree[a, b] or subtree[b, a]:
+        return None
+    anc = _common_ancestor(parents, a, b)
+    ha, hb = mats[a, :3, 3], mats[b, :3, 3]
+    span = float(np.linalg.norm(ha - hb))
+    if anc < 0 or span < 1e-6:
+        return None
+    wa, wb = dense[:, subtree[a]].sum(axis=1), dense[:, subtree[b]].sum(axis=1)
+    chain = (wa > 0) | (wb > 0)
+    side = np.where(chain, wa / np.maximum(wa + wb, 1e-12), 0.0)
+    centre = 0.5 * (ha + hb)
+    dist = np.linalg.norm(rest - centre, axis=1) / span
+    # ranked after every hinge (``+ max_reach``): a vertex's slots go to its hinges first; the radial reach is
+    # beyond every vertex that gets the slot (none is farther than max_reach spans), so it never fades
+    return ((anc, anc, centre, (ha - hb) / span, span, side, max_reach * span),
+            np.where(chain & (dist < max_reach), dist + max_reach, np.inf))
+
+
+#: Humanoid limbs that press on each other (walking, standing with the feet together) without a hinge between them.
+PAIRED_LIMBS = (("leftUpperLeg", "rightUpperLeg"),)
+
+
+def limb_pairs(skeleton) -> list:
+    """``[(bone_a, bone_b)]`` of :data:`PAIRED_LIMBS` that ``skeleton`` has (its humanoid mapping)."""
+    from .poses import humanoid_map
+
+    mapping = humanoid_map(skeleton)
+    return [(int(mapping[a]), int(mapping[b])) for a, b in PAIRED_LIMBS if a in mapping and b in mapping]
 
 
 def axis_distance(points, origin, direction) -> np.ndarray:
@@ -460,36 +546,39 @@ def _rest_terms_kernel(r, slots, side, rest_centre, rest_dir, radial, out):
                 out[i, k, 2] = min(max((1.25 * radial[j] - off) / (0.25 * radial[j]), 0.0), 1.0)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def contact_vertex(y, i, terms, slots, side, frame, gap, band, slack):  # pragma: no cover - compiled
+    """The contact step of vertex ``i`` of ``y`` (N, 3), in place, with the frame's joint table
+    (:meth:`JointPlanes.frame_table`); Numba, the kernels' one body."""
+    for k in range(slots.shape[1]):
+        j = slots[i, k]
+        if j < 0:
+            continue
+        fade = min((frame[j, 4] - terms[i, k, 1]) * frame[j, 5], 1.0, terms[i, k, 2])
+        if fade <= 0.0:  # beyond the joint's reach this frame (0 when the joint is folded flat) or radially
+            continue
+        sd = side[i, k]
+        s = (y[i, 0] * frame[j, 0] + y[i, 1] * frame[j, 1] + y[i, 2] * frame[j, 2] - frame[j, 3]) * sd
+        target = min(0.5 * gap, terms[i, k, 0] - band - slack) - (1.0 - fade) * frame[j, 6]
+        if s < target + band:
+            move = (target + band * np.exp(min(s - target - band, 0.0) / band) - s) * sd
+            y[i, 0] += move * frame[j, 0]
+            y[i, 1] += move * frame[j, 1]
+            y[i, 2] += move * frame[j, 2]
+
+
 @numba.njit(cache=True)
-def _contact_kernel(y, terms, slots, side, centre, normal, reach, radius, ring_factor, gap, band, slack):
+def _contact_kernel(y, terms, slots, side, frame, gap, band, slack):
     for i in range(y.shape[0]):
-        for k in range(slots.shape[1]):
-            j = slots[i, k]
-            if j < 0 or reach[j] <= 0.0 or terms[i, k, 2] <= 0.0:
-                continue
-            sd = side[i, k]
-            s = ((y[i, 0] - centre[j, 0]) * normal[j, 0] + (y[i, 1] - centre[j, 1]) * normal[j, 1]
-                 + (y[i, 2] - centre[j, 2]) * normal[j, 2]) * sd
-            rad = radius[j]
-            fade = min(max((reach[j] * rad - terms[i, k, 1]) / ((ring_factor - 1.0) * rad), 0.0), 1.0)
-            fade = min(fade, terms[i, k, 2])
-            if fade <= 0.0:
-                continue
-            target = min(0.5 * gap, terms[i, k, 0] - band - slack) - (1.0 - fade) * rad
-            if s < target + band:
-                move = (target + band * np.exp(min(s - target - band, 0.0) / band) - s) * sd
-                y[i, 0] += move * normal[j, 0]
-                y[i, 1] += move * normal[j, 1]
-                y[i, 2] += move * normal[j, 2]
+        contact_vertex(y, i, terms, slots, side, frame, gap, band, slack)
 
 
 def contact_planes(points, planes: JointPlanes, skin_matrices, *, gap: float = GAP,
                    band: float = BAND) -> np.ndarray:
     """Joint-plane contact, Numba kernel (vertex by vertex); same contract as :func:`contact_planes_numpy`."""
     y = _check(points, planes, gap, band)
-    centre, normal, reach = planes.posed(skin_matrices)
-    _contact_kernel(y, planes.rest_terms(), planes.slots, planes.side, centre, normal, reach, planes.radius,
-                    float(planes.ring_factor), float(gap), float(band), REST_SLACK)
+    _contact_kernel(y, planes.rest_terms(), planes.slots, planes.side, planes.frame_table(skin_matrices), float(gap),
+                    float(band), REST_SLACK)
     return y
 
 
@@ -513,3 +602,10 @@ class BodyContact:
 
     def __call__(self, points, skin_matrices) -> np.ndarray:
         return contact_planes(points, self.planes, skin_matrices, gap=self.gap, band=self.band)
+
+    def pose(self, rest_vertices, skin, skin_matrices) -> np.ndarray:
+        """(N, 3) float32 body of ``skin_matrices`` from its rest mesh, skinning and the step in one compiled pass
+        (:func:`kisekae.avatar.body_frame.posed_body_frame`)."""
+        from .body_frame import posed_body_frame
+
+        return posed_body_frame(rest_vertices, skin, skin_matrices, planes=self.planes, gap=self.gap, band=self.band)

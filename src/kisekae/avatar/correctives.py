@@ -119,6 +119,136 @@ def joint_features(quats, centres, sigma) -> np.ndarray:
     return g - g_rest[..., None] * c_rest
 
 
+@numba.njit(cache=True, nogil=True)
+def _quat_angle(ax, ay, az, aw, bx, by, bz, bw):  # pragma: no cover - compiled
+    """:func:`_pair_angle` of two quaternions given by their components."""
+    if ax * bx + ay * by + az * bz + aw * bw < 0.0:
+        bx, by, bz, bw = -bx, -by, -bz, -bw
+    d = np.sqrt((ax - bx) ** 2 + (ay - by) ** 2 + (az - bz) ** 2 + (aw - bw) ** 2)
+    s = np.sqrt((ax + bx) ** 2 + (ay + by) ** 2 + (az + bz) ** 2 + (aw + bw) ** 2)
+    return 4.0 * np.arctan2(d, s)
+
+
+@numba.njit(cache=True, nogil=True)
+def _matrix_quaternion(r):  # pragma: no cover - compiled
+    """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix (the largest of trace and diagonal leads, as
+    SciPy's ``Rotation.from_matrix``)."""
+    q = np.empty(4)
+    tr = r[0, 0] + r[1, 1] + r[2, 2]
+    lead = 3
+    best = tr
+    for i in range(3):
+        if r[i, i] > best:
+            best = r[i, i]
+            lead = i
+    if lead == 3:
+        q[3] = 1.0 + tr
+        q[0] = r[2, 1] - r[1, 2]
+        q[1] = r[0, 2] - r[2, 0]
+        q[2] = r[1, 0] - r[0, 1]
+    else:
+        i = lead
+        j = (i + 1) % 3
+        k = (j + 1) % 3
+        q[i] = 1.0 - tr + 2.0 * r[i, i]
+        q[j] = r[j, i] + r[i, j]
+        q[k] = r[k, i] + r[i, k]
+        q[3] = r[k, j] - r[j, k]
+    q /= np.sqrt(q[0] ** 2 + q[1] ** 2 + q[2] ** 2 + q[3] ** 2)
+    if q[3] < 0.0:
+        q *= -1.0
+    return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _mul3(a, b, out):  # pragma: no cover - compiled
+    """``out = a[:3, :3] @ b[:3, :3]``."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _inverse3(a):  # pragma: no cover - compiled
+    """Inverse of a 3x3 matrix by cofactors; the least-squares inverse (``pinv``) when it is (nearly) singular, as a
+    parent scaled to zero (a hidden bone)."""
+    c = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            i1, i2 = (i + 1) % 3, (i + 2) % 3
+            j1, j2 = (j + 1) % 3, (j + 2) % 3
+            c[j, i] = a[i1, j1] * a[i2, j2] - a[i1, j2] * a[i2, j1]
+    det = a[0, 0] * c[0, 0] + a[0, 1] * c[1, 0] + a[0, 2] * c[2, 0]
+    scale = 0.0
+    for i in range(3):
+        for j in range(3):
+            scale = max(scale, abs(a[i, j]))
+    if abs(det) <= 1e-9 * scale ** 3:
+        return np.linalg.pinv(np.ascontiguousarray(a))
+    return c / det
+
+
+@numba.njit(cache=True, nogil=True)
+def _polar3(a):  # pragma: no cover - compiled
+    """The rotation nearest a 3x3 matrix (its polar factor, ``u @ vt`` of its SVD), by Newton's iteration
+    ``R <- (R + R^-T) / 2``, which converges in one or two steps for the near-orthonormal matrices read back from
+    a pose; the SVD where it does not converge."""
+    r = a.copy()
+    for _ in range(30):
+        nxt = 0.5 * (r + _inverse3(r).T)
+        change = np.abs(nxt - r).max()
+        r = nxt
+        if change < 1e-15:
+            return r
+    u, _, vt = np.linalg.svd(np.ascontiguousarray(a))
+    return u @ vt
+
+
+@numba.njit(cache=True, nogil=True)
+def _features_kernel(m, rest, local_rest, parents, joints, centres, sigma, out):  # pragma: no cover - compiled
+    world = np.empty((3, 3))
+    up = np.empty((3, 3))
+    local = np.empty((3, 3))
+    rot = np.empty((3, 3))
+    for jj in range(len(joints)):
+        b = joints[jj]
+        _mul3(m[b], rest[b], world)
+        p = parents[b]
+        if p >= 0:
+            _mul3(m[p], rest[p], up)
+            _mul3(_inverse3(up), world, local)
+        else:
+            local[:] = world
+        for i in range(3):
+            for j in range(3):
+                rot[i, j] = (local_rest[b, 0, i] * local[0, j] + local_rest[b, 1, i] * local[1, j]
+                             + local_rest[b, 2, i] * local[2, j])
+        q = _matrix_quaternion(_polar3(rot))
+        w = sigma[jj]
+        g_rest = np.exp(-(_quat_angle(q[0], q[1], q[2], q[3], 0.0, 0.0, 0.0, 1.0) / w) ** 2)
+        for k in range(centres.shape[1]):
+            c = centres[jj, k]
+            g = np.exp(-(_quat_angle(q[0], q[1], q[2], q[3], c[0], c[1], c[2], c[3]) / w) ** 2)
+            c_rest = np.exp(-(_quat_angle(c[0], c[1], c[2], c[3], 0.0, 0.0, 0.0, 1.0) / w) ** 2)
+            out[jj, k] = g - g_rest * c_rest
+
+
+def corrective_features(correctives, skeleton, skin_matrices) -> np.ndarray:
+    """(J, K) float64 features of the pose of ``skin_matrices (B, 4, 4)``, in one Numba call: each joint's local
+    rotation read back from the matrices (as :func:`kisekae.avatar.contact_solve.local_motion`), its quaternion and
+    the radial bases (:func:`joint_features`). Equal to :meth:`PoseCorrectives.features_numpy` within 1e-12."""
+    m = np.ascontiguousarray(skin_matrices, dtype=np.float64)
+    nb = skeleton.n_bones
+    if m.shape != (nb, 4, 4) or not np.all(np.isfinite(m)):
+        raise KisekaeError(f"expected finite ({nb}, 4, 4) skinning matrices, got {m.shape}", "skinning matrices")
+    c = correctives
+    out = np.empty(c.centres.shape[:2])
+    _features_kernel(m, np.ascontiguousarray(skeleton.rest, dtype=np.float64), skeleton.local_rest,
+                     np.asarray(skeleton.parents, dtype=np.int64), np.asarray(c.joints, dtype=np.int64),
+                     np.ascontiguousarray(c.centres, dtype=np.float64), np.asarray(c.sigma, dtype=np.float64), out)
+    return out
+
+
 def blended_rotations(skin, skin_matrices) -> np.ndarray:
     """(N, 3, 3) each vertex's blended linear part ``Σ_b w_b R_b`` of its skinning matrices."""
     m = np.asarray(skin_matrices, dtype=np.float64)[:, :3, :3]
@@ -180,7 +310,11 @@ class PoseCorrectives:
                                source)
 
     def features(self, skeleton, skin_matrices) -> np.ndarray:
-        """(J, K) features of the pose of ``skin_matrices (B, 4, 4)``."""
+        """(J, K) features of the pose of ``skin_matrices (B, 4, 4)`` (Numba, :func:`corrective_features`)."""
+        return corrective_features(self, skeleton, skin_matrices)
+
+    def features_numpy(self, skeleton, skin_matrices) -> np.ndarray:
+        """(J, K) features, the NumPy reference: :func:`joint_quaternions` then :func:`joint_features`."""
         q = joint_quaternions(skeleton, skin_matrices)
         return joint_features(q[self.joints], self.centres, self.sigma)
 
@@ -412,48 +546,52 @@ def corrective_offsets_numpy(correctives: PoseCorrectives, features) -> np.ndarr
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def offset_vertex(i, ptr, joint, coef, f, live):  # pragma: no cover - compiled
+    """Rest-space offset ``(x, y, z)`` of vertex ``i``, skipping joints that ``live`` marks 0 (Numba; the kernels'
+    one body)."""
+    x = 0.0
+    y = 0.0
+    z = 0.0
+    for e in range(ptr[i], ptr[i + 1]):
+        j = joint[e]
+        if not live[j]:
+            continue
+        for k in range(coef.shape[1]):
+            fk = f[j, k]
+            x += fk * coef[e, k, 0]
+            y += fk * coef[e, k, 1]
+            z += fk * coef[e, k, 2]
+    return x, y, z
+
+
 @numba.njit(cache=True, nogil=True)
 def _offsets_kernel(ptr, joint, coef, f, live, out):  # pragma: no cover - compiled
-    n = len(ptr) - 1
-    for i in range(n):
-        x = 0.0
-        y = 0.0
-        z = 0.0
-        for e in range(ptr[i], ptr[i + 1]):
-            j = joint[e]
-            for t in range(live.shape[1]):
-                k = live[j, t]
-                if k < 0:
-                    break
-                fk = f[j, k]
-                x += fk * coef[e, k, 0]
-                y += fk * coef[e, k, 1]
-                z += fk * coef[e, k, 2]
-        out[i, 0] = x
-        out[i, 1] = y
-        out[i, 2] = z
+    for i in range(len(ptr) - 1):
+        out[i, 0], out[i, 1], out[i, 2] = offset_vertex(i, ptr, joint, coef, f, live)
 
 
-#: Features smaller than this are skipped by the kernel (their share is below 1e-9 of a unit coefficient).
+#: A joint whose features are all smaller than this is skipped by the kernel (its share is below 1e-9 of a unit
+#: coefficient per feature).
 LIVE = 1e-9
 
 
 def corrective_offsets(correctives: PoseCorrectives, features) -> np.ndarray:
-    """(N, 3) float64 rest-space offsets for ``features (J, K)``; Numba, skipping features below :data:`LIVE`."""
+    """(N, 3) float64 rest-space offsets for ``features (J, K)``; Numba, skipping joints below :data:`LIVE`."""
     c = correctives
     f = np.ascontiguousarray(features, dtype=np.float64)
     if f.shape != c.centres.shape[:2] or not np.all(np.isfinite(f)):
         raise KisekaeError(f"expected finite features of shape {c.centres.shape[:2]}, got {f.shape}",
                            "corrective features")
-    k = f.shape[1]
-    live = np.full(f.shape, -1, dtype=np.int64)
-    for j in range(len(f)):
-        on = np.flatnonzero(np.abs(f[j]) > LIVE)
-        live[j, :len(on)] = on
     out = np.empty((c.n_vertices, 3))
-    if k:
-        _offsets_kernel(c.vertex_ptr, c.entry_joint, c.coefficients, f, live, out)
+    _offsets_kernel(c.vertex_ptr, c.entry_joint, c.coefficients, f, live_joints(f), out)
     return out
+
+
+def live_joints(features) -> np.ndarray:
+    """(J,) uint8: 1 for a joint with a feature above :data:`LIVE` in magnitude."""
+    f = np.asarray(features)
+    return (np.abs(f).max(axis=1, initial=0.0) > LIVE).astype(np.uint8)
 
 
 def skinned_offsets(skin, skin_matrices, rest_offsets) -> np.ndarray:
@@ -525,6 +663,20 @@ class BodyCorrectives:
     def rest_offsets(self, skin_matrices) -> np.ndarray:
         """(N, 3) float64 rest-space offsets of the pose of ``skin_matrices``."""
         return corrective_offsets(self.correctives, self.correctives.features(self.skeleton, skin_matrices))
+
+    def pose(self, rest_vertices, skin, skin_matrices) -> np.ndarray:
+        """(N, 3) float32 body of ``skin_matrices`` from its rest mesh: offsets, skinning and (when ``then`` is the
+        joint-plane contact) the contact step in one compiled pass (:func:`kisekae.avatar.body_frame.posed_body_frame`);
+        what :meth:`kisekae.avatar.avatar.SkinnedMesh.posed` calls."""
+        from .body_frame import posed_body_frame
+        from .contact import BodyContact
+
+        f = self.correctives.features(self.skeleton, skin_matrices)
+        if isinstance(self.then, BodyContact):
+            return posed_body_frame(rest_vertices, skin, skin_matrices, correctives=self.correctives, features=f,
+                                    planes=self.then.planes, gap=self.then.gap, band=self.then.band)
+        y = posed_body_frame(rest_vertices, skin, skin_matrices, correctives=self.correctives, features=f)
+        return y if self.then is None else np.asarray(self.then(y, skin_matrices), dtype=np.float32)
 
     def __call__(self, points, skin_matrices) -> np.ndarray:
         from ..validate import as_points

@@ -97,27 +97,27 @@ def lbs_numpy(vertices, indices, weights, skin_matrices, *, dtype=np.float32) ->
     return (np.einsum("nij,nj->ni", blended[:, :3, :3], v) + blended[:, :3, 3]).astype(dtype)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def lbs_point(x, y, z, i, idx, w, m):  # pragma: no cover - compiled
+    """Point ``(x, y, z)`` skinned with the weights of vertex ``i`` (Numba; the kernels' one body)."""
+    ox = 0.0
+    oy = 0.0
+    oz = 0.0
+    for j in range(idx.shape[1]):
+        wj = w[i, j]
+        if wj == 0.0:
+            continue
+        b = idx[i, j]
+        ox += wj * (m[b, 0, 0] * x + m[b, 0, 1] * y + m[b, 0, 2] * z + m[b, 0, 3])
+        oy += wj * (m[b, 1, 0] * x + m[b, 1, 1] * y + m[b, 1, 2] * z + m[b, 1, 3])
+        oz += wj * (m[b, 2, 0] * x + m[b, 2, 1] * y + m[b, 2, 2] * z + m[b, 2, 3])
+    return ox, oy, oz
+
+
 @numba.njit(cache=True, fastmath=False, parallel=False)
 def _lbs_kernel(v, idx, w, m, out):
-    n, k = idx.shape
-    for i in range(n):
-        x = v[i, 0]
-        y = v[i, 1]
-        z = v[i, 2]
-        ox = 0.0
-        oy = 0.0
-        oz = 0.0
-        for j in range(k):
-            wj = w[i, j]
-            if wj == 0.0:
-                continue
-            b = idx[i, j]
-            ox += wj * (m[b, 0, 0] * x + m[b, 0, 1] * y + m[b, 0, 2] * z + m[b, 0, 3])
-            oy += wj * (m[b, 1, 0] * x + m[b, 1, 1] * y + m[b, 1, 2] * z + m[b, 1, 3])
-            oz += wj * (m[b, 2, 0] * x + m[b, 2, 1] * y + m[b, 2, 2] * z + m[b, 2, 3])
-        out[i, 0] = ox
-        out[i, 1] = oy
-        out[i, 2] = oz
+    for i in range(idx.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2] = lbs_point(v[i, 0], v[i, 1], v[i, 2], i, idx, w, m)
 
 
 def lbs(vertices, indices, weights, skin_matrices) -> np.ndarray:

@@ -53,6 +53,9 @@ BLOCK = 64
 CHORD_CAP = 0.003
 #: Stretch limit of :func:`stretch_limit`: an edge may grow to ``1 + STRETCH_LIMIT`` times its skinned length.
 STRETCH_LIMIT = 0.1
+#: An edge counts as over the stretch limit only when longer than ``1 + LIMIT_TIE`` times it: a pass leaves edges
+#: exactly at the limit, and the next pass must not decide them by rounding (NumPy and Numba disagreed there).
+LIMIT_TIE = 1e-9
 #: Passes of stretch limiting, each followed by the push of the vertices it moved, at the end of
 #: :func:`surface_runtime`.
 LIMIT_PASSES = 4
@@ -529,7 +532,7 @@ def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     dp = p[idx] - p[owner]
     length = np.linalg.norm(dp, axis=1)
     rest = (1.0 + stretch) * np.linalg.norm(x[idx] - x[owner], axis=1)
-    over = length > rest
+    over = length > rest * (1.0 + LIMIT_TIE)
     k = np.where(over, 0.5 * (length - rest) / np.where(over, length, 1.0), 0.0)
     acc = np.zeros_like(p)
     np.add.at(acc, owner, k[:, None] * dp)
@@ -556,6 +559,7 @@ def _squared_limits(x, ptr, idx, stretch) -> np.ndarray:
 
 @numba.njit(cache=True, error_model="numpy")
 def _limit_kernel(p, ptr, idx, rest2, out, moved):
+    tie2 = (1.0 + LIMIT_TIE) ** 2
     for i in range(p.shape[0]):
         ax = ay = az = 0.0
         c = 0
@@ -563,7 +567,7 @@ def _limit_kernel(p, ptr, idx, rest2, out, moved):
             j = idx[e]
             dx, dy, dz = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1], p[j, 2] - p[i, 2]
             length2 = dx * dx + dy * dy + dz * dz
-            if length2 > rest2[e]:
+            if length2 > rest2[e] * tie2:
                 length = np.sqrt(length2)
                 k = 0.5 * (length - np.sqrt(rest2[e])) / length
                 ax += k * dx

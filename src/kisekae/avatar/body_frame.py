@@ -1,0 +1,104 @@
+"""One frame of the default body from its rest mesh: corrective offsets, skinning and the joint planes.
+
+The body's per-frame path is three per-vertex stages (:mod:`kisekae.avatar.correctives`,
+:mod:`kisekae.avatar.skinning`, :mod:`kisekae.avatar.contact`). Run through their public functions, each
+stage checks and converts its input again and the offsets take a detour through float32 skinned positions.
+:func:`posed_body_frame` checks once and runs two Numba loops: offsets and skinning per vertex (as an engine's
+vertex stage does, ``KisekaeCorrectiveOffset`` then skinning), then the planes (``KisekaeContactPlanes``),
+after the per-joint work of the frame (the correctives' features and the posed planes' table, a few hundred
+numbers). All three stages in one loop measured slower than two loops (the planes' per-slot branches).
+
+Its reference is the stages composed from their NumPy references: :func:`posed_body_frame_numpy`.
+``benchmarks/bench_contact.py`` times it against plain skinning (the issue's gate: at most 3 times).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..errors import KisekaeError
+from .contact import BAND, GAP, REST_SLACK, JointPlanes, _contact_kernel, contact_planes_numpy
+from .correctives import (PoseCorrectives, corrective_offsets_numpy, live_joints, offset_vertex,
+                          skinned_offsets)
+from .skinning import _lbs_kernel, lbs_numpy, lbs_point
+
+
+@numba.njit(cache=True, nogil=True)
+def _offset_skin_kernel(rest, idx, w, m, ptr, joint, coef, f, live, out):  # pragma: no cover - compiled
+    for i in range(rest.shape[0]):
+        dx, dy, dz = offset_vertex(i, ptr, joint, coef, f, live)
+        out[i, 0], out[i, 1], out[i, 2] = lbs_point(rest[i, 0] + dx, rest[i, 1] + dy, rest[i, 2] + dz, i, idx, w, m)
+
+
+def _check(rest, skin, skin_matrices, correctives, features, planes, gap, band):
+    from ..validate import as_points
+
+    x = np.ascontiguousarray(as_points(rest, "body rest vertices"), dtype=np.float64)
+    m = np.ascontiguousarray(skin_matrices, dtype=np.float64)
+    if m.ndim != 3 or m.shape[1:] != (4, 4) or not np.all(np.isfinite(m)):
+        raise KisekaeError(f"expected finite (B, 4, 4) skinning matrices, got {m.shape}", "skinning matrices")
+    if skin.n_vertices != len(x) or (skin.indices.size and skin.indices.max() >= len(m)):
+        raise KisekaeError(f"skin of {skin.n_vertices} rows for {len(x)} vertices and {len(m)} bones", "skin")
+    if correctives is not None:
+        f = np.asarray(features, dtype=np.float64)
+        if correctives.n_vertices != len(x) or f.shape != correctives.centres.shape[:2] or not np.all(np.isfinite(f)):
+            raise KisekaeError(f"correctives for {correctives.n_vertices} vertices and features {f.shape} do not fit "
+                               f"a body of {len(x)}", "correctives")
+    if planes is not None:
+        if len(planes.rest) != len(x):
+            raise KisekaeError(f"joint planes for {len(planes.rest)} vertices, the body has {len(x)}", "contact")
+        for name, v in (("gap", gap), ("band", band)):
+            if not np.isfinite(v) or v < 0 or (name == "band" and v == 0):
+                raise KisekaeError(f"must be a finite number {'above' if name == 'band' else 'at least'} 0, got {v!r}",
+                                   name)
+    return x, m
+
+
+def posed_body_frame(rest_vertices, skin, skin_matrices, *, correctives: PoseCorrectives | None = None,
+                     features=None, planes: JointPlanes | None = None, gap: float = GAP,
+                     band: float = BAND) -> np.ndarray:
+    """The body of one frame: ``contact(LBS(rest + offsets))``, vertex by vertex in one Numba loop.
+
+    Parameters
+    ----------
+    rest_vertices : (N, 3) rest positions, metres
+    skin : Skin of the body
+    skin_matrices : (B, 4, 4) the frame's skinning matrices
+    correctives : PoseCorrectives or None (no offsets)
+    features : (J, K) the frame's features (:meth:`PoseCorrectives.features`); needed with ``correctives``
+    planes : JointPlanes or None (no contact step)
+    gap, band : float, metres, the contact step's settings
+
+    Returns
+    -------
+    (N, 3) float32 posed positions, metres; equal to :func:`posed_body_frame_numpy` within 1e-6 m.
+    """
+    x, m = _check(rest_vertices, skin, skin_matrices, correctives, features, planes, gap, band)
+    idx = np.ascontiguousarray(skin.indices, dtype=np.int32)
+    w = np.ascontiguousarray(skin.weights, dtype=np.float64)
+    out = np.empty((len(x), 3))
+    if correctives is None:
+        _lbs_kernel(x, idx, w, m, out)
+    else:
+        f = np.ascontiguousarray(features, dtype=np.float64)
+        _offset_skin_kernel(x, idx, w, m, correctives.vertex_ptr, correctives.entry_joint, correctives.coefficients,
+                            f, live_joints(f), out)
+    if planes is not None:  # a second loop: fused into the first it ran slower (0.44 -> 0.58 ms with skinning)
+        _contact_kernel(out, planes.rest_terms(), planes.slots, planes.side, planes.frame_table(m), float(gap),
+                        float(band), REST_SLACK)
+    return out.astype(np.float32)
+
+
+def posed_body_frame_numpy(rest_vertices, skin, skin_matrices, *, correctives: PoseCorrectives | None = None,
+                           features=None, planes: JointPlanes | None = None, gap: float = GAP,
+                           band: float = BAND) -> np.ndarray:
+    """:func:`posed_body_frame` from the stages' NumPy references, in float64: skinning, plus the corrective
+    offsets carried by the blended rotations, then the joint planes."""
+    x, m = _check(rest_vertices, skin, skin_matrices, correctives, features, planes, gap, band)
+    y = lbs_numpy(x, skin.indices, skin.weights, m, dtype=np.float64)
+    if correctives is not None:
+        y = y + skinned_offsets(skin, m, corrective_offsets_numpy(correctives, features))
+    if planes is not None:
+        y = contact_planes_numpy(y, planes, m, gap=gap, band=band)
+    return y
