@@ -19,18 +19,16 @@ hinge bend. A body vertex near the joint keeps to its own side of that plane:
   the child bone's axis) and 0 at 1.25 times that, so flesh that sticks out far from the limb (the
   face above the neck joint) is never pushed by it. Where the fade is 0 the joint does nothing.
 
-A bone that starts where its parent starts (a branch such as CMU's ``LHipJoint``, which runs from the pelvis
-centre to the hip socket and carries almost no weight) is not a hinge: a plane through the pelvis centre cut
-through the other thigh and, once the clip turned the branch, pushed it 14 cm. Such a bone gets no plane; the
-joint at its tail (the hip socket) keeps the leg's ring.
-
 Two limbs can also press on each other without a hinge between them: the thighs of a walk or of feet set
-together meet at the body's midline. Each such pair (:data:`PAIRED_LIMBS`, found through the humanoid mapping)
-gets a *pair plane*: through the middle of the two bones' heads, normal along the line between them, carried by
-their common ancestor (the pelvis), with the heads' distance as its ring radius and a radial reach that never fades; a vertex's
-side is the limb that carries more of its weight. It is a joint whose child and parent are that ancestor, so the
-kernel, the HLSL core and the engine tables treat it as any other joint; a vertex gives it a slot only after its
-hinges (with it first, the crouch's hip crease got worse: 44 → 57 buried).
+together meet at the body's midline. :meth:`JointPlanes.from_skin` can give such a pair (``pairs``;
+:data:`PAIRED_LIMBS` through :func:`limb_pairs`) a *pair plane*: through the middle of the two bones' heads, normal
+along the line between them, carried by their common ancestor (the pelvis), with the heads' distance as its ring
+radius and a radial reach that never fades; a vertex's side is the limb that carries more of its weight. It is a
+joint whose child and parent are that ancestor, so the kernel, the HLSL core and the engine tables treat it as any
+other joint; a vertex gives it a slot only after its hinges. It is not on by default: on CMU clips the hip branch
+bones' planes (``LHipJoint`` starts at the pelvis centre) already keep the thighs apart, crudely (the other thigh
+moves up to 14 cm), and with the pair plane in their place the garments, which keep plain skinning, ended up inside
+the flattened thighs (docs/contact.md, "Branch bones and the thigh pair").
 
 The map is increasing and moves every vertex of one joint along the same direction, so by itself it
 turns no face over; ``t <= s_rest − band`` leaves the rest pose exactly unchanged, and far from every
@@ -48,7 +46,7 @@ command line, batch catalogues and the demo use this step by default (``--no-con
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
@@ -72,9 +70,6 @@ MAX_REACH = 4.0
 FLESH_FACTOR = 2.0
 #: Metres kept between a vertex's rest distance and its target, so that rounding never moves the rest pose.
 REST_SLACK = 1e-9
-#: A child bone whose head lies within this many ring radii of its parent's head is a branch, not a hinge (CMU's
-#: hip joints start at the pelvis centre): it gets no plane, and its ring is left to its own child's joint.
-BRANCH = 0.05
 #: Cosine above which a bone's +Y axis counts as pointing at its only child (8 degrees).
 AXIS_COS = 0.99
 
@@ -236,6 +231,8 @@ class JointPlanes:
     flesh : (J,) float64 radial reach, metres: :data:`FLESH_FACTOR` times the blend ring's median distance from
         the child bone's axis line (None: no radial limit, as bakes before it)
     max_reach : float, reach in ring radii in the deepest bends
+    limbs : (J, 2) int32 or None, the two limbs of a pair plane (child and parent are then their common ancestor),
+        -1 for a hinge; None: every joint a hinge
     """
 
     child: np.ndarray
@@ -249,6 +246,7 @@ class JointPlanes:
     ring_factor: float = RING_FACTOR
     flesh: np.ndarray | None = None
     max_reach: float = MAX_REACH
+    limbs: np.ndarray | None = None
 
     @classmethod
     def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
@@ -290,37 +288,71 @@ class JointPlanes:
         w = np.asarray(skin_weights, dtype=np.float64)
         if idx.shape != w.shape or len(idx) != len(rest) or (idx.size and (idx.min() < 0 or idx.max() >= nb)):
             raise KisekaeError(f"skin {idx.shape} does not match {len(rest)} vertices and {nb} bones", "skin")
-        dense = Skin(idx, w).dense(nb).astype(np.float64)
-        subtree = np.eye(nb, dtype=bool)
-        for c in range(nb - 1, -1, -1):
-            if parents[c] >= 0:
-                subtree[parents[c]] |= subtree[c]
-        joints, reach = [], []
+        dense, subtree = _dense_subtree(parents, idx, w, nb)
+        joints = []
         for c in range(nb):
-            hinge = _hinge_joint(c, parents, mats, axes, subtree, dense, rest, min_ring, max_reach)
+            hinge = _hinge_joint(c, parents, mats, axes, subtree, dense, rest, min_ring)
             if hinge is not None:
-                joints.append(hinge[0])
-                reach.append(hinge[1])
+                joints.append(hinge)
         if not joints:
             raise NoBlendedJoint("no joint has a blend ring: the skin gives every vertex to one bone", "skin")
         for a, b in pairs:
-            pair = _pair_joint(int(a), int(b), parents, mats, subtree, dense, rest, max_reach)
+            pair = _pair_joint(int(a), int(b), parents, mats, subtree, max_reach)
             if pair is not None:
-                joints.append(pair[0])
-                reach.append(pair[1])
-        n_j = len(joints)
-        reach = np.stack(reach, axis=1)  # (N, J)
+                joints.append(pair)
+        cols = list(zip(*joints))
+        planes = cls(np.array(cols[0], np.int32), np.array(cols[1], np.int32), np.array(cols[2]), np.array(cols[3]),
+                     np.array(cols[4]), np.zeros((0, SLOTS), np.int32), np.zeros((0, SLOTS)), np.zeros((0, 3)),
+                     float(ring_factor), np.array(cols[5]), float(max_reach), np.array(cols[6], np.int32))
+        return planes.for_vertices(parents, rest, idx, w)
+
+    def for_vertices(self, parents, rest_vertices, skin_indices, skin_weights) -> "JointPlanes":
+        """The same joints with the per-vertex tables (slots, sides, rest positions) of another skinned mesh: a
+        garment over the body gets the body's planes, each of its vertices the side its own weights give it, so it
+        moves with the flesh beneath it.
+
+        Parameters
+        ----------
+        parents : (B,) int parent bone ids of the skeleton the joints were found on
+        rest_vertices : (N, 3) rest positions, metres
+        skin_indices, skin_weights : (N, K) the mesh's skin
+
+        Returns
+        -------
+        JointPlanes sharing this one's joint arrays.
+        """
+        rest = as_points(rest_vertices, "rest vertices").astype(np.float64)
+        parents = np.asarray(parents, dtype=np.int64)
+        nb = len(parents)
+        idx = np.asarray(skin_indices, dtype=np.int64)
+        w = np.asarray(skin_weights, dtype=np.float64)
+        if idx.shape != w.shape or len(idx) != len(rest) or (idx.size and (idx.min() < 0 or idx.max() >= nb)):
+            raise KisekaeError(f"skin {idx.shape} does not match {len(rest)} vertices and {nb} bones", "skin")
+        if len(self.child) and max(int(self.child.max()), int(self.parent.max())) >= nb:
+            raise KisekaeError(f"joints of a skeleton with more than {nb} bones", "joint planes")
+        dense, subtree = _dense_subtree(parents, idx, w, nb)
+        limbs = np.full((len(self.child), 2), -1) if self.limbs is None else self.limbs
+        n_j = len(self.child)
+        reach = np.full((len(rest), n_j), np.inf)
+        sigma = np.zeros((len(rest), n_j))
+        for j in range(n_j):
+            dist = np.linalg.norm(rest - self.centre[j], axis=1) / self.radius[j]
+            if limbs[j, 0] < 0:  # a hinge: the child's side by its subtree's weight
+                sigma[:, j] = dense[:, subtree[self.child[j]]].sum(axis=1)
+                chain = (sigma[:, j] > 0) | (dense[:, self.parent[j]] > 0)
+                reach[:, j] = np.where(chain & (dist < self.max_reach), dist, np.inf)
+            else:  # a pair: the side of the limb with more weight; slots after every hinge (``+ max_reach``)
+                wa, wb = (dense[:, subtree[limbs[j, k]]].sum(axis=1) for k in (0, 1))
+                chain = (wa > 0) | (wb > 0)
+                sigma[:, j] = np.where(chain, wa / np.maximum(wa + wb, 1e-12), 0.0)
+                reach[:, j] = np.where(chain & (dist < self.max_reach), dist + self.max_reach, np.inf)
         nearest = np.argsort(reach, axis=1, kind="stable")[:, :SLOTS]
         ok = np.take_along_axis(reach, nearest, axis=1) < np.inf
         slots = np.where(ok, nearest, n_j)
         slots.sort(axis=1)
         slots = np.where(slots == n_j, -1, slots).astype(np.int32)
-        sigma = np.stack([j[5] for j in joints], axis=1)  # (N, J)
         side = np.where(np.take_along_axis(sigma, np.maximum(slots, 0), axis=1) >= 0.5, 1.0, -1.0)
-        return cls(np.array([j[0] for j in joints], np.int32), np.array([j[1] for j in joints], np.int32),
-                   np.array([j[2] for j in joints]), np.array([j[3] for j in joints]),
-                   np.array([j[4] for j in joints]), slots, np.where(slots >= 0, side, 0.0), rest,
-                   float(ring_factor), np.array([j[6] for j in joints]), float(max_reach))
+        return replace(self, slots=slots, side=np.where(slots >= 0, side, 0.0), rest=rest)
 
     def posed(self, skin_matrices):
         """Per-frame planes: ``(centre (J, 3), normal (J, 3), reach (J,))`` for ``(B, 4, 4)`` skinning matrices.
@@ -359,9 +391,19 @@ class JointPlanes:
         return cached[1]
 
 
-def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: int, max_reach: float):
-    """The joint at the head of bone ``c`` as a joint entry ``(child, parent, centre, direction, radius, side weight,
-    flesh)`` and its per-vertex reach; None for a root, a ring of fewer than ``min_ring`` vertices or a branch."""
+def _dense_subtree(parents, idx, w, nb: int):
+    """(dense weights (N, B) float64, subtree (B, B) bool: ``subtree[b, c]`` when c is b or below it)."""
+    dense = Skin(idx, w).dense(nb).astype(np.float64)
+    subtree = np.eye(nb, dtype=bool)
+    for c in range(nb - 1, -1, -1):
+        if parents[c] >= 0:
+            subtree[parents[c]] |= subtree[c]
+    return dense, subtree
+
+
+def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: int):
+    """The joint at the head of bone ``c``: ``(child, parent, centre, direction, radius, flesh, (-1, -1))``; None for a
+    root or a ring of fewer than ``min_ring`` vertices."""
     p = parents[c]
     if p < 0:
         return None
@@ -375,12 +417,8 @@ def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: in
         raise KisekaeError("bone has a zero-length axis", f"bone {c}")
     centre = mats[c, :3, 3]
     radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
-    if np.linalg.norm(centre - mats[p, :3, 3]) < BRANCH * radius:
-        return None  # a branch bone: no hinge at its head (module docstring)
     flesh = FLESH_FACTOR * float(np.median(axis_distance(rest[ring], centre, d / length)))
-    dist = np.linalg.norm(rest - centre, axis=1) / radius
-    chain = (sigma > 0) | (dense[:, p] > 0)
-    return (c, p, centre, d / length, radius, sigma, flesh), np.where(chain & (dist < max_reach), dist, np.inf)
+    return c, p, centre, d / length, radius, flesh, (-1, -1)
 
 
 def _common_ancestor(parents, a: int, b: int) -> int:
@@ -393,10 +431,11 @@ def _common_ancestor(parents, a: int, b: int) -> int:
     return b
 
 
-def _pair_joint(a: int, b: int, parents, mats, subtree, dense, rest, max_reach: float):
-    """A pair plane between the subtrees of bones ``a`` and ``b`` (module docstring), as a joint entry
-    ``(bone, bone, centre, direction, radius, side weight, flesh)`` and its per-vertex reach; None when the two
-    subtrees overlap, have no common ancestor or share a head."""
+def _pair_joint(a: int, b: int, parents, mats, subtree, max_reach: float):
+    """A pair plane between the subtrees of bones ``a`` and ``b`` (module docstring) as a joint entry
+    ``(ancestor, ancestor, centre, direction, radius, flesh, (a, b))``; None when the two subtrees overlap, have no
+    common ancestor or share a head. Its radial reach lies beyond every vertex that gets it (none is farther than
+    ``max_reach`` radii), so it never fades."""
     if a == b or subtree[a, b] or subtree[b, a]:
         return None
     anc = _common_ancestor(parents, a, b)
@@ -404,15 +443,7 @@ def _pair_joint(a: int, b: int, parents, mats, subtree, dense, rest, max_reach: 
     span = float(np.linalg.norm(ha - hb))
     if anc < 0 or span < 1e-6:
         return None
-    wa, wb = dense[:, subtree[a]].sum(axis=1), dense[:, subtree[b]].sum(axis=1)
-    chain = (wa > 0) | (wb > 0)
-    side = np.where(chain, wa / np.maximum(wa + wb, 1e-12), 0.0)
-    centre = 0.5 * (ha + hb)
-    dist = np.linalg.norm(rest - centre, axis=1) / span
-    # ranked after every hinge (``+ max_reach``): a vertex's slots go to its hinges first; the radial reach is
-    # beyond every vertex that gets the slot (none is farther than max_reach spans), so it never fades
-    return ((anc, anc, centre, (ha - hb) / span, span, side, max_reach * span),
-            np.where(chain & (dist < max_reach), dist + max_reach, np.inf))
+    return anc, anc, 0.5 * (ha + hb), (ha - hb) / span, span, max_reach * span, (a, b)
 
 
 #: Humanoid limbs that press on each other (walking, standing with the feet together) without a hinge between them.

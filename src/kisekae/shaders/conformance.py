@@ -742,14 +742,13 @@ def contact_checks(poses=POSES):
     (``KisekaeContactPlanes`` with the joint table read through ``KISEKAE_LOAD_JOINT_PLANE``); and on one
     synthetic joint in :data:`CONTACT_BENDS` (:func:`contact_vectors`: both ends of both fades)."""
     from ..avatar.builtin import load_builtin_avatar
-    from ..avatar.contact import JointPlanes, contact_planes_numpy, limb_pairs
+    from ..avatar.contact import JointPlanes, contact_planes_numpy
     from ..avatar.poses import named_pose
 
     av = load_builtin_avatar()
     body, sk = av.body, av.skeleton
     planes = _memo(("contact planes",), lambda: JointPlanes.from_skin(sk.parents, sk.rest, body.skin.indices,
-                                                                      body.skin.weights, body.mesh.vertices,
-                                                                      pairs=limb_pairs(sk)))
+                                                                      body.skin.weights, body.mesh.vertices))
     checks = []
     for name in dict.fromkeys((*poses, "knee_bend")):
         m = named_pose(sk, name).skinning_matrices(sk)
