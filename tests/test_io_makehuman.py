@@ -156,6 +156,41 @@ def test_bvh_retarget_matches_bone_directions(avatar_cmu):
     np.testing.assert_allclose(got, want / np.linalg.norm(want), atol=1e-6)
 
 
+def _still_clip():
+    """The packaged clip's hierarchy with one frame of all zeros: the BVH's own rest pose."""
+    text = BVH.read_text()
+    head, motion = text.split("MOTION")
+    lines = motion.strip().splitlines()
+    n = len(lines[-1].split())
+    return parse_bvh(head + "MOTION\nFrames: 1\n" + lines[1] + "\n" + " ".join(["0"] * n) + "\n", "still")
+
+
+def test_bvh_retarget_keeps_the_trunk_and_branch_bones_in_their_rest_place(avatar_cmu):
+    """In the clip's own rest pose the trunk (hips to head) and the branch bones (CMU's LHipJoint, from the pelvis
+    centre to the hip socket) keep their rest rotations, while the limbs turn from MakeHuman's A-pose to the CMU
+    T-pose; and in every frame of the clip the hip sockets keep their rest place in the pelvis frame (copying the
+    branch's direction moved them 7 cm)."""
+    from kisekae.io.bvh import retarget
+
+    s = avatar_cmu.skeleton
+    pose = retarget(_still_clip(), s).poses[0]
+    w = pose.world_matrices(s)
+    rest = s.rest.astype(np.float64)
+    for name in ("LowerBack", "Spine", "Spine1", "Neck", "Neck1", "Head", "LHipJoint", "RHipJoint"):
+        i = s.index[name]
+        np.testing.assert_allclose(w[i, :3, :3], rest[i, :3, :3], atol=1e-6, err_msg=name)
+    turned = np.degrees(np.arccos(np.clip(w[s.index["LeftArm"], :3, 1] @ rest[s.index["LeftArm"], :3, 1], -1, 1)))
+    assert turned > 30  # the arm goes from the A-pose up to the T-pose
+    hips = s.index["Hips"]
+    for frame in load_bvh(BVH, s).poses:
+        w = frame.world_matrices(s)
+        for side in ("LeftUpLeg", "RightUpLeg"):
+            i = s.index[side]
+            got = np.linalg.inv(w[hips]) @ w[i][:, 3]
+            want = np.linalg.inv(rest[hips]) @ rest[i][:, 3]
+            np.testing.assert_allclose(got, want, atol=1e-6, err_msg=side)
+
+
 def test_frames_selection():
     assert parse_frames("1:3", 5) == [1, 2]
     assert parse_frames("-1", 5) == [4]

@@ -4,8 +4,16 @@ Retargeting copies *world-space bone directions*: for a skeleton bone j driven b
 the rest-alignment ``A_j`` is the shortest rotation taking j's rest direction (head to tail) to
 b's rest direction (its offset to its child); the posed world rotation is then
 ``W_j = Q_b · A_j · R_rest_j``, where ``Q_b`` is b's accumulated BVH rotation. So every mapped
-bone points exactly where the captured bone points, whatever the two rest poses are (the CMU
+limb points exactly where the captured limb points, whatever the two rest poses are (the CMU
 T-pose versus MakeHuman's A-pose). Joints with several children (the hips) use ``A = I``.
+
+Two kinds of bone take their nearest mapped ancestor's ``A`` instead (``I`` under the hips), so they
+keep their rest place on it and turn as their joint turns from the clip's rest: the trunk (spine to
+head), whose rest curvature is a convention of each skeleton rather than a pose, and branch bones,
+which start at their parent's head (CMU's ``LHipJoint``, pelvis centre to hip socket). Copying their
+directions bent the body's spine and neck forward by the two skeletons' difference in every frame and
+moved the hip sockets 7 cm, into a permanent overlap of the thighs: on the packaged clip plain
+skinning buried 162-220 body vertices a frame, now 26-97 (docs/contact.md).
 Root translation is scaled by the ratio of hip heights. BVH's axes are taken as the glTF frame
 (+Y up, character facing +Z, left on +X), which holds for the CMU conversions.
 """
@@ -338,7 +346,7 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
     frames = list(range(clip.n_frames)) if frames is None else frames
     rest_pos = clip.rest_positions()
     rest_rot = skeleton.rest[:, :3, :3].astype(np.float64)
-    align = _alignments(clip, mapping, rest_rot)
+    align = _alignments(clip, mapping, rest_rot, _turned_bones(skeleton, mapping), skeleton.parents)
     root_b = 0
     bvh_hip_height = rest_pos[root_b][1] if rest_pos[root_b][1] > 0 else None
     ours_root = int(np.nonzero(skeleton.parents < 0)[0][0])
@@ -393,12 +401,48 @@ def _bone_mapping(clip: BVHClip, skeleton: Skeleton) -> dict:
     return mapping
 
 
-def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray) -> dict:
+#: Humanoid roles of the trunk, whose bones follow their joint's turn from the clip's rest instead of copying its
+#: direction (with every bone on the chain from the head down to the hips): a trunk's rest curvature is its skeleton's
+#: convention (CMU's spine and neck lean forward against MakeHuman's by 12-22 degrees a bone), not a pose.
+TRUNK_ROLES = ("spine", "chest", "upperChest", "neck", "head")
+
+
+def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
+    """Our mapped bones that keep their rest place on their parent and turn with their joint (:func:`_alignments`):
+    the trunk (:data:`TRUNK_ROLES` and the chain from the head to the hips, through the humanoid mapping) and branch
+    bones, which start at their parent's head (CMU's ``LHipJoint`` runs from the pelvis centre to the hip socket:
+    copying its direction moved the socket 7 cm, and the thighs into each other)."""
+    from ..avatar.poses import humanoid_map
+
+    roles = humanoid_map(skeleton)
+    out = {int(roles[r]) for r in TRUNK_ROLES if r in roles}
+    if "head" in roles and "hips" in roles:
+        b, hips = int(roles["head"]), int(roles["hips"])
+        chain = []
+        while b >= 0 and b != hips:
+            chain.append(b)
+            b = int(skeleton.parents[b])
+        if b == hips:
+            out.update(chain)
+    heads = skeleton.rest[:, :3, 3]
+    for j in mapping:
+        p = int(skeleton.parents[j])
+        if p >= 0 and np.linalg.norm(heads[j] - heads[p]) < 1e-4:
+            out.add(int(j))
+    return out & set(mapping)
+
+
+def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, turned=(), parents=None) -> dict:
     """Per mapped bone, the rotation taking our bone's rest direction (+Y) onto the BVH joint's
-    direction to its only child (or its end site); identity where that direction is unknown."""
+    direction to its only child (or its end site); identity where that direction is unknown. A bone not in ``limbs``
+    (a set of bone ids; None: every bone is aligned) takes its nearest mapped ancestor's rotation instead (identity
+    under the root), so it keeps its rest place on that ancestor and turns as its joint turns from the clip's rest
+    (``parents``: our skeleton's parent ids, needed with ``limbs``)."""
     children = {b: [c for c, j in enumerate(clip.joints) if j.parent == b] for b in range(len(clip.joints))}
     align = {}
     for j, b in mapping.items():
+        if j in turned:
+            continue  # set below: its nearest aligned ancestor's
         kids = children[b]
         if len(kids) == 1:
             d_bvh = clip.joints[kids[0]].offset
@@ -411,6 +455,13 @@ def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray) -> dict:
             align[j] = np.eye(3)
         else:
             align[j] = _shortest_rotation(d_ours, d_bvh)
+    if turned:
+        for j in sorted(mapping):  # parents first
+            if j not in align:
+                up = int(parents[j])
+                while up >= 0 and up not in align:
+                    up = int(parents[up])
+                align[j] = align[up] if up >= 0 else np.eye(3)
     return align
 
 
