@@ -442,3 +442,35 @@ def test_for_vertices_gives_another_mesh_the_same_joints():
         planes.for_vertices([-1, 0, 0], shell[:-1], idx, wts)
     with pytest.raises(KisekaeError, match="bones"):
         planes.for_vertices([-1], shell, np.zeros_like(idx), wts)
+
+
+def test_neck_joints_reach_less_far_across_and_leave_the_face_alone(avatar_cmu):
+    """The neck and head joints get NECK_FLESH_FACTOR ring medians of radial reach instead of FLESH_FACTOR; on the
+    packaged clip's first frame (the neck bent 21 degrees) the wider reach pushed parts of the face unevenly: 32
+    buried face vertices with the contact body, none with plain skinning. Now none."""
+    from kisekae.avatar.contact import FLESH_FACTOR, NECK_FLESH_FACTOR, bone_directions, neck_bones
+    from kisekae.avatar.skeleton import Skeleton
+    from kisekae.data import sample_path
+    from kisekae.io.bvh import load_bvh
+    from kisekae.qa.check import self_contact_pose
+
+    sk = avatar_cmu.skeleton
+    assert {sk.names[b] for b in neck_bones(sk)} == {"Neck", "Neck1", "Head"}
+    game = load_builtin_avatar().skeleton
+    assert {game.names[b] for b in neck_bones(game)} == {"neck_01", "head"}
+    plain = Skeleton(["a", "b"], np.array([-1, 0]), np.tile(np.eye(4), (2, 1, 1)))
+    assert neck_bones(plain) == set()
+    b = avatar_cmu.body
+    args = (sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    kw = {"directions": bone_directions(sk.rest, sk.parents, sk.tails)}
+    wide = JointPlanes.from_skin(*args, **kw)
+    narrow = JointPlanes.from_skin(*args, neck=neck_bones(sk), **kw)
+    is_neck = np.isin(narrow.child, list(neck_bones(sk)))
+    assert is_neck.sum() >= 2
+    np.testing.assert_allclose(narrow.flesh[is_neck], wide.flesh[is_neck] * NECK_FLESH_FACTOR / FLESH_FACTOR)
+    np.testing.assert_array_equal(narrow.flesh[~is_neck], wide.flesh[~is_neck])
+    av = apply_contact(avatar_cmu, GAP)
+    pose = load_bvh(sample_path("cmu_35_01_excerpt.bvh"), sk, "0").poses[0]
+    rec = self_contact_pose(av, pose)
+    head = np.argmax(b.skin.dense(sk.n_bones), axis=1) == sk.index["Head"]
+    assert not (rec["buried"] & head).any()

@@ -124,12 +124,13 @@ class Avatar:
         """
         from dataclasses import replace
 
-        from .contact import BAND, GAP, BodyContact, JointPlanes, bone_directions
+        from .contact import BAND, GAP, BodyContact, JointPlanes, bone_directions, neck_bones
 
         sk = self.skeleton
         planes = JointPlanes.from_skin(sk.parents, sk.rest, self.body.skin.indices, self.body.skin.weights,
                                        self.body.mesh.vertices,
-                                       directions=bone_directions(sk.rest, sk.parents, sk.tails))
+                                       directions=bone_directions(sk.rest, sk.parents, sk.tails),
+                                       neck=neck_bones(sk))
         contact = BodyContact(planes, GAP if gap is None else float(gap), BAND if band is None else float(band))
         contact.check()
         return replace(self, body=replace(self.body, deform=contact))

@@ -17,7 +17,9 @@ hinge bend. A body vertex near the joint keeps to its own side of that plane:
   crouch's calf is kept off the thigh along its length, not only at the knee); across them, it is 1
   out to the joint's radial reach (:data:`FLESH_FACTOR` times the blend ring's median distance from
   the child bone's axis) and 0 at 1.25 times that, so flesh that sticks out far from the limb (the
-  face above the neck joint) is never pushed by it. Where the fade is 0 the joint does nothing.
+  face above the neck joint) is never pushed by it (the joints of the neck and head reach
+  :data:`NECK_FLESH_FACTOR` times it instead: the face and jaw hang in front of the neck's axis). Where the
+  fade is 0 the joint does nothing.
 
 Two limbs can also press on each other without a hinge between them: the thighs of a walk or of feet set
 together meet at the body's midline. :meth:`JointPlanes.from_skin` can give such a pair (``pairs``;
@@ -68,6 +70,10 @@ MAX_REACH = 4.0
 #: A joint acts on vertices up to this many times its flesh radius from the child bone's axis line (rest pose), fading
 #: to nothing over the next quarter: the median distance of the blend ring from the axis (the limb's radius there).
 FLESH_FACTOR = 2.0
+#: The same for the joints of the neck and head (:func:`neck_bones`): the face and jaw hang in front of the neck's
+#: axis, and at 2 ring medians a nodding neck's planes pushed parts of the face unevenly (eyes against lids: 32-35
+#: buried vertices a frame on the packaged clip, none with plain skinning).
+NECK_FLESH_FACTOR = 1.5
 #: Metres kept between a vertex's rest distance and its target, so that rounding never moves the rest pose.
 REST_SLACK = 1e-9
 #: Cosine above which a bone's +Y axis counts as pointing at its only child (8 degrees).
@@ -251,7 +257,7 @@ class JointPlanes:
     @classmethod
     def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
                   ring_factor: float = RING_FACTOR, min_ring: int = 10, directions=None,
-                  max_reach: float = MAX_REACH, pairs=()) -> "JointPlanes":
+                  max_reach: float = MAX_REACH, pairs=(), neck=()) -> "JointPlanes":
         """Find the joints with a blend ring and give every body vertex its nearest ones.
 
         Parameters
@@ -265,6 +271,8 @@ class JointPlanes:
         min_ring : int, fewest blended vertices (subtree weight strictly between 0.05 and 0.95) a joint needs
         directions : (B, 3) rest direction of each bone (any length above 1e-9), or None for each rest matrix's
             +Y axis (Blender's convention); :func:`bone_directions` picks one for a skeleton
+        neck : collection of bone ids whose joints (as the child) take :data:`NECK_FLESH_FACTOR` instead of
+            :data:`FLESH_FACTOR` (:func:`neck_bones`)
         pairs : sequence of (bone_a, bone_b) limbs that meet each other rather than at a hinge (the thighs,
             :func:`limb_pairs`); each gets the plane half-way between their heads (:func:`_pair_joint`)
 
@@ -291,7 +299,8 @@ class JointPlanes:
         dense, subtree = _dense_subtree(parents, idx, w, nb)
         joints = []
         for c in range(nb):
-            hinge = _hinge_joint(c, parents, mats, axes, subtree, dense, rest, min_ring)
+            factor = NECK_FLESH_FACTOR if c in neck else FLESH_FACTOR
+            hinge = _hinge_joint(c, parents, mats, axes, subtree, dense, rest, min_ring, factor)
             if hinge is not None:
                 joints.append(hinge)
         if not joints:
@@ -401,7 +410,7 @@ def _dense_subtree(parents, idx, w, nb: int):
     return dense, subtree
 
 
-def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: int):
+def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: int, flesh_factor: float = FLESH_FACTOR):
     """The joint at the head of bone ``c``: ``(child, parent, centre, direction, radius, flesh, (-1, -1))``; None for a
     root or a ring of fewer than ``min_ring`` vertices."""
     p = parents[c]
@@ -417,7 +426,7 @@ def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: in
         raise KisekaeError("bone has a zero-length axis", f"bone {c}")
     centre = mats[c, :3, 3]
     radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
-    flesh = FLESH_FACTOR * float(np.median(axis_distance(rest[ring], centre, d / length)))
+    flesh = flesh_factor * float(np.median(axis_distance(rest[ring], centre, d / length)))
     return c, p, centre, d / length, radius, flesh, (-1, -1)
 
 
@@ -444,6 +453,23 @@ def _pair_joint(a: int, b: int, parents, mats, subtree, max_reach: float):
     if anc < 0 or span < 1e-6:
         return None
     return anc, anc, 0.5 * (ha + hb), (ha - hb) / span, span, max_reach * span, (a, b)
+
+
+def neck_bones(skeleton) -> set:
+    """Bone ids from the humanoid neck up to the head (their joints get :data:`NECK_FLESH_FACTOR`); empty without a
+    humanoid mapping that has both."""
+    from .poses import humanoid_map
+
+    roles = humanoid_map(skeleton)
+    if "neck" not in roles or "head" not in roles:
+        return set()
+    out, b, neck = set(), int(roles["head"]), int(roles["neck"])
+    while b >= 0:
+        out.add(b)
+        if b == neck:
+            return out
+        b = int(skeleton.parents[b])
+    return set()  # the head is not below the neck
 
 
 #: Humanoid limbs that press on each other (walking, standing with the feet together) without a hinge between them.
