@@ -9,11 +9,11 @@ T-pose versus MakeHuman's A-pose). Joints with several children (the hips) use `
 
 Two kinds of bone take their nearest mapped ancestor's ``A`` instead (``I`` under the hips), so they
 keep their rest place on it and turn as their joint turns from the clip's rest: the trunk (spine to
-head), whose rest curvature is a convention of each skeleton rather than a pose, and branch bones,
+head), whose rest curvature is a convention of each skeleton rather than a pose, the fingers, and branch bones,
 which start at their parent's head (CMU's ``LHipJoint``, pelvis centre to hip socket). Copying their
 directions bent the body's spine and neck forward by the two skeletons' difference in every frame and
 moved the hip sockets 7 cm, into a permanent overlap of the thighs: on the packaged clip plain
-skinning buried 162-220 body vertices a frame, now 26-97 (docs/contact.md).
+skinning buried 162-220 body vertices a frame, now 2-70 (docs/contact.md).
 Root translation is scaled by the ratio of hip heights. BVH's axes are taken as the glTF frame
 (+Y up, character facing +Z, left on +X), which holds for the CMU conversions.
 """
@@ -409,9 +409,11 @@ TRUNK_ROLES = ("spine", "chest", "upperChest", "neck", "head")
 
 def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
     """Our mapped bones that keep their rest place on their parent and turn with their joint (:func:`_alignments`):
-    the trunk (:data:`TRUNK_ROLES` and the chain from the head to the hips, through the humanoid mapping) and branch
-    bones, which start at their parent's head (CMU's ``LHipJoint`` runs from the pelvis centre to the hip socket:
-    copying its direction moved the socket 7 cm, and the thighs into each other)."""
+    the trunk (:data:`TRUNK_ROLES` and the chain from the head to the hips, through the humanoid mapping), the
+    fingers (every bone below a humanoid hand: CMU's finger joints point 68-82 degrees away from ours, and copying
+    them curled our fingers into the palm) and branch bones, which start at their parent's head (CMU's ``LHipJoint``
+    runs from the pelvis centre to the hip socket: copying its direction moved the socket 7 cm, and the thighs into
+    each other)."""
     from ..avatar.poses import humanoid_map
 
     roles = humanoid_map(skeleton)
@@ -424,6 +426,13 @@ def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
             b = int(skeleton.parents[b])
         if b == hips:
             out.update(chain)
+    hands = {int(roles[r]) for r in ("leftHand", "rightHand") if r in roles}
+    for j in range(skeleton.n_bones):  # the fingers: below a hand
+        b = int(skeleton.parents[j])
+        while b >= 0 and b not in hands:
+            b = int(skeleton.parents[b])
+        if b >= 0:
+            out.add(j)
     heads = skeleton.rest[:, :3, 3]
     for j in mapping:
         p = int(skeleton.parents[j])
