@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..errors import KisekaeError
-from .contact import BAND, GAP, REST_SLACK, JointPlanes, _contact_kernel, contact_planes_numpy
+from .contact import BAND, GAP, REST_SLACK, JointPlanes, _contact_kernel, check_gap_band, contact_planes_numpy
 from .correctives import (PoseCorrectives, corrective_offsets_numpy, live_joints, offset_vertex,
                           skinned_offsets)
 from .skinning import _lbs_kernel, lbs_numpy, lbs_point
@@ -48,10 +48,7 @@ def _check(rest, skin, skin_matrices, correctives, features, planes, gap, band):
     if planes is not None:
         if len(planes.rest) != len(x):
             raise KisekaeError(f"joint planes for {len(planes.rest)} vertices, the body has {len(x)}", "contact")
-        for name, v in (("gap", gap), ("band", band)):
-            if not np.isfinite(v) or v < 0 or (name == "band" and v == 0):
-                raise KisekaeError(f"must be a finite number {'above' if name == 'band' else 'at least'} 0, got {v!r}",
-                                   name)
+        check_gap_band(gap, band)
     return x, m
 
 

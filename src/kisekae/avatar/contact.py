@@ -458,18 +458,12 @@ def _pair_joint(a: int, b: int, parents, mats, subtree, max_reach: float):
 def neck_bones(skeleton) -> set:
     """Bone ids from the humanoid neck up to the head (their joints get :data:`NECK_FLESH_FACTOR`); empty without a
     humanoid mapping that has both."""
-    from .poses import humanoid_map
+    from .poses import bone_chain, humanoid_map
 
     roles = humanoid_map(skeleton)
     if "neck" not in roles or "head" not in roles:
         return set()
-    out, b, neck = set(), int(roles["head"]), int(roles["neck"])
-    while b >= 0:
-        out.add(b)
-        if b == neck:
-            return out
-        b = int(skeleton.parents[b])
-    return set()  # the head is not below the neck
+    return set(bone_chain(skeleton.parents, int(roles["head"]), int(roles["neck"])))
 
 
 #: Humanoid limbs that press on each other (walking, standing with the feet together) without a hinge between them.
@@ -530,14 +524,19 @@ def posed_joint_planes(child, parent, rest_centre, rest_dir, skin_matrices, ring
     return centre, normal / np.where(reach > 0, length, 1.0)[:, None], reach
 
 
-def _check(points, planes: JointPlanes, gap, band):
-    p = np.array(as_points(points, "posed body vertices"), dtype=np.float64)
-    if len(p) != len(planes.rest):
-        raise KisekaeError(f"{len(p)} posed vertices for a body of {len(planes.rest)}", "points")
+def check_gap_band(gap, band) -> None:
+    """Raise :class:`KisekaeError` unless ``gap >= 0`` and ``band > 0`` are finite (metres)."""
     for name, v in (("gap", gap), ("band", band)):
         if not np.isfinite(v) or v < 0 or (name == "band" and v == 0):
             raise KisekaeError(f"must be a finite number {'above' if name == 'band' else 'at least'} 0, got {v!r}",
                                name)
+
+
+def _check(points, planes: JointPlanes, gap, band):
+    p = np.array(as_points(points, "posed body vertices"), dtype=np.float64)
+    if len(p) != len(planes.rest):
+        raise KisekaeError(f"{len(p)} posed vertices for a body of {len(planes.rest)}", "points")
+    check_gap_band(gap, band)
     return p
 
 

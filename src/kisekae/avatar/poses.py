@@ -80,6 +80,18 @@ def humanoid_map(skeleton: Skeleton) -> dict:
     return guess_humanoid(skeleton.names)
 
 
+def bone_chain(parents, top: int, bottom: int) -> list:
+    """Bone ids from ``top`` up through its parents to ``bottom``, both included; empty when ``bottom`` is not
+    ``top`` or one of its ancestors."""
+    chain, b = [], int(top)
+    while b >= 0:
+        chain.append(b)
+        if b == bottom:
+            return chain
+        b = int(parents[b])
+    return []
+
+
 def resolve_bone(skeleton: Skeleton, name: str, source: str) -> int:
     """Index of ``name`` in ``skeleton``: the name itself, a :data:`BONE_ALIASES` alias, then the
     humanoid bone it stands for (:data:`HUMANOID`) through the skeleton's humanoid mapping.

@@ -7,7 +7,7 @@ b's rest direction (its offset to its child); the posed world rotation is then
 limb points exactly where the captured limb points, whatever the two rest poses are (the CMU
 T-pose versus MakeHuman's A-pose). Joints with several children (the hips) use ``A = I``.
 
-Two kinds of bone take their nearest mapped ancestor's ``A`` instead (``I`` under the hips), so they
+Three kinds of bone take their nearest mapped ancestor's ``A`` instead (``I`` under the hips), so they
 keep their rest place on it and turn as their joint turns from the clip's rest: the trunk (spine to
 head), whose rest curvature is a convention of each skeleton rather than a pose, the fingers, and branch bones,
 which start at their parent's head (CMU's ``LHipJoint``, pelvis centre to hip socket). Copying their
@@ -414,18 +414,12 @@ def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
     them curled our fingers into the palm) and branch bones, which start at their parent's head (CMU's ``LHipJoint``
     runs from the pelvis centre to the hip socket: copying its direction moved the socket 7 cm, and the thighs into
     each other)."""
-    from ..avatar.poses import humanoid_map
+    from ..avatar.poses import bone_chain, humanoid_map
 
     roles = humanoid_map(skeleton)
     out = {int(roles[r]) for r in TRUNK_ROLES if r in roles}
     if "head" in roles and "hips" in roles:
-        b, hips = int(roles["head"]), int(roles["hips"])
-        chain = []
-        while b >= 0 and b != hips:
-            chain.append(b)
-            b = int(skeleton.parents[b])
-        if b == hips:
-            out.update(chain)
+        out.update(bone_chain(skeleton.parents, int(roles["head"]), int(roles["hips"]))[:-1])  # the hips keep A = I
     hands = {int(roles[r]) for r in ("leftHand", "rightHand") if r in roles}
     for j in range(skeleton.n_bones):  # the fingers: below a hand
         b = int(skeleton.parents[j])
