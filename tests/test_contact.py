@@ -474,3 +474,47 @@ def test_neck_joints_reach_less_far_across_and_leave_the_face_alone(avatar_cmu):
     rec = self_contact_pose(av, pose)
     head = np.argmax(b.skin.dense(sk.n_bones), axis=1) == sk.index["Head"]
     assert not (rec["buried"] & head).any()
+
+
+def test_shoulder_planes_leave_the_head_to_the_neck_chain(avatar_cmu):
+    """The shoulder (clavicle) joints' blend rings reach up the neck, so the lower head, whose skin gives a few per
+    cent to the chest bone, took slots on their parent side, and a shrug pushed it up to 15 mm while its neighbours
+    (carried by the head alone) stayed: 37 crossing edges in the face on the packaged clip's first frame, none with
+    plain skinning. With the neck chain given, vertices the chain carries get no parent-side slot of a joint outside
+    the chain (joints above it keep the head on their child side); without it, they do."""
+    from kisekae.avatar.contact import bone_directions, neck_bones
+    from kisekae.data import sample_path
+    from kisekae.io.bvh import load_bvh
+    from kisekae.qa.check import body_self_contact
+
+    sk = avatar_cmu.skeleton
+    b = avatar_cmu.body
+    args = (sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    kw = {"directions": bone_directions(sk.rest, sk.parents, sk.tails)}
+    neck = neck_bones(sk)
+    planes = JointPlanes.from_skin(*args, neck=neck, **kw)
+    free = JointPlanes.from_skin(*args, **kw)
+    dense = b.skin.dense(sk.n_bones)
+    carried = dense[:, [sk.index[n] for n in ("Neck", "Neck1", "Head")]].sum(axis=1) >= 0.5
+    shoulders = [j for j in range(len(planes.child)) if sk.names[planes.child[j]] in ("LeftShoulder", "RightShoulder")]
+    assert len(shoulders) == 2
+
+    def parent_side(p, joints):
+        return ((np.isin(p.slots, joints)) & (p.side < 0)).any(axis=1)
+
+    assert parent_side(free, shoulders)[carried].sum() > 50
+    assert not parent_side(planes, shoulders)[carried].any()
+    # vertices outside the chain's subtree keep every slot; the joints of the chain and above it keep theirs (a freed
+    # slot may go to the next nearest joint)
+    np.testing.assert_array_equal(planes.slots[~carried], free.slots[~carried])
+    above = [j for j in range(len(planes.child)) if sk.names[planes.child[j]] in ("Neck", "Neck1", "Head", "Spine1")]
+    for j in above:
+        assert not ((free.slots == j).any(axis=1) & ~(planes.slots == j).any(axis=1)).any()
+    # the packaged clip's first frame: no body edge of the head crosses the body (plain skinning has none either)
+    pose = load_bvh(sample_path("cmu_35_01_excerpt.bvh"), sk, "0").poses[0]
+    m = pose.skinning_matrices(sk)
+    contact = body_self_contact(avatar_cmu)
+    crossing = contact.edges[contact.self_crossings(apply_contact(avatar_cmu, GAP).body.posed(m))]
+    assert not carried[crossing].any()
+    crossing_free = contact.edges[contact.self_crossings(contact_planes(b.skinned(m), free, m))]
+    assert carried[crossing_free].any(axis=1).sum() > 10

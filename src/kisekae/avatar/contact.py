@@ -239,6 +239,9 @@ class JointPlanes:
     max_reach : float, reach in ring radii in the deepest bends
     limbs : (J, 2) int32 or None, the two limbs of a pair plane (child and parent are then their common ancestor),
         -1 for a hinge; None: every joint a hinge
+    neck : (M,) int32 or None, the bones of the neck chain (:func:`neck_bones`): a vertex that the chain's subtree
+        carries (half its weight or more) gets no slot on the parent side of a joint outside the chain
+        (:meth:`for_vertices`); None or empty: no such rule
     """
 
     child: np.ndarray
@@ -253,6 +256,7 @@ class JointPlanes:
     flesh: np.ndarray | None = None
     max_reach: float = MAX_REACH
     limbs: np.ndarray | None = None
+    neck: np.ndarray | None = None
 
     @classmethod
     def from_skin(cls, parents, rest_matrices, skin_indices, skin_weights, rest_vertices, *,
@@ -312,7 +316,8 @@ class JointPlanes:
         cols = list(zip(*joints))
         planes = cls(np.array(cols[0], np.int32), np.array(cols[1], np.int32), np.array(cols[2]), np.array(cols[3]),
                      np.array(cols[4]), np.zeros((0, SLOTS), np.int32), np.zeros((0, SLOTS)), np.zeros((0, 3)),
-                     float(ring_factor), np.array(cols[5]), float(max_reach), np.array(cols[6], np.int32))
+                     float(ring_factor), np.array(cols[5]), float(max_reach), np.array(cols[6], np.int32),
+                     np.array(sorted(int(b) for b in neck), np.int32))
         return planes.for_vertices(parents, rest, idx, w)
 
     def for_vertices(self, parents, rest_vertices, skin_indices, skin_weights) -> "JointPlanes":
@@ -341,6 +346,7 @@ class JointPlanes:
             raise KisekaeError(f"joints of a skeleton with more than {nb} bones", "joint planes")
         dense, subtree = _dense_subtree(parents, idx, w, nb)
         limbs = np.full((len(self.child), 2), -1) if self.limbs is None else self.limbs
+        head = _neck_carried(parents, self.neck, dense, subtree)
         n_j = len(self.child)
         reach = np.full((len(rest), n_j), np.inf)
         sigma = np.zeros((len(rest), n_j))
@@ -349,6 +355,8 @@ class JointPlanes:
             if limbs[j, 0] < 0:  # a hinge: the child's side by its subtree's weight
                 sigma[:, j] = dense[:, subtree[self.child[j]]].sum(axis=1)
                 chain = (sigma[:, j] > 0) | (dense[:, self.parent[j]] > 0)
+                if head is not None and not np.isin(self.child[j], self.neck):
+                    chain &= ~(head & (sigma[:, j] < 0.5))
                 reach[:, j] = np.where(chain & (dist < self.max_reach), dist, np.inf)
             else:  # a pair: the side of the limb with more weight; slots after every hinge (``+ max_reach``)
                 wa, wb = (dense[:, subtree[limbs[j, k]]].sum(axis=1) for k in (0, 1))
@@ -428,6 +436,26 @@ def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: in
     radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
     flesh = flesh_factor * float(np.median(axis_distance(rest[ring], centre, d / length)))
     return c, p, centre, d / length, radius, flesh, (-1, -1)
+
+
+def _neck_carried(parents, neck, dense, subtree):
+    """(N,) bool: vertices that the subtree of the neck chain carries (half their weight or more); None without a
+    neck chain.
+
+    The blend ring of a shoulder (clavicle) joint reaches up the neck, and the head lies within the joint's reach and
+    radial reach, so the lower head, whose skin gives a few per cent to the chest bone, would take a slot on the
+    shoulder plane's parent side: a shrug or a reach on the packaged clip pushed those vertices up to 15 mm while
+    their neighbours, carried by the head alone, stayed (25-37 crossing edges a frame in the face, none with plain
+    skinning). The head and neck move with the neck chain; only the chain's own joints (and those above it, whose
+    child side the head is on) act on them.
+    """
+    if neck is None or len(neck) == 0:
+        return None
+    chain = {int(b) for b in neck}
+    if max(chain) >= len(parents):
+        raise KisekaeError(f"neck bone {max(chain)} of a skeleton with {len(parents)} bones", "joint planes")
+    roots = [b for b in chain if int(parents[b]) not in chain]
+    return dense[:, subtree[roots].any(axis=0)].sum(axis=1) >= 0.5
 
 
 def _common_ancestor(parents, a: int, b: int) -> int:
