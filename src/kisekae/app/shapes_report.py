@@ -92,11 +92,15 @@ def section_body_shapes(ctx) -> str:
         f"<tr><td><code>{html.escape(row['shape'])}</code></td><td>{row['height_m']:.2f} m</td>"
         f"<td>{row['before']['inside_count']} → {row['after']['inside_count']}</td>"
         f"<td>{row['before']['edge_crossings']} → {row['after']['edge_crossings']}</td>"
+        f"<td>{row['after']['flipped_faces']}</td><td>{row['after']['strain_p99']:.2f} / {row['after']['strain_max']:.2f}</td>"
         f"<td>{row['pixels_before']} → {row['pixels_after']} ({html.escape(row['view'])})</td></tr>" for row in rows)
     return ("<h2>One outfit on five body shapes</h2><p>The built-in tights on five MakeHuman body shapes "
             "(<code>kisekae.avatar.shape</code>; skeleton refitted by the rig's joint strategies) in the crouch, "
             "before and after <code>kisekae.fit.fix.fix_pose</code>. Each row uses the view with the most "
-            "poke-through pixels before fixing; those pixels are marked in magenta.</p>"
+            "poke-through pixels before fixing; those pixels are marked in magenta. The fix keeps the result with the "
+            "fewest visible defects (vertices inside, edges through the body, flipped faces, spikes), so where the "
+            "body overlaps itself it may leave vertices inside rather than crumple the cloth.</p>"
             + scroll_box("<table><thead><tr><th>body</th><th>height</th><th>vertices inside</th><th>edges through "
-                         f"the body</th><th>poke-through pixels</th></tr></thead><tbody>{table}</tbody></table>")
+                         "the body</th><th>flipped faces after</th><th>strain p99 / max after</th>"
+                         f"<th>poke-through pixels</th></tr></thead><tbody>{table}</tbody></table>")
             + _img(ctx["out"], "body_shapes_crouch.png", sheet, alt))
