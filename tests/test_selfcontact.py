@@ -92,3 +92,68 @@ def test_builtin_body_self_contact_in_stand_and_crouch():
     assert 250 <= crouch["body_buried"] <= 350
     assert crouch["body_self_crossings"] > 0
     assert crouch["body_volume_change"] < -0.02
+
+
+def test_dihedral_angles_and_flipped_faces_are_analytic():
+    """Two triangles hinged on the x axis: the angle between their normals is the fold (written down from the
+    geometry); a triangle turned over against a reference counts once, a zero-area one never."""
+    from kisekae.qa.selfcontact import dihedral_angles, flipped_faces
+
+    for fold in (0.0, 30.0, 90.0, 150.0):
+        a = np.radians(fold)
+        # flat strip: triangle 0 in the y > 0 half-plane, triangle 1 rotated about x by the fold
+        v = np.array([[0.0, 0, 0], [1, 0, 0], [0.5, 1, 0], [0.5, -np.cos(a), np.sin(a)]])
+        f = np.array([[0, 1, 2], [1, 0, 3]])
+        got = dihedral_angles(v, f, np.array([[0, 1]]))
+        np.testing.assert_allclose(got, [fold], atol=1e-9)
+    flat = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]])
+    f = np.array([[0, 1, 2], [1, 3, 2]])
+    over = flat.copy()
+    over[3, 2] = 0.0
+    over[3] = [0.0, -1.0, 0.0]  # triangle 1 folded onto the other side of the shared edge: turned over
+    assert flipped_faces(over, flat, f) == 1
+    assert flipped_faces(flat, flat, f) == 0
+    degenerate = flat.copy()
+    degenerate[3] = degenerate[1]  # triangle 1 has no area: left out
+    assert flipped_faces(degenerate, flat, f) == 0
+    assert len(dihedral_angles(degenerate, f, np.array([[0, 1]]))) == 0
+
+
+def test_contact_body_reports_flips_and_dihedral_against_plain_skinning():
+    """self_contact_pose of a contact body: the dihedral p99 of both bodies (from the normals, brute force here) and
+    the triangles the contact turned over against plain skinning."""
+    from kisekae.avatar import load_builtin_avatar
+    from kisekae.avatar.contact import apply_contact
+    from kisekae.avatar.poses import named_pose
+    from kisekae.qa.check import self_contact_pose
+    from kisekae.qa.shape import face_adjacency
+
+    plain_av = load_builtin_avatar()
+    av = apply_contact(plain_av, 0.004, correctives=None)
+    pose = named_pose(av.skeleton, "crouch")
+    m = pose.skinning_matrices(av.skeleton)
+    rec = self_contact_pose(av, pose)
+    mesh = av.body.mesh
+    adj = face_adjacency(np.asarray(mesh.weld)[mesh.faces])
+
+    def brute(v):
+        v = np.asarray(v, dtype=np.float64)
+        t = v[mesh.faces]
+        n = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
+        size = np.linalg.norm(n, axis=1)
+        return n, size
+
+    def p99(v):
+        n, size = brute(v)
+        keep = (size[adj[:, 0]] > 1e-12) & (size[adj[:, 1]] > 1e-12)
+        c = np.sum(n[adj[keep, 0]] * n[adj[keep, 1]], axis=1) / (size[adj[keep, 0]] * size[adj[keep, 1]])
+        return np.percentile(np.degrees(np.arccos(np.clip(c, -1, 1))), 99)
+
+    body, skinned = av.body.posed(m), plain_av.body.skinned(m)
+    assert rec["body_dihedral_p99_deg"] == pytest.approx(p99(body), abs=1e-6)
+    assert rec["body_dihedral_p99_deg_plain"] == pytest.approx(p99(skinned), abs=1e-6)
+    nb, sb = brute(body)
+    ns, ss = brute(skinned)
+    want = int(np.sum((np.sum(nb * ns, axis=1) < 0) & (sb > 1e-12) & (ss > 1e-12)))
+    assert rec["body_flipped_faces"] == want > 0  # the joint planes fold some triangles in the crouch
+    assert "body_flipped_faces" not in self_contact_pose(plain_av, pose)

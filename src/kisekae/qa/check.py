@@ -8,7 +8,7 @@ import numpy as np
 
 from ..avatar.avatar import Avatar
 from .penetration import BodyQuery, BodyTopology, penetration_stats
-from .selfcontact import BodySelfContact
+from .selfcontact import BodySelfContact, flipped_faces
 from .shape import shape_stats
 
 #: The JSON fields of a check record, in table order.
@@ -48,9 +48,11 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
 
     Returns
     -------
-    dict with the three fields, ``pose``, and the per-vertex ``buried`` mask (not a JSON field). When the
-    body has a ``deform`` and ``body_vertices`` is not given, also the same three fields of plain
-    skinning with the suffix ``_plain``, so the two can be compared.
+    dict with the fields of :meth:`kisekae.qa.selfcontact.BodySelfContact.measure` (``body_buried``,
+    ``body_self_crossings``, ``body_volume_change``, ``body_dihedral_p99_deg``), ``pose``, and the per-vertex
+    ``buried`` mask (not a JSON field). When the body has a ``deform`` and ``body_vertices`` is not given, also
+    the same fields of plain skinning with the suffix ``_plain``, so the two can be compared, and
+    ``body_flipped_faces``: the body's triangles turned more than 90 degrees from plain skinning's.
     """
     measure = body_self_contact(avatar)
     out = {"pose": pose.name}
@@ -58,8 +60,10 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
         m = pose.skinning_matrices(avatar.skeleton)
         body_vertices = avatar.body.posed(m)
         if avatar.body.deform is not None:
-            plain = measure.measure(avatar.body.skinned(m))
+            skinned = avatar.body.skinned(m)
+            plain = measure.measure(skinned)
             out.update({f"{k}_plain": v for k, v in plain.items() if k.startswith("body_")})
+            out["body_flipped_faces"] = flipped_faces(body_vertices, skinned, measure.faces)
     return {**out, **measure.measure(body_vertices)}
 
 
@@ -142,8 +146,9 @@ def format_table(records, columns=None) -> str:
                                       "strain_p99", "strain_max", "self_crossings", "max_push_m",
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
                                       "poke_through_pixels", "poke_through_pixels_culled", "pop_mm", "body_buried", "body_self_crossings",
-                                      "body_volume_change", "body_buried_plain", "body_self_crossings_plain",
-                                      "body_volume_change_plain", "time_ms")
+                                      "body_volume_change", "body_dihedral_p99_deg", "body_flipped_faces",
+                                      "body_buried_plain", "body_self_crossings_plain",
+                                      "body_volume_change_plain", "body_dihedral_p99_deg_plain", "time_ms")
                           if any(c in r for r in records)]
     heads = {"inside_fraction": "inside %", "max_depth_m": "max depth mm", "p95_depth_m": "p95 depth mm",
              "max_push_m": "max push mm", "moved_fraction": "moved %", "inside_count": "inside",
@@ -152,7 +157,8 @@ def format_table(records, columns=None) -> str:
              "layer_crossings": "layer crossings", "body_buried": "body buried",
              "body_self_crossings": "body crossings", "body_volume_change": "body vol %",
              "body_buried_plain": "plain buried", "body_self_crossings_plain": "plain crossings",
-             "body_volume_change_plain": "plain vol %",
+             "body_volume_change_plain": "plain vol %", "body_dihedral_p99_deg": "body dihedral p99 deg",
+             "body_flipped_faces": "body flipped", "body_dihedral_p99_deg_plain": "plain dihedral p99 deg",
              "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
              "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled"}
 
@@ -165,7 +171,7 @@ def format_table(records, columns=None) -> str:
             return f"{1000 * v:.1f}"
         if c == "time_ms":
             return f"{v:.1f}"
-        if c == "pop_mm":
+        if c in ("pop_mm", "body_dihedral_p99_deg", "body_dihedral_p99_deg_plain"):
             return f"{v:.1f}"
         if c.startswith("strain_"):
             return f"{v:.3f}"

@@ -14,6 +14,12 @@ the same space, so these numbers are measured before any garment is judged.
 - ``body_volume_change``: the change of the enclosed (signed) volume, as a fraction of the rest
   volume. Regions where parts overlap count twice and collapsed regions subtract, which is what
   the divergence theorem gives for a self-intersecting surface.
+- ``body_dihedral_p99_deg``: the 99th percentile over the body's interior edges (seam duplicates welded) of the
+  angle between the normals of the edge's two triangles, degrees (0: flat; a crease folded shut reads near 180).
+  Pairs with a triangle of zero area are left out.
+- ``body_flipped_faces`` (:func:`flipped_faces`): triangles whose normal turned more than 90 degrees from the same
+  triangle under another posing of the body, plain skinning in :func:`kisekae.qa.check.self_contact_pose`;
+  triangles of zero area there are left out.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import numpy as np
 
 from ..geom.crossings import edge_crossings
 from ..geom.edges import unique_edges
-from ..geom.normals import vertex_normals
+from ..geom.normals import face_normals, vertex_normals
 from ..validate import as_faces, as_points
 from .penetration import BodyQuery, BodyTopology
 
@@ -32,6 +38,47 @@ from .penetration import BodyQuery, BodyTopology
 PROBE_M = 1e-3
 #: Winding-number excess over the rest pose above which a body vertex counts as buried.
 BURIED_EXCESS = 0.25
+#: Percentile of the dihedral angles that ``body_dihedral_p99_deg`` reports.
+DIHEDRAL_PERCENTILE = 99.0
+#: Squared norm below which a triangle's (unnormalised) normal counts as zero area, m^4 (a 0.1 mm triangle: 1e-16).
+ZERO_NORMAL2 = 1e-24
+
+
+def _unit_normals(vertices, faces) -> tuple:
+    """(unit face normals (F, 3) float64, nonzero (F,) bool)."""
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64)
+    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    size2 = np.einsum("ij,ij->i", n, n)
+    ok = size2 > ZERO_NORMAL2
+    n[ok] /= np.sqrt(size2[ok])[:, None]
+    return n, ok
+
+
+def dihedral_angles(vertices, faces, adjacency) -> np.ndarray:
+    """(P,) float64 angle between the normals of each adjacent triangle pair, degrees, pairs with a zero-area
+    triangle left out.
+
+    Parameters
+    ----------
+    vertices : (N, 3) positions, metres
+    faces : (F, 3) int triangles
+    adjacency : (P, 2) int triangle pairs sharing an edge (:func:`kisekae.qa.shape.face_adjacency` of the welded
+        triangles)
+    """
+    n, ok = _unit_normals(vertices, faces)
+    a = np.asarray(adjacency, dtype=np.int64).reshape(-1, 2)
+    keep = ok[a[:, 0]] & ok[a[:, 1]]
+    c = np.einsum("ij,ij->i", n[a[keep, 0]], n[a[keep, 1]])
+    return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def flipped_faces(vertices, reference, faces) -> int:
+    """Triangles of ``vertices`` whose normal points more than 90 degrees away from the same triangle's in
+    ``reference`` (both (N, 3)), triangles of zero area in either left out."""
+    n, ok = _unit_normals(vertices, faces)
+    r, ok_r = _unit_normals(reference, faces)
+    return int(((np.einsum("ij,ij->i", n, r) < 0.0) & ok & ok_r).sum())
 
 
 def signed_volume(vertices, faces) -> float:
@@ -63,6 +110,7 @@ class BodySelfContact:
     weld: np.ndarray | None = None
     edges: np.ndarray | None = None
     topology: BodyTopology = field(init=False)
+    adjacency: np.ndarray = field(init=False)
     rest_winding: np.ndarray = field(init=False)
     rest_volume: float = field(init=False)
 
@@ -75,6 +123,9 @@ class BodySelfContact:
             self.edges = unique_edges(self.faces, self.weld)
         self.edges = np.ascontiguousarray(self.edges, dtype=np.int64)
         self.topology = BodyTopology.from_mesh(self.rest_vertices, self.faces)
+        from .shape import face_adjacency
+
+        self.adjacency = face_adjacency(self.weld[self.faces])
         self.rest_winding = self._probe_winding(self.rest_vertices)
         self.rest_volume = signed_volume(self.rest_vertices, self.faces) * self.topology.orientation
 
@@ -99,9 +150,11 @@ class BodySelfContact:
         v = as_points(vertices, "posed body vertices")
         buried = self.buried(v)
         volume = signed_volume(v, self.faces) * self.topology.orientation
+        angles = dihedral_angles(v, self.faces, self.adjacency)
         return {
             "body_buried": int(buried.sum()),
             "body_self_crossings": int(self.self_crossings(v).sum()),
             "body_volume_change": volume / self.rest_volume - 1.0,
+            "body_dihedral_p99_deg": float(np.percentile(angles, DIHEDRAL_PERCENTILE)) if len(angles) else 0.0,
             "buried": buried,
         }
