@@ -157,3 +157,32 @@ def test_contact_body_reports_flips_and_dihedral_against_plain_skinning():
     want = int(np.sum((np.sum(nb * ns, axis=1) < 0) & (sb > 1e-12) & (ss > 1e-12)))
     assert rec["body_flipped_faces"] == want > 0  # the joint planes fold some triangles in the crouch
     assert "body_flipped_faces" not in self_contact_pose(plain_av, pose)
+
+
+def test_inverted_faces_against_the_rest_normal_carried_by_the_bones():
+    """A triangle rotated rigidly with its bone keeps its side; one whose corner is pulled through the opposite edge
+    is inside out. In the crouch plain skinning turns triangles inside out where it collapses a fold, and the
+    contact body repairs most of them (which is why it reads as 'flipped' against plain skinning there)."""
+    from scipy.spatial.transform import Rotation
+
+    from kisekae.qa.selfcontact import inverted_faces
+
+    rest = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    f = np.array([[0, 1, 2]])
+    r = Rotation.from_rotvec([0.3, -1.2, 2.0]).as_matrix()
+    blend = np.tile(r, (3, 1, 1))
+    posed = rest @ r.T + [1.0, 2.0, 3.0]
+    assert inverted_faces(posed, rest, f, blend) == 0
+    inside_out = posed.copy()
+    inside_out[2] = posed[0] - (posed[2] - posed[0])  # the corner through the opposite edge
+    assert inverted_faces(inside_out, rest, f, blend) == 1
+
+    from kisekae.avatar import load_builtin_avatar
+    from kisekae.avatar.contact import apply_contact
+    from kisekae.avatar.poses import named_pose
+    from kisekae.qa.check import self_contact_pose
+
+    rec = self_contact_pose(apply_contact(load_builtin_avatar(), 0.004), named_pose(load_builtin_avatar().skeleton,
+                                                                                    "crouch"))
+    assert rec["body_inverted_faces_plain"] > 100
+    assert rec["body_inverted_faces"] < rec["body_inverted_faces_plain"] / 2

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..avatar.avatar import Avatar
 from .penetration import BodyQuery, BodyTopology, penetration_stats
-from .selfcontact import BodySelfContact, flipped_faces
+from .selfcontact import BodySelfContact, flipped_faces, inverted_faces
 from .shape import shape_stats
 
 #: The JSON fields of a check record, in table order.
@@ -50,21 +50,29 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
     -------
     dict with the fields of :meth:`kisekae.qa.selfcontact.BodySelfContact.measure` (``body_buried``,
     ``body_self_crossings``, ``body_volume_change``, ``body_dihedral_p99_deg``), ``pose``, and the per-vertex
-    ``buried`` mask (not a JSON field). When the body has a ``deform`` and ``body_vertices`` is not given, also
-    the same fields of plain skinning with the suffix ``_plain``, so the two can be compared, and
-    ``body_flipped_faces``: the body's triangles turned more than 90 degrees from plain skinning's.
+    ``buried`` mask (not a JSON field), and ``body_inverted_faces`` (:func:`kisekae.qa.selfcontact.inverted_faces`).
+    When the body has a ``deform`` and ``body_vertices`` is not given, also the same fields of plain skinning with
+    the suffix ``_plain``, so the two can be compared, and ``body_flipped_faces``: the body's triangles turned more
+    than 90 degrees from plain skinning's.
     """
+    from ..avatar.correctives import blended_rotations
+
     measure = body_self_contact(avatar)
     out = {"pose": pose.name}
+    m = pose.skinning_matrices(avatar.skeleton)
+    blend = blended_rotations(avatar.body.skin, m)
+
+    def fields(v):
+        return {**measure.measure(v),
+                "body_inverted_faces": inverted_faces(v, measure.rest_vertices, measure.faces, blend)}
+
     if body_vertices is None:
-        m = pose.skinning_matrices(avatar.skeleton)
         body_vertices = avatar.body.posed(m)
         if avatar.body.deform is not None:
             skinned = avatar.body.skinned(m)
-            plain = measure.measure(skinned)
-            out.update({f"{k}_plain": v for k, v in plain.items() if k.startswith("body_")})
+            out.update({f"{k}_plain": v for k, v in fields(skinned).items() if k.startswith("body_")})
             out["body_flipped_faces"] = flipped_faces(body_vertices, skinned, measure.faces)
-    return {**out, **measure.measure(body_vertices)}
+    return {**out, **fields(body_vertices)}
 
 
 def check_garment(query: BodyQuery, mesh, skinned, points) -> dict:
@@ -147,8 +155,9 @@ def format_table(records, columns=None) -> str:
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
                                       "poke_through_pixels", "poke_through_pixels_culled", "pop_mm", "body_buried", "body_self_crossings",
                                       "body_volume_change", "body_dihedral_p99_deg", "body_flipped_faces",
-                                      "body_buried_plain", "body_self_crossings_plain",
-                                      "body_volume_change_plain", "body_dihedral_p99_deg_plain", "time_ms")
+                                      "body_inverted_faces", "body_buried_plain", "body_self_crossings_plain",
+                                      "body_volume_change_plain", "body_dihedral_p99_deg_plain",
+                                      "body_inverted_faces_plain", "time_ms")
                           if any(c in r for r in records)]
     heads = {"inside_fraction": "inside %", "max_depth_m": "max depth mm", "p95_depth_m": "p95 depth mm",
              "max_push_m": "max push mm", "moved_fraction": "moved %", "inside_count": "inside",
@@ -159,6 +168,7 @@ def format_table(records, columns=None) -> str:
              "body_buried_plain": "plain buried", "body_self_crossings_plain": "plain crossings",
              "body_volume_change_plain": "plain vol %", "body_dihedral_p99_deg": "body dihedral p99 deg",
              "body_flipped_faces": "body flipped", "body_dihedral_p99_deg_plain": "plain dihedral p99 deg",
+             "body_inverted_faces": "body inverted", "body_inverted_faces_plain": "plain inverted",
              "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
              "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled"}
 

@@ -20,6 +20,10 @@ the same space, so these numbers are measured before any garment is judged.
 - ``body_flipped_faces`` (:func:`flipped_faces`): triangles whose normal turned more than 90 degrees from the same
   triangle under another posing of the body, plain skinning in :func:`kisekae.qa.check.self_contact_pose`;
   triangles of zero area there are left out.
+- ``body_inverted_faces`` (:func:`inverted_faces`): triangles whose normal points more than 90 degrees away from
+  their rest normal carried by the mean of their corners' blended bone rotations, i.e. turned inside out by the
+  posing. Plain skinning inverts triangles where it collapses a fold (139 in the crouch); a contact body that
+  repairs them counts as "flipped" against plain skinning there, so the two fields are read together.
 """
 
 from __future__ import annotations
@@ -71,6 +75,18 @@ def dihedral_angles(vertices, faces, adjacency) -> np.ndarray:
     keep = ok[a[:, 0]] & ok[a[:, 1]]
     c = np.einsum("ij,ij->i", n[a[keep, 0]], n[a[keep, 1]])
     return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def inverted_faces(vertices, rest_vertices, faces, blend) -> int:
+    """Triangles of posed ``vertices`` (N, 3) turned inside out against their rest normal (from
+    ``rest_vertices`` (N, 3)) carried by ``blend`` (N, 3, 3), each vertex's weighted sum of its bones' skinning
+    rotations (:func:`kisekae.avatar.correctives.blended_rotations`), averaged over the triangle's corners;
+    triangles of zero area at rest or posed left out."""
+    n, ok = _unit_normals(vertices, faces)
+    r, ok_r = _unit_normals(rest_vertices, faces)
+    f = np.asarray(faces, dtype=np.int64)
+    carried = np.einsum("fij,fj->fi", np.asarray(blend, dtype=np.float64)[f].mean(axis=1), r)
+    return int(((np.einsum("ij,ij->i", n, carried) < 0.0) & ok & ok_r).sum())
 
 
 def flipped_faces(vertices, reference, faces) -> int:
