@@ -142,6 +142,25 @@ def test_rest_pose_is_unchanged_and_numpy_equals_numba():
         assert np.abs(got - x).max() > 0.005
 
 
+def test_frame_table_kernel_equals_its_numpy_reference():
+    """The per-frame joint table from the Numba loop equals the one composed from ``posed`` (NumPy), in named poses
+    and with a joint folded flat (its reach 0: inactive)."""
+    av = load_builtin_avatar()
+    b, sk = av.body, av.skeleton
+    planes = JointPlanes.from_skin(sk.parents, sk.rest, b.skin.indices, b.skin.weights, b.mesh.vertices)
+    for name in ("stand", "crouch", "twist", "arms_up"):
+        m = named_pose(sk, name).skinning_matrices(sk)
+        np.testing.assert_allclose(planes.frame_table(m), planes.frame_table_numpy(m), rtol=0, atol=1e-12)
+    v, idx, wts, rest = tube()
+    tube_planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)
+    flat = bend(rest, 180.0)
+    table = tube_planes.frame_table(flat)
+    assert table[0, 4] == 0.0
+    np.testing.assert_allclose(table, tube_planes.frame_table_numpy(flat), rtol=0, atol=1e-12)
+    deep = bend(rest, 150.0)
+    assert tube_planes.frame_table(deep)[0, 4] > RING_FACTOR * tube_planes.radius[0]
+
+
 def test_moving_the_scene_10_m_moves_the_result_10_m():
     v, idx, wts, rest = tube()
     planes = JointPlanes.from_skin([-1, 0], rest, idx, wts, v)

@@ -382,7 +382,20 @@ class JointPlanes:
     def frame_table(self, skin_matrices) -> np.ndarray:
         """(J, 7) float64 per joint, what the kernel reads each frame: the posed normal (3), its dot with the posed
         centre (m), the reach in metres, ``1 / ((ring_factor - 1) radius)`` (the fade's slope, 1/m) and the radius
-        (m). Dividing once per joint rather than per vertex is the kernel's largest saving."""
+        (m). Dividing once per joint rather than per vertex is the kernel's largest saving. One Numba loop over the
+        joints (:func:`_frame_table_kernel`); :meth:`frame_table_numpy` is its reference."""
+        m = np.ascontiguousarray(skin_matrices, dtype=np.float64)
+        out = np.empty((len(self.child), 7))
+        _frame_table_kernel(np.ascontiguousarray(self.child, dtype=np.int64),
+                            np.ascontiguousarray(self.parent, dtype=np.int64),
+                            np.ascontiguousarray(self.centre, dtype=np.float64),
+                            np.ascontiguousarray(self.direction, dtype=np.float64),
+                            np.ascontiguousarray(self.radius, dtype=np.float64), m, float(self.ring_factor),
+                            float(self.max_reach), out)
+        return out
+
+    def frame_table_numpy(self, skin_matrices) -> np.ndarray:
+        """:meth:`frame_table` from :meth:`posed` (NumPy reference)."""
         centre, normal, reach = self.posed(skin_matrices)
         radius = np.asarray(self.radius, dtype=np.float64)
         return np.column_stack([normal, np.einsum("ja,ja->j", centre, normal), reach * radius,
@@ -524,6 +537,35 @@ def joint_reach(length, ring_factor: float = RING_FACTOR, max_reach: float = MAX
     length = np.asarray(length, dtype=np.float64)
     reach = np.clip(2.0 / np.maximum(length, 1e-3), ring_factor, max_reach)
     return np.where(length > 1e-3, reach, 0.0)
+
+
+@numba.njit(cache=True)
+def _frame_table_kernel(child, parent, rest_centre, rest_dir, radius, m, ring_factor, max_reach,
+                        out):  # pragma: no cover - compiled
+    """:meth:`JointPlanes.frame_table`, joint by joint: :func:`posed_joint_planes` and :func:`joint_reach` written
+    out."""
+    for j in range(child.shape[0]):
+        c, p = child[j], parent[j]
+        cx, cy, cz = rest_centre[j, 0], rest_centre[j, 1], rest_centre[j, 2]
+        dx, dy, dz = rest_dir[j, 0], rest_dir[j, 1], rest_dir[j, 2]
+        px = m[c, 0, 0] * cx + m[c, 0, 1] * cy + m[c, 0, 2] * cz + m[c, 0, 3]
+        py = m[c, 1, 0] * cx + m[c, 1, 1] * cy + m[c, 1, 2] * cz + m[c, 1, 3]
+        pz = m[c, 2, 0] * cx + m[c, 2, 1] * cy + m[c, 2, 2] * cz + m[c, 2, 3]
+        nx = (m[c, 0, 0] * dx + m[c, 0, 1] * dy + m[c, 0, 2] * dz) + (m[p, 0, 0] * dx + m[p, 0, 1] * dy + m[p, 0, 2] * dz)
+        ny = (m[c, 1, 0] * dx + m[c, 1, 1] * dy + m[c, 1, 2] * dz) + (m[p, 1, 0] * dx + m[p, 1, 1] * dy + m[p, 1, 2] * dz)
+        nz = (m[c, 2, 0] * dx + m[c, 2, 1] * dy + m[c, 2, 2] * dz) + (m[p, 2, 0] * dx + m[p, 2, 1] * dy + m[p, 2, 2] * dz)
+        length = np.sqrt(nx * nx + ny * ny + nz * nz)
+        reach = 0.0
+        if length > 1e-3:
+            reach = min(max(2.0 / length, ring_factor), max_reach)
+            nx /= length
+            ny /= length
+            nz /= length
+        out[j, 0], out[j, 1], out[j, 2] = nx, ny, nz
+        out[j, 3] = px * nx + py * ny + pz * nz
+        out[j, 4] = reach * radius[j]
+        out[j, 5] = 1.0 / ((ring_factor - 1.0) * radius[j])
+        out[j, 6] = radius[j]
 
 
 def posed_joint_planes(child, parent, rest_centre, rest_dir, skin_matrices, ring_factor: float = RING_FACTOR,
