@@ -225,8 +225,12 @@ def test_demo_section_pictures_and_numbers(tmp_path):
     by = {(r["pose"], r["body"]): r for r in records}
     for pose in CONTACT_POSES:
         assert by[(pose, "contact")]["body_buried"] < by[(pose, "plain")]["body_buried"] / 2
+        # the shape numbers beside them: plain skinning turns the fold's triangles inside out, the contact fewer
+        assert by[(pose, "contact")]["body_inverted_faces"] < by[(pose, "plain")]["body_inverted_faces"]
+        assert 0 < by[(pose, "plain")]["body_dihedral_p99_deg"] < 180
     html = section_body_contact({"avatar": av, "out": tmp_path})
     assert "body_contact.png" in html and (tmp_path / "img" / "body_contact.png").stat().st_size > 10_000
+    assert "inside-out triangles" in html and "dihedral p99" in html
 
 
 # -- the contact body as the default of the command line, and the rules that choose a skeleton's bone axes -----

@@ -34,8 +34,10 @@ def body_contact_rows(avatar, poses=CONTACT_POSES, views=CONTACT_VIEWS, size=CEL
     ``avatar`` may be plain or already on the contact body (then its gap is the one shown); the plain pictures
     are its plain skinning either way.
     """
+    from ..avatar.correctives import blended_rotations
     from ..avatar.poses import named_pose
     from ..qa.check import body_self_contact
+    from ..qa.selfcontact import inverted_faces
 
     r = renderer or default_renderer()
     contact = avatar if avatar.body.deform is not None else avatar.with_body_contact()
@@ -51,6 +53,8 @@ def body_contact_rows(avatar, poses=CONTACT_POSES, views=CONTACT_VIEWS, size=CEL
         items = {}
         for label, x in bodies.items():
             rec = measure.measure(x)
+            rec["body_inverted_faces"] = inverted_faces(x, measure.rest_vertices, measure.faces,
+                                                        blended_rotations(body.skin, m))
             records.append({"pose": name, "body": label, **{k: v for k, v in rec.items() if k.startswith("body_")}})
             items[label] = mesh_item(body.mesh, x, material=M.heatmap((0.0, 1.0), "inferno"),
                                      attributes={"heat": rec["buried"].astype(np.float32)}, role="body")
@@ -70,10 +74,13 @@ def section_body_contact(ctx) -> str:
     cols = [f"{v}: {b}" for v in CONTACT_VIEWS for b in ("plain skinning", "contact")]
     sheet = comparison_sheet(rows, row_labels=list(CONTACT_POSES), col_labels=cols, cell_width=CELL[0],
                              font_size=SHEET_FONT_PX, title="Body vertices buried in another body part (bright), plain skinning vs contact")
-    head = "<tr><th>pose</th><th>body</th><th>buried</th><th>self-crossings</th><th>volume change</th></tr>"
+    head = ("<tr><th>pose</th><th>body</th><th>buried</th><th>self-crossings</th><th>volume change</th>"
+            "<th>inside-out triangles</th><th>dihedral p99</th></tr>")
     body = "".join(f"<tr><td>{r['pose']}</td><td>{r['body']}</td><td class='num'>{r['body_buried']}</td>"
                    f"<td class='num'>{r['body_self_crossings']}</td>"
-                   f"<td class='num'>{100 * r['body_volume_change']:+.2f} %</td></tr>" for r in records)
+                   f"<td class='num'>{100 * r['body_volume_change']:+.2f} %</td>"
+                   f"<td class='num'>{r['body_inverted_faces']}</td>"
+                   f"<td class='num'>{r['body_dihedral_p99_deg']:.1f}°</td></tr>" for r in records)
     nums = "; ".join(f"{r['pose']} {r['body']}: {r['body_buried']} buried" for r in records)
     alt = (f"Close-ups of the {' and '.join(CONTACT_VIEWS)} in the {' and '.join(CONTACT_POSES)}, each under plain "
            f"skinning and with the joint-plane contact; buried body vertices glow ({nums}).")
