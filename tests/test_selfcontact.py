@@ -186,3 +186,6 @@ def test_inverted_faces_against_the_rest_normal_carried_by_the_bones():
                                                                                     "crouch"))
     assert rec["body_inverted_faces_plain"] > 100
     assert rec["body_inverted_faces"] < rec["body_inverted_faces_plain"] / 2
+    # the contact's own damage: inside out on the contact body but not under plain skinning, at most all of them
+    assert 0 <= rec["body_new_inverted_faces"] <= rec["body_inverted_faces"]
+    assert rec["body_new_inverted_faces"] < rec["body_flipped_faces"] / 4  # most flips are repairs

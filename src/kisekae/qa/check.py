@@ -8,7 +8,7 @@ import numpy as np
 
 from ..avatar.avatar import Avatar
 from .penetration import BodyQuery, BodyTopology, penetration_stats
-from .selfcontact import BodySelfContact, flipped_faces, inverted_faces
+from .selfcontact import BodySelfContact, flipped_faces, inverted_mask
 from .shape import shape_stats
 
 #: The JSON fields of a check record, in table order.
@@ -52,8 +52,9 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
     ``body_self_crossings``, ``body_volume_change``, ``body_dihedral_p99_deg``), ``pose``, and the per-vertex
     ``buried`` mask (not a JSON field), and ``body_inverted_faces`` (:func:`kisekae.qa.selfcontact.inverted_faces`).
     When the body has a ``deform`` and ``body_vertices`` is not given, also the same fields of plain skinning with
-    the suffix ``_plain``, so the two can be compared, and ``body_flipped_faces``: the body's triangles turned more
-    than 90 degrees from plain skinning's.
+    the suffix ``_plain``, so the two can be compared, ``body_flipped_faces``: the body's triangles turned more
+    than 90 degrees from plain skinning's, and ``body_new_inverted_faces``: those inside out on this body but not
+    under plain skinning.
     """
     from ..avatar.correctives import blended_rotations
 
@@ -62,17 +63,22 @@ def self_contact_pose(avatar: Avatar, pose, body_vertices=None) -> dict:
     m = pose.skinning_matrices(avatar.skeleton)
     blend = blended_rotations(avatar.body.skin, m)
 
-    def fields(v):
-        return {**measure.measure(v),
-                "body_inverted_faces": inverted_faces(v, measure.rest_vertices, measure.faces, blend)}
+    def inverted(v):
+        return inverted_mask(v, measure.rest_vertices, measure.faces, blend)
 
+    inside_out = None
     if body_vertices is None:
         body_vertices = avatar.body.posed(m)
         if avatar.body.deform is not None:
             skinned = avatar.body.skinned(m)
-            out.update({f"{k}_plain": v for k, v in fields(skinned).items() if k.startswith("body_")})
+            inside_out = inverted(skinned)
+            out.update({f"{k}_plain": v for k, v in measure.measure(skinned).items() if k.startswith("body_")})
+            out["body_inverted_faces_plain"] = int(inside_out.sum())
             out["body_flipped_faces"] = flipped_faces(body_vertices, skinned, measure.faces)
-    return {**out, **fields(body_vertices)}
+    mine = inverted(body_vertices)
+    if inside_out is not None:
+        out["body_new_inverted_faces"] = int((mine & ~inside_out).sum())
+    return {**out, **measure.measure(body_vertices), "body_inverted_faces": int(mine.sum())}
 
 
 def check_garment(query: BodyQuery, mesh, skinned, points) -> dict:
@@ -155,7 +161,8 @@ def format_table(records, columns=None) -> str:
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
                                       "poke_through_pixels", "poke_through_pixels_culled", "pop_mm", "body_buried", "body_self_crossings",
                                       "body_volume_change", "body_dihedral_p99_deg", "body_flipped_faces",
-                                      "body_inverted_faces", "body_buried_plain", "body_self_crossings_plain",
+                                      "body_inverted_faces", "body_new_inverted_faces", "body_buried_plain",
+                                      "body_self_crossings_plain",
                                       "body_volume_change_plain", "body_dihedral_p99_deg_plain",
                                       "body_inverted_faces_plain", "time_ms")
                           if any(c in r for r in records)]
@@ -169,6 +176,7 @@ def format_table(records, columns=None) -> str:
              "body_volume_change_plain": "plain vol %", "body_dihedral_p99_deg": "body dihedral p99 deg",
              "body_flipped_faces": "body flipped", "body_dihedral_p99_deg_plain": "plain dihedral p99 deg",
              "body_inverted_faces": "body inverted", "body_inverted_faces_plain": "plain inverted",
+             "body_new_inverted_faces": "new inverted",
              "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
              "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled"}
 
