@@ -49,12 +49,12 @@ def body_contact_rows(avatar, poses=CONTACT_POSES, views=CONTACT_VIEWS, size=CEL
         m = pose.skinning_matrices(avatar.skeleton)
         bodies = {"plain": body.skinned(m),
                   "contact": contact.body.posed(m)}
+        blend = blended_rotations(body.skin, m)
         lm = avatar_landmarks(avatar, pose)
         items = {}
         for label, x in bodies.items():
             rec = measure.measure(x)
-            rec["body_inverted_faces"] = inverted_faces(x, measure.rest_vertices, measure.faces,
-                                                        blended_rotations(body.skin, m))
+            rec["body_inverted_faces"] = inverted_faces(x, measure.rest_vertices, measure.faces, blend)
             records.append({"pose": name, "body": label, **{k: v for k, v in rec.items() if k.startswith("body_")}})
             items[label] = mesh_item(body.mesh, x, material=M.heatmap((0.0, 1.0), "inferno"),
                                      attributes={"heat": rec["buried"].astype(np.float32)}, role="body")

@@ -52,8 +52,9 @@ def register(sub):
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles), body_volume_change and "
-                        "body_dihedral_p99_deg (how sharply the surface bends), with body_flipped_faces (triangles "
-                        "turned over against plain skinning) and the plain-skinning numbers beside a contact body")
+                        "body_dihedral_p99_deg (how sharply the surface bends) and body_inverted_faces (triangles "
+                        "turned inside out), with body_flipped_faces (triangles turned over against plain skinning), "
+                        "body_new_inverted_faces and the plain-skinning numbers beside a contact body")
     p.add_argument("--json", metavar="FILE", help="write one record per (pose, garment) as a JSON list")
     add_force_arg(p, "an existing --json file")
     p.set_defaults(func=run)

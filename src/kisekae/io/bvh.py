@@ -437,10 +437,10 @@ def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
 
 def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, turned=(), parents=None) -> dict:
     """Per mapped bone, the rotation taking our bone's rest direction (+Y) onto the BVH joint's
-    direction to its only child (or its end site); identity where that direction is unknown. A bone not in ``limbs``
-    (a set of bone ids; None: every bone is aligned) takes its nearest mapped ancestor's rotation instead (identity
-    under the root), so it keeps its rest place on that ancestor and turns as its joint turns from the clip's rest
-    (``parents``: our skeleton's parent ids, needed with ``limbs``)."""
+    direction to its only child (or its end site); identity where that direction is unknown. A bone in ``turned``
+    (a set of bone ids, :func:`_turned_bones`; empty: every bone is aligned) takes its nearest mapped ancestor's
+    rotation instead (identity under the root), so it keeps its rest place on that ancestor and turns as its joint
+    turns from the clip's rest (``parents``: our skeleton's parent ids, needed with ``turned``)."""
     children = {b: [c for c, j in enumerate(clip.joints) if j.parent == b] for b in range(len(clip.joints))}
     align = {}
     for j, b in mapping.items():

@@ -39,6 +39,7 @@ from ..geom.edges import unique_edges
 from ..geom.normals import face_normals, vertex_normals
 from ..validate import as_faces, as_points
 from .penetration import BodyQuery, BodyTopology
+from .shape import face_adjacency
 
 #: Probe distance along the outward vertex normal, metres.
 PROBE_M = 1e-3
@@ -51,10 +52,9 @@ ZERO_NORMAL2 = 1e-24
 
 
 def _unit_normals(vertices, faces) -> tuple:
-    """(unit face normals (F, 3) float64, nonzero (F,) bool)."""
-    v = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64)
-    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    """(unit face normals (F, 3) float64, nonzero (F,) bool): :func:`~kisekae.geom.normals.face_normals` with
+    triangles under :data:`ZERO_NORMAL2` marked as having no normal."""
+    n = face_normals(vertices, faces, unit=False)
     size2 = np.einsum("ij,ij->i", n, n)
     ok = size2 > ZERO_NORMAL2
     n[ok] /= np.sqrt(size2[ok])[:, None]
@@ -146,8 +146,6 @@ class BodySelfContact:
             self.edges = unique_edges(self.faces, self.weld)
         self.edges = np.ascontiguousarray(self.edges, dtype=np.int64)
         self.topology = BodyTopology.from_mesh(self.rest_vertices, self.faces)
-        from .shape import face_adjacency
-
         self.adjacency = face_adjacency(self.weld[self.faces])
         self.rest_winding = self._probe_winding(self.rest_vertices)
         self.rest_volume = signed_volume(self.rest_vertices, self.faces) * self.topology.orientation
