@@ -1,5 +1,13 @@
+import os
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+# Bakes that take seconds (the garments' surface candidates) go to one disk cache that every test worker and the
+# oldest-NumPy subprocess share, not to the user's ~/.cache (kisekae.bake_cache; a key covers every input).
+os.environ.setdefault("KISEKAE_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"kisekae-test-cache-{os.getuid()}"))
 
 
 def icosphere(subdiv: int = 2, radius: float = 1.0, center=(0.0, 0.0, 0.0)):

@@ -487,3 +487,13 @@ def test_gltf_garment_rest_pose_must_match(tmp_path):
     assert g.name == "s" and g.skin.indices.max() < av.skeleton.n_bones
     with pytest.raises(KisekaeError, match="no garment 'cape'"):
         load_gltf_garment(glb, av, name="s", part="cape")
+
+
+def test_rows_fixed_by_an_earlier_rule_are_not_reused(monkeypatch):
+    """Catalogues with the ``after`` stage hash the fix's rule (FIX_POLICY); ``before``-only rows keep their hash."""
+    from kisekae.batch import catalog
+
+    fixed, before = catalog.settings_hash({}, ("before", "after")), catalog.settings_hash({}, ("before",))
+    monkeypatch.setattr(catalog, "FIX_POLICY", "an-earlier-rule")
+    assert catalog.settings_hash({}, ("before", "after")) != fixed
+    assert catalog.settings_hash({}, ("before",)) == before

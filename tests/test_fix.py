@@ -112,8 +112,9 @@ def test_verification_matrix_inside_and_caps(avatar, pose_name, method):
             assert m["moved_unnecessarily"] == 0
         elif m["fix_method"] == "shape":
             assert m["max_push_m"] <= before[rec["garment"]]["max_depth_m"] + 0.02 + 1e-6
-        else:  # the exact solver finished what the shape solve or the carried garment left, within max_push
-            assert method == "auto" and (m["fix_method"] == "shape+exact" or m["fix_method"].startswith("path"))
+        else:  # the per-frame start, the carried garment or the exact solver finishing the shape solve, within max_push
+            assert method == "auto" and (m["fix_method"] == "shape+exact"
+                                         or m["fix_method"].startswith(("path", "runtime")))
     before = check_pose(avatar, pose, ["tights", "skirt"])
     for b, a in zip(before, recs):
         assert a["edge_crossings"] <= b["edge_crossings"]
@@ -250,3 +251,47 @@ def test_runtime_path_caps_total_push(avatar):
     new, push = push_out_runtime(binding, x, rig.posed(pose.world_matrices(sk)), b.posed(m), b.mesh.faces, params)
     assert np.linalg.norm(new - x, axis=1).max() <= 0.03 + 1e-9
     assert push.max() > 0
+
+
+def test_the_runtime_start_is_what_the_engine_shows_where_it_is_clean(avatar):
+    """On the contact body's knee_bend the per-frame skirt leaves no clipping: ``runtime`` and ``auto`` return it as
+    it is (no solver moves what an engine shows)."""
+    from kisekae.fit.runtime import runtime_pose
+
+    av = avatar.with_body_contact()
+    pose = named_pose(av.skeleton, "knee_bend")
+    shown = runtime_pose(av, pose, ["skirt"])["skirt"][0]
+    for method in ("runtime", "auto"):
+        r = fix_pose(av, pose, ["skirt"], method=method)["skirt"]
+        assert r.metrics["fix_method"] == "runtime"
+        np.testing.assert_allclose(r.positions, shown, atol=1e-6)
+        assert r.metrics["unresolved"] == 0
+
+
+def test_the_runtime_start_is_finished_where_it_clips(avatar):
+    """Where the per-frame tights keep edges through the body (contact body, leg_raise), the shape and exact solvers
+    finish them from there: fewer visible defects than the per-frame result, nothing inside, within max_push."""
+    from kisekae.fit.fix import _defects
+    from kisekae.fit.runtime import runtime_pose
+
+    av = avatar.with_body_contact()
+    pose = named_pose(av.skeleton, "leg_raise")
+    m = pose.skinning_matrices(av.skeleton)
+    q = BodyQuery(body_topology(av), av.body.posed(m))
+    part = av.part("tights")
+    skinned = part.posed(m)
+    shown = runtime_pose(av, pose, ["tights"])["tights"][0]
+    assert q.crossing_edges(shown, part.mesh.edges).any()  # the case this test is about
+    r = fix_pose(av, pose, ["tights"], method="runtime", query=q)["tights"]
+    assert r.metrics["fix_method"].startswith("runtime+")
+    ours, theirs = _defects(q, part, skinned, r.positions), _defects(q, part, skinned, shown)
+    assert ours < theirs and ours[2] == 0
+    assert r.metrics["max_push_m"] <= PushParams().max_push + 1e-6
+
+
+def test_the_runtime_start_refuses_masks(avatar):
+    pose = named_pose(avatar.skeleton, "stand")
+    masks = {"skirt": {"tightness": np.zeros(avatar.part("skirt").mesh.n_vertices)}}
+    with pytest.raises(KisekaeError, match="per-frame start"):
+        fix_pose(avatar, pose, ["skirt"], masks=masks, method="runtime")
+    assert fix_pose(avatar, pose, ["skirt"], masks=masks)["skirt"].metrics["fix_method"] == "shape"

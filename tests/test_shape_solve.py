@@ -159,6 +159,7 @@ def test_auto_never_picks_more_defects_than_exact(avatar):
     auto = fix_pose(avatar, pose, ["tights"], query=q)["tights"]
     exact = fix_pose(avatar, pose, ["tights"], query=q, method="exact")["tights"]
     skinned = avatar.part("tights").posed(m)
-    assert auto.metrics["fix_method"] in ("exact", "shape+exact", "shape")
+    assert auto.metrics["fix_method"] in ("exact", "shape+exact", "shape") or \
+        auto.metrics["fix_method"].startswith(("runtime", "path"))
     ours, theirs = (_defects(q, avatar.part("tights"), skinned, r.positions) for r in (auto, exact))
     assert ours <= theirs and ours[2] == 0

@@ -150,6 +150,12 @@ class Catalog:
 CORRECTIVES_POLICY = "auto-1"
 
 
+#: Which fix the ``after`` stage runs (:func:`kisekae.fit.fix.fix_pose`'s ``auto``); hashed into the rows of catalogues
+#: with that stage, so rows fixed by an earlier rule are computed again rather than reused. "runtime-1": the per-frame
+#: start joined the candidates (2026-12-03).
+FIX_POLICY = "runtime-1"
+
+
 def settings_hash(settings: dict, stages, contact: float | None = None) -> str:
     """The ``settings_hash`` column: 16 hex digits of SHA-256 over canonical JSON of a garment's
     effective fit settings, the catalogue's stages and its contact gap.
@@ -163,9 +169,11 @@ def settings_hash(settings: dict, stages, contact: float | None = None) -> str:
     contact : float or None
         The catalogue's contact gap in metres; None (plain skinning) leaves it out of the hash, so rows of
         plain-skinning runs keep the hash they had before the setting existed. Contact rows also hash
-        :data:`CORRECTIVES_POLICY`.
+        :data:`CORRECTIVES_POLICY`. Catalogues with the ``after`` stage also hash :data:`FIX_POLICY`.
     """
     data = {"fit": dict(settings), "stages": list(stages)}
+    if "after" in data["stages"]:
+        data["fix"] = FIX_POLICY
     if contact is not None:
         data["contact"] = float(contact)
         data["correctives"] = CORRECTIVES_POLICY

@@ -175,11 +175,13 @@ def add_push_args(p):
     g.add_argument("--skirt-bias", type=float, metavar="B", help="0..1 outward bulge for skirts (0.3 for skirts, else 0)")
     g.add_argument("--tightness", type=float, metavar="T", help="0..1 uniform tightness (0)")
     g.add_argument("--softness", type=float, metavar="S", help="0..1 uniform softness (0)")
-    g.add_argument("--fix-method", choices=("auto", "shape", "exact", "path"), default="auto",
-                   help="shape: the shape-preserving solve, the garment moves as a smooth sheet; exact: per-vertex "
-                        "projection onto the body's union; path: the garment carried from the rest pose, keeping the "
-                        "side of the body it was on, then exact where it still clips; auto (default): shape where it "
-                        "leaves no clipping, else the best of exact and exact finishing shape or path (docs/fit.md)")
+    g.add_argument("--fix-method", choices=("auto", "shape", "exact", "path", "runtime"), default="auto",
+                   help="runtime: the per-frame path's result (carried from the rest pose), finished by the shape "
+                        "and exact solvers where it still clips; shape: the shape-preserving solve, the garment moves "
+                        "as a smooth sheet; exact: per-vertex projection onto the body's union; path: the garment "
+                        "carried from the rest pose, keeping the side of the body it was on, then finished the same "
+                        "way; auto (default): runtime where it leaves no clipping, else the best of all by visible "
+                        "defects (docs/fit.md)")
 
 
 def push_params(args):

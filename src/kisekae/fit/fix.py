@@ -20,7 +20,7 @@ from ..errors import KisekaeError
 from ..validate import as_points
 from ..qa.check import body_topology
 from ..qa.penetration import BodyQuery
-from ..qa.shape import flips_and_strain
+from ..qa.shape import ZERO_AREA_M2, flips_and_strain
 from .exact import UNNECESSARY, push_out_exact, signed_body_distance
 from .layers import LayerSurface, layer_stats, push_out_layers
 from .pushout import PushParams, cap_displacement
@@ -28,11 +28,13 @@ from .shape_solve import solve_shape_preserving
 
 #: Fix methods: ``"exact"`` (per-vertex projections onto the union, :mod:`kisekae.fit.exact`),
 #: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`), ``"path"`` (the garment carried from
-#: the rest pose, :mod:`kisekae.fit.path_fix`, then shape and exact from there) and ``"auto"`` (the default: the
-#: shape-preserving solve where it leaves no clipping; else the best of the shape result itself, the exact solver
-#: from the skinned garment, the exact solver from the shape result (``"shape+exact"``) and ``"path"``, by visible
-#: defects, vertices inside counted with them (:func:`_defects`); ``FixResult.metrics["fix_method"]`` says which).
-METHODS = ("auto", "exact", "shape", "path")
+#: the rest pose, :mod:`kisekae.fit.path_fix`, then shape and exact from there), ``"runtime"`` (the per-frame path's
+#: result, :func:`kisekae.fit.runtime.runtime_pose`, then shape and exact from there) and ``"auto"`` (the default:
+#: the runtime start where it and its finishes leave no clipping; else also the shape-preserving solve, and where
+#: that clips too the exact solver from the skinned garment and from the shape result (``"shape+exact"``) and
+#: ``"path"``: the candidate with the fewest visible defects, vertices inside counted with them (:func:`_defects`);
+#: ``FixResult.metrics["fix_method"]`` says which).
+METHODS = ("auto", "exact", "shape", "path", "runtime")
 
 #: Edge strain above which a fix's edge counts as a spike when fixes are compared (twice its skinned length).
 SPIKE_STRAIN = 1.0
@@ -92,9 +94,10 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     masks : dict name -> {"tightness": ..., "softness": ...} (per-vertex arrays or UV textures)
     thickness : dict name -> cloth thickness in metres (default :data:`THICKNESS`)
     query : BodyQuery, optional, the posed body if already built
-    method : ``"auto"`` (default), ``"exact"``, ``"shape"`` or ``"path"`` (:data:`METHODS`; ``"path"``: the garment
-        carried from the rest pose, :mod:`kisekae.fit.path_fix`, then the shape-preserving and the exact solver
-        from there where it still clips)
+    method : ``"auto"`` (default), ``"exact"``, ``"shape"``, ``"path"`` or ``"runtime"`` (:data:`METHODS`;
+        ``"path"``: the garment carried from the rest pose, :mod:`kisekae.fit.path_fix`, ``"runtime"``: the per-frame
+        path's result, each then finished by the shape-preserving and the exact solver where it still clips;
+        ``"runtime"`` refuses layers beneath and per-vertex masks, ``"auto"`` then goes without it)
 
     Returns
     -------
@@ -117,25 +120,7 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
         x = part.posed(m)
         mk = masks.get(name, {})
         dirs = skinned_normals(part, m)
-        new = shaped = None
-        if method in ("shape", "auto"):
-            new, info = _shape(query, part, x, p, dirs, mk, fixed_layers)
-            if method == "auto" and not _clean(query, part, new, fixed_layers):
-                shaped, new = (new, info), None
-        if method == "path":
-            new, info = _path(avatar, pose, name, query, part, x, p, dirs, mk)
-        if new is None:
-            new, info = _push(query, part.mesh, x, p, dirs, mk)
-            info["method"] = "exact"
-            if layered and fixed_layers:
-                new, info = _exact_layers(query, part, x, new, info, p, dirs, fixed_layers)
-            elif shaped is not None:
-                new, info = _finish(query, part, x, p, dirs, mk, shaped, (new, info))
-                carried = _path(avatar, pose, name, query, part, x, p, dirs, mk)
-                if _defects(query, part, x, carried[0]) < _defects(query, part, x, new):
-                    new, info = carried
-                if _defects(query, part, x, shaped[0]) < _defects(query, part, x, new):
-                    new, info = shaped
+        new, info = _fix_garment(avatar, pose, name, query, x, p, dirs, mk, method, fixed_layers)
         out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
@@ -147,6 +132,43 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     return out
 
 
+def _fix_garment(avatar, pose, name, query, x, params, directions, masks, method, fixed_layers):
+    """One garment's ``(positions, info)`` by ``method`` (:data:`METHODS`), against the body and ``fixed_layers``."""
+    part = avatar.part(name)
+    started = None
+    if method in ("runtime", "auto") and not fixed_layers and not masks:
+        started = _runtime(avatar, pose, name, query, part, x, params, directions, masks)
+        if method == "runtime" or _clean(query, part, started[0], []):
+            return started
+    if method == "runtime":
+        raise KisekaeError("the per-frame start takes no layers beneath and no per-vertex masks; use method 'auto' "
+                           "or 'shape'", "method")
+    if method == "path":
+        return _path(avatar, pose, name, query, part, x, params, directions, masks)
+    if method in ("shape", "auto"):
+        shaped = _shape(query, part, x, params, directions, masks, fixed_layers)
+        if method == "shape" or _clean(query, part, shaped[0], fixed_layers):
+            return _best(query, part, x, [shaped] + ([started] if started is not None else []))
+    exact = _push(query, part.mesh, x, params, directions, masks)
+    exact[1]["method"] = "exact"
+    if fixed_layers:
+        return _exact_layers(query, part, x, *exact, params, directions, fixed_layers)
+    if method == "exact":
+        return exact
+    # auto, where the shape solve (and the per-frame start) still clip: every candidate, the fewest defects
+    finished = _finish(query, part, x, params, directions, masks, shaped, exact)
+    carried = _path(avatar, pose, name, query, part, x, params, directions, masks)
+    return _best(query, part, x, [finished, carried, shaped] + ([started] if started is not None else []))
+
+
+def _best(query, part, skinned, candidates):
+    """The ``(positions, info)`` of ``candidates`` with the fewest defects (:func:`_defects`; the earlier on ties)."""
+    if len(candidates) == 1:
+        return candidates[0]
+    scores = [_defects(query, part, skinned, c[0]) for c in candidates]
+    return candidates[min(range(len(candidates)), key=lambda k: scores[k])]
+
+
 def _shape(query, part, x, params, directions, masks, layers):
     new, info = solve_shape_preserving(query, x, part.mesh, params, directions=directions, layers=layers,
                                        tightness=masks.get("tightness"), softness=masks.get("softness"))
@@ -156,28 +178,47 @@ def _shape(query, part, x, params, directions, masks, layers):
 
 
 def _path(avatar, pose, name, query, part, x, params, directions, masks):
-    """The garment carried from the rest pose (:func:`kisekae.fit.path_fix.path_fix_garment`); where it still clips,
-    the shape-preserving solve from there (its shape terms keep the carried shape), and where that still clips, the
-    exact solver from the shape result (it moves only what clips), each kept only when it leaves fewer defects
-    (:func:`_defects`); every result capped at ``max_push`` from skinning."""
+    """The garment carried from the rest pose (:func:`kisekae.fit.path_fix.path_fix_garment`), finished where it
+    still clips (:func:`_finished`)."""
     from .path_fix import PathParams, path_fix_garment
 
     carried = path_fix_garment(avatar, pose, name, PathParams(need=max(0.75 * params.margin, 1e-4)))
-    best = (cap_displacement(carried, x, params.max_push), {"contact": np.zeros(len(x), dtype=bool),
-                                                            "method": "path"})
+    return _finished(query, part, x, params, directions, masks, carried, "path")
+
+
+def _runtime(avatar, pose, name, query, part, x, params, directions, masks):
+    """The per-frame path's result (:func:`kisekae.fit.runtime.runtime_pose`, carried from the rest pose in steps of
+    at most 6 degrees, as a pose without a previous frame is), finished where it still clips (:func:`_finished`).
+
+    It starts from what an engine shows, so a fix from it changes the per-frame result only where that clips; and
+    it is fast (0.1-0.25 s a pose for both built-in garments, after the surface candidates are baked once per body
+    and garment, :func:`kisekae.fit.runtime.garment_candidates`)."""
+    from .runtime import runtime_pose
+
+    y = runtime_pose(avatar, pose, [name], {name: params})[name][0]
+    return _finished(query, part, x, params, directions, masks, y.astype(np.float64), "runtime")
+
+
+def _finished(query, part, x, params, directions, masks, start, label):
+    """``start`` capped at ``max_push`` from skinning; where it still clips, also the shape-preserving solve from it
+    (its shape terms keep the start's shape), the exact solver from it and, where the shape result still clips, the
+    exact solver from that (each moves only what still clips): of these the one with the fewest defects
+    (:func:`_defects`; the earlier wins ties), every one capped at ``max_push``. ``info["method"]`` names the
+    stages, e.g. ``"path+shape+exact"``."""
+    best = (cap_displacement(np.asarray(start, dtype=np.float64), x, params.max_push),
+            {"contact": np.zeros(len(x), dtype=bool), "method": label})
+    tried = [best]
     if not _clean(query, part, best[0], []):
         shaped, info = _shape(query, part, best[0].astype(np.float32), params, directions, masks, [])
-        shaped = cap_displacement(shaped.astype(np.float64), x, params.max_push)
-        if _defects(query, part, x, shaped) < _defects(query, part, x, best[0]):
-            info["method"] = "path+shape"
-            best = (shaped, info)
-    if not _clean(query, part, best[0], []):
-        fin, info = _push(query, part.mesh, best[0].astype(np.float32), params, directions, masks)
-        fin = cap_displacement(fin.astype(np.float64), x, params.max_push)
-        if _defects(query, part, x, fin) < _defects(query, part, x, best[0]):
-            info["contact"] = info["contact"] | best[1]["contact"]
-            info["method"] = best[1]["method"] + "+exact"
-            best = (fin, info)
+        info["method"] = label + "+shape"
+        tried.append((cap_displacement(shaped.astype(np.float64), x, params.max_push), info))
+        bases = [best] + ([tried[1]] if not _clean(query, part, tried[1][0], []) else [])
+        for base in bases:
+            fin, info = _push(query, part.mesh, base[0].astype(np.float32), params, directions, masks)
+            info["contact"] = info["contact"] | base[1]["contact"]
+            info["method"] = base[1]["method"] + "+exact"
+            tried.append((cap_displacement(fin.astype(np.float64), x, params.max_push), info))
+        best = _best(query, part, x, tried)
     best[1]["unresolved"] = query.inside(best[0])  # whatever is still inside is unresolved, contact or not
     return best
 
@@ -201,19 +242,23 @@ def _defects(query, part, skinned, pos) -> tuple:
     """(visible defects, largest edge strain, vertices inside) of fixed positions, for choosing between fixes: the
     smaller tuple wins.
 
-    The visible defects are the vertices inside the body, the edges through it, the flipped faces and the spikes
-    (edges stretched past twice their skinned length), flips and strain as :func:`kisekae.qa.shape.shape_stats`
+    The visible defects are the vertices inside the body, the edges through it, the flipped faces, the spikes
+    (edges stretched past twice their skinned length) and the shards (faces collapsed to less than
+    :data:`kisekae.qa.shape.ZERO_AREA_M2`), flips and strain as :func:`kisekae.qa.shape.shape_stats`
     counts them: skin showing through the cloth, a crumple and a spike are what a user sees, one about as much as
     another. Counting the vertices inside first instead picked, on the packaged clip's last frame, an exact finish
     with 0 inside but 21 flipped faces and a strain of 4 over the shape solve's 2 vertices inside, 14 crossings and 2
     flipped faces at a strain of 0.2: a fix that clears the last vertex by crumpling the cloth looks worse than the
     clipping it removes."""
     mesh = part.mesh
-    flipped, _turned, strain = flips_and_strain(mesh.vertices, skinned, pos, np.asarray(mesh.weld)[mesh.faces],
-                                                mesh.edges)
+    faces = np.asarray(mesh.weld)[mesh.faces]
+    flipped, _turned, strain = flips_and_strain(mesh.vertices, skinned, pos, faces, mesh.edges)
     crossings = int(query.crossing_edges(pos, mesh.edges).sum())
     inside = int(query.inside(pos).sum())
-    visible = inside + crossings + int(flipped.sum()) + int((strain > SPIKE_STRAIN).sum())
+    p = np.asarray(pos, dtype=np.float64)
+    area = 0.5 * np.linalg.norm(np.cross(p[faces[:, 1]] - p[faces[:, 0]], p[faces[:, 2]] - p[faces[:, 0]]), axis=1)
+    shards = int((area < ZERO_AREA_M2).sum())
+    visible = inside + crossings + int(flipped.sum()) + int((strain > SPIKE_STRAIN).sum()) + shards
     return visible, float(strain.max(initial=0.0)), inside
 
 

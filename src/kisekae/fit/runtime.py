@@ -38,7 +38,9 @@ from .carry import CarryState, carry_start
 from .fitting import fit_capsules
 from .fix import params_for
 from .pushout import CapsulePushPlan, PushParams
-from .surface import bake_surface_candidates, garment_chords, one_ring, surface_runtime
+from ..bake_cache import cached_arrays
+from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, bake_surface_candidates, garment_chords,
+                      one_ring, surface_runtime)
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
 RUNTIME_METHODS = ("carried", "surface", "capsules")
@@ -73,10 +75,48 @@ def garment_binding(avatar: Avatar, name: str):
 def garment_candidates(avatar: Avatar, name: str, *, progress: bool = False):
     """The garment's :class:`~kisekae.fit.surface.SurfaceCandidates` on this avatar's body, baked once and cached.
 
-    The avatar's body as it is posed (with its contact step, if it has one) is what the bake samples.
+    The avatar's body as it is posed (with its contact step, if it has one) is what the bake samples. The bake
+    (about 5 s a garment) is kept on the avatar and on disk (:mod:`kisekae.bake_cache`, keyed by
+    :func:`candidates_cache_key`), so the next process with the same body and garment reads it back.
     """
-    return _cached(avatar, "_kisekae_surface_candidates", name,
-                   lambda: bake_surface_candidates(avatar, name, progress=progress))
+    def make():
+        def bake():
+            return {"triangles": bake_surface_candidates(avatar, name, k=CANDIDATES, n_poses=BAKE_POSES,
+                                                         seed=BAKE_SEED, progress=progress).triangles}
+
+        tri = cached_arrays("surface-candidates", candidates_cache_key(avatar, name), bake)["triangles"]
+        return SurfaceCandidates(np.ascontiguousarray(tri, dtype=np.int32), len(avatar.body.mesh.faces))
+
+    return _cached(avatar, "_kisekae_surface_candidates", name, make)
+
+
+#: Version of the surface-candidate bake in its disk-cache key: raise it whenever the bake's method changes.
+CANDIDATES_BAKE_VERSION = 1
+#: Seed of the bake's range-of-motion poses.
+BAKE_SEED = 0
+#: Range-of-motion poses (the bake's first ones) whose posed body and garment enter the cache key.
+KEY_PROBE_POSES = 3
+
+
+def candidates_cache_key(avatar: Avatar, name: str) -> list:
+    """Everything garment ``name``'s surface-candidate bake depends on, for :func:`kisekae.bake_cache.cached_arrays`.
+
+    The rest meshes, skins and skeleton of the body and the garment, the bake's settings, and the body and garment
+    as the avatar poses them in the bake's first range-of-motion poses (rounded to 1 um): whatever changes how the
+    avatar poses its body (the contact step, its gap, the correctives) changes those, and so the key.
+    """
+    from ..avatar.poses import range_of_motion_poses
+
+    sk, body, part = avatar.skeleton, avatar.body, avatar.part(name)
+    key = ["surface-candidates", CANDIDATES_BAKE_VERSION, CANDIDATES, BAKE_POSES, BAKE_SEED,
+           np.asarray(sk.rest, dtype=np.float64), np.asarray(sk.parents, dtype=np.int64)]
+    for mesh, skin in ((body.mesh, body.skin), (part.mesh, part.skin)):
+        key += [np.asarray(mesh.vertices), np.asarray(mesh.faces), skin.indices, skin.weights]
+    for pose in range_of_motion_poses(sk, KEY_PROBE_POSES, seed=BAKE_SEED):
+        m = pose.skinning_matrices(sk)
+        key += [np.round(np.asarray(body.posed(m), dtype=np.float64), 6),
+                np.round(np.asarray(part.posed(m), dtype=np.float64), 6)]
+    return key
 
 
 def garment_ring(avatar: Avatar, name: str):
