@@ -122,3 +122,17 @@ def test_surface_candidates_from_the_cache_equal_a_fresh_bake(cache, avatar):
     assert input_hash(candidates_cache_key(avatar.with_body_contact(gap=0.008), "skirt")) != \
         input_hash(candidates_cache_key(avatar.with_body_contact(), "skirt"))
     assert input_hash(candidates_cache_key(avatar, "tights")) != plain
+
+
+def test_edge_sample_candidates_from_the_cache_equal_a_fresh_bake(cache, avatar):
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.fit.edge_lift import bake_sample_candidates, garment_edge_samples
+    from kisekae.fit.runtime import garment_lift
+
+    samples = garment_edge_samples(avatar.part("skirt").mesh)
+    fresh = bake_sample_candidates(avatar, "skirt", samples)
+    for _ in range(2):  # baked and written, then read back, each on a new avatar object
+        got_samples, cand, table = garment_lift(load_builtin_avatar(), "skirt")
+        np.testing.assert_array_equal(got_samples.t, samples.t)
+        np.testing.assert_array_equal(cand.triangles, fresh.triangles)
+    assert len(list((cache / "sample-candidates").iterdir())) == 1

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.fit.edge_lift import (EdgeSamples, edge_lift, edge_lift_numpy, edge_samples, vertex_samples)
+from kisekae.fit.edge_lift import (LIFT_REACH, EdgeSamples, edge_lift, edge_lift_numpy, edge_samples, lift_fade,
+                                   vertex_samples)
 from kisekae.fit.pushout import PushParams, push_amount
 from kisekae.fit.surface import SurfaceCandidates
 from kisekae.fit.unflip import flipped_faces, unflip, unflip_numpy, vertex_faces
@@ -61,6 +62,30 @@ def test_lift_analytic_on_a_plane():
                                                            blend(need[0] * 0.6, need[1] * 1.2)], atol=1e-12)
         np.testing.assert_allclose(new[:, :2], pts[:, :2], atol=1e-12)
         assert moved.tolist() == [True, True]
+
+
+def test_deep_samples_ask_less_and_the_deepest_nothing():
+    """lift_fade: whole up to LIFT_REACH, half at 1.5 times it, nothing from twice it. On a plane, an edge lying
+    flat at a depth whose push is 1.5 LIFT_REACH moves by half of it, one whose push is 3 LIFT_REACH not at all (a
+    sample that deep lies in another part of the body: lifting it would carry its vertex across a fold)."""
+    np.testing.assert_allclose(lift_fade([0.0, LIFT_REACH, 1.5 * LIFT_REACH, 2 * LIFT_REACH, 0.05]),
+                               [1.0, 1.0, 0.5, 0.0, 0.0])
+    body, normals, faces = _plane()
+    prm = PushParams(stiffness=1.0)  # the push is depth + margin
+    cand = SurfaceCandidates(np.array([[0, 1], [0, 1]], np.int32), 2)
+    for want, fade in ((1.5 * LIFT_REACH, 0.5), (3.0 * LIFT_REACH, 0.0)):
+        depth = want - prm.margin
+        pts = np.array([[0.0, 0.0, -depth], [0.05, 0.0, -depth]])
+        s = edge_samples(pts, [[0, 1]], spacing=0.02)
+        table = vertex_samples(s)
+        need = push_amount(np.array([-depth]), prm.margin, prm.stiffness, prm.max_push)[0]
+        np.testing.assert_allclose(need, want)
+        for new, _moved in (edge_lift_numpy(pts, s, cand, table, body, normals, faces, prm, chord=False),
+                            edge_lift(pts, s, cand, table, body, normals, faces, prm)):
+            # both samples ask fade * need of both ends, with shares 1.2 and 0.6: the blend of the two asks
+            asks = fade * need * np.array([1.2, 0.6])
+            expect = (asks ** 3).sum() / (asks ** 2).sum() if fade else 0.0
+            np.testing.assert_allclose(new[:, 2] - pts[:, 2], [expect, expect], atol=1e-12)
 
 
 def test_no_lift_when_the_edge_is_clear():

@@ -17,7 +17,8 @@ from kisekae.fit.fix import params_for
 from kisekae.fit.pushout import bias_direction, push_amount
 from kisekae.fit.surface import (CANDIDATES, LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT, bake_surface_candidates,
                                   body_curvature, chord_allowance, garment_chords, one_ring, surface_runtime)
-from kisekae.fit.edge_lift import (LIFT_PASSES, bake_sample_candidates, garment_edge_samples, vertex_samples)
+from kisekae.fit.edge_lift import (LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_REACH, bake_sample_candidates,
+                                   garment_edge_samples, vertex_samples)
 from kisekae.fit.unflip import TURN_START, UNFLIP_PASSES, vertex_faces
 from kisekae.geom.closest import closest_point_triangles_numpy
 from kisekae.geom.normals import vertex_normals
@@ -66,6 +67,7 @@ def test_bake_round_trips(baked):
     ns = len(samples)
     assert header["samples"] == ns == 3583 and header["vertexSampleEntries"] == len(sidx) == 2 * ns
     assert header["liftPasses"] == LIFT_PASSES and header["unflipPasses"] == UNFLIP_PASSES
+    assert header["liftLimitPasses"] == LIFT_LIMIT_PASSES == 2
     assert header["turnStart"] == TURN_START
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 48 + (n + 1) + len(ring[1]) + n + n + ns * 52
                                                             + (n + 1) + len(sidx))
@@ -98,10 +100,9 @@ def test_bake_round_trips(baked):
     for source in (head2, other):
         got = _load(source, av)
         assert got["limit_passes"] == 0 and got["stretch_limit"] == 0.25
-    # a bake of the previous version (without the edge samples) is refused, as the loader refuses every other
-    # version: it was made for an engine without the edge lift; kisekae fit writes it again
-    old = {k: v for k, v in header.items() if k not in ("samples", "vertexSampleEntries", "liftPasses",
-                                                         "unflipPasses", "turnStart")}
+    # a bake of the previous version (without the last stretch limit) is refused, as the loader refuses every other
+    # version: it was made for an engine without it; kisekae fit writes it again
+    old = {k: v for k, v in header.items() if k != "liftLimitPasses"}
     old["version"] = sb.SURFACE_BAKE_VERSION - 1
     (head.parent / "old.surface.json").write_text(json.dumps(old))
     with pytest.raises(KisekaeError, match=rf"old\.surface\.json: not a version-{sb.SURFACE_BAKE_VERSION} kisekae "
@@ -180,7 +181,7 @@ def engine_lift(x, d, bake, body, normals, params, up, kv):
         for code in idx[ptr[v]:ptr[v + 1]]:
             s, side = divmod(int(code), 2)
             share = (1 - t[s] if side == 0 else t[s]) / ((1 - t[s]) ** 2 + t[s] ** 2)
-            ask = share * lift[s]
+            ask = share * min(max(2.0 - np.linalg.norm(lift[s]) / LIFT_REACH, 0.0), 1.0) * lift[s]
             acc += (ask @ ask) * ask
             total += ask @ ask
         if total > 0:
@@ -243,6 +244,9 @@ def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0,
         d = unflip(d)
     for _ in range(bake["unflip_passes"] if garment is not None else 0):
         d = unflip(d)
+    for _ in range(bake["lift_limit_passes"] if garment is not None and len(bake["sample_t"]) else 0):
+        d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"])
+        d = push_where(d, moved)
     ln = np.linalg.norm(d, axis=1)
     over = ln > params.max_push
     d[over] *= (params.max_push / ln[over])[:, None]
@@ -310,8 +314,8 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     header["binary"] = "b.surface.bytes"
     path = case()
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
-    for old in (1, 2, 3):  # without chords, without the stretch limit, without the edge lift: write it again
-        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-4 kisekae surface bake"):
+    for old in (1, 2, 3, 4):  # without chords, the stretch limit, the edge lift, the last stretch limit: write again
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-5 kisekae surface bake"):
             _load(case({"version": old}), av)
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
@@ -530,6 +534,11 @@ def test_compute_kernels_declared_and_dispatched():
     assert f"public int liftPasses = {LIFT_PASSES};" in cs and f"public int unflipPasses = {UNFLIP_PASSES};" in cs
     assert f"public float turnStart = {TURN_START}f;" in cs and '"_KisekaeTurnStart", turnStart' in cs
     assert "public bool edgeLift = false;" in cs and "edgeLift && pass < liftPasses + unflipPasses" in cs
+    # then the stretch limit again (the last _kStretchLimit dispatch after the unflips), before the finish
+    assert f"public int liftLimitPasses = {LIFT_LIMIT_PASSES};" in cs and "public int liftLimitPasses;" in cs
+    assert cs.index("cmd.DispatchCompute(cs, _kUnflips, ") < cs.rindex("cmd.DispatchCompute(cs, _kStretchLimit, ") \
+        < cs.index("cmd.DispatchCompute(cs, _kFinish, ")
+    assert "pass < liftLimitPasses" in cs
     for macro in ("KISEKAE_LOAD_SAMPLE_TRIANGLE", "KISEKAE_LOAD_SAMPLE_ENDS", "KISEKAE_LOAD_SAMPLE_T",
                   "KISEKAE_LOAD_SAMPLE_LIFT", "KISEKAE_LOAD_VERTEX_SAMPLE_RANGE", "KISEKAE_LOAD_VERTEX_SAMPLE",
                   "KISEKAE_LOAD_GARMENT_FACE_RANGE", "KISEKAE_LOAD_GARMENT_FACE"):
@@ -779,6 +788,10 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         kernels["KisekaeUnflips"].run(n, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
                                                "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
         src_i = 1 - src_i
+    for _ in range(bake["lift_limit_passes"] if ns else 0):
+        kernels["KisekaeStretchLimits"].run(n, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
+                                                     "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
+        src_i = 1 - src_i
     kernels["KisekaeFinish"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": disp[src_i],
                                           "_KisekaeGarmentPositionsRW": out_pos, "_KisekaeCorrectionRW": correction})
     kernels["KisekaeGarmentNormals"].run(n, uni, {**bufs, "_KisekaeGarmentPositions": out_pos,
@@ -873,7 +886,9 @@ def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_
                                 softness=0.5, numpy=True, chord=chord, lift=lift, faces=_garment_faces(mesh))
     loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
     assert np.abs(ref - loose).max() > 1e-4  # the masks matter here
-    assert np.linalg.norm(pos[:, :3] - ref, axis=1).max() < 1e-5
+    # float32 against float64, as above: the edge lift's and the stretch limit's choices where the last bits decide
+    err = np.linalg.norm(pos[:, :3] - ref, axis=1)
+    assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
 
 
 @pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")

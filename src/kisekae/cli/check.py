@@ -47,8 +47,9 @@ def register(sub):
     p.add_argument("--edge-lift", action="store_true",
                    help="with --runtime-method carried or surface: end the per-frame correction with the edge lift "
                         "and the unflip (points on edges longer than 2 cm kept outside the body, faces the correction "
-                        "turned over turned back): fewer edges through the body in mild bends, spikes in deep ones "
-                        "(docs/fit.md); records say edge_lift")
+                        "turned over turned back): about half the edges through the body and a fifth of the flipped "
+                        "faces, at the price of a few mm more pop and a worse crouch skirt (docs/fit.md); records say "
+                        "edge_lift")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles), body_volume_change and "

@@ -22,7 +22,9 @@ So the per-frame correction also pushes *points on the edges*:
   blended from the ends, chord allowance of its sub-segment ``L / (n + 1)``), giving a lift ``d_s``. Moving the
   ends by ``u_a = w_a d_s``, ``u_b = w_b d_s`` with ``w_a = (1 - t) / ((1 - t)^2 + t^2)`` and
   ``w_b = t / ((1 - t)^2 + t^2)`` moves the sample by exactly ``d_s`` with the least motion of the two ends. Each
-  vertex blends the lifts its samples ask of it with weights ``|u|^2`` (Jacobi): one ask is taken whole, the
+  vertex blends the lifts its samples ask of it with weights ``|u|^2`` (Jacobi), each lift first faded by its
+  length (:func:`lift_fade`: whole up to :data:`LIFT_REACH`, 4 mm, nothing from twice that: a sample deep in another
+  part marks a fold of the body, not a chord over it): one ask is taken whole, the
   largest dominates several, and unlike picking the largest the blend is continuous, so a body 10 m away (float32
   skinning's noise) gives the same result. One smoothing pass spreads the lift to the one-ring
   (:data:`LIFT_SMOOTH`), and the surface push of the moved vertices follows, so the push keeps the last word.
@@ -47,9 +49,16 @@ from .surface import SurfaceCandidates, _body_frame, _inputs, _push, surface_pus
 SAMPLE_SPACING = 0.02
 #: Rounds of (edge lift, push of the lifted vertices, unflip, push) at the end of the per-frame correction.
 LIFT_PASSES = 3
+#: Stretch-limit passes (:func:`kisekae.fit.surface.stretch_limit`, each followed by the push of what it moved) after
+#: the lift rounds and unflips: a lift can still stretch a short edge beside a long one, and these pull it back.
+LIFT_LIMIT_PASSES = 2
 #: One-ring smoothing passes (:func:`kisekae.fit.surface.smooth_push`) over each round's lift, so that the
 #: neighbours of a lifted vertex rise with it and short edges beside it do not stretch.
 LIFT_SMOOTH = 1
+#: Lift of a sample (metres) above which it asks less, linearly down to nothing at twice it (:func:`lift_fade`). A
+#: chord over a bulge of the skin asks for millimetres; a sample centimetres inside another part (the other leg, the
+#: calf folded onto the thigh) would carry its vertex across the fold, and the push after it would make a spike.
+LIFT_REACH = 0.004
 #: A vertex is pushed again after a lift round only when it was lifted more than this, metres: the push law is not
 #: idempotent inside the margin band, so pushing again the vertices that float32 noise lifted by 1e-15 m would
 #: move them by up to a millimetre, and a body 10 m away would not give the same cloth.
@@ -161,8 +170,17 @@ def _check(samples: EdgeSamples, cand: SurfaceCandidates, table, n: int) -> None
         raise KisekaeError(f"vertex sample table of {len(ptr) - 1} vertices for {n}", "vertex samples")
 
 
+def lift_fade(size, reach: float = LIFT_REACH) -> np.ndarray:
+    """Share of a sample's lift that it asks for, by the lift's length ``size`` (metres): 1 up to ``reach``, falling
+    linearly to 0 at ``2 reach`` (:data:`LIFT_REACH`)."""
+    return np.clip(2.0 - np.asarray(size, dtype=np.float64) / reach, 0.0, 1.0)
+
+
 def _choose_numpy(lift, samples: EdgeSamples, table, n: int):
-    """Per vertex, the asks of its samples blended with weights ``|ask|^2``: new displacements, moved."""
+    """Per vertex, the asks of its samples (each lift faded by :func:`lift_fade`) blended with weights ``|ask|^2``:
+    new displacements, moved."""
+    lift = np.asarray(lift, dtype=np.float64)
+    lift = lift * lift_fade(np.linalg.norm(lift, axis=1))[:, None]
     wa, wb = samples.weights()
     ptr, idx = (np.asarray(x, dtype=np.int64) for x in table)
     s, side = idx // 2, idx % 2
@@ -208,13 +226,15 @@ def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCand
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _choose_kernel(lift, wa, wb, ptr, idx, points, out, moved):
+def _choose_kernel(lift, wa, wb, ptr, idx, points, reach, out, moved):
     for v in range(points.shape[0]):
         total = 0.0
         bx = by = bz = 0.0
         for e in range(ptr[v], ptr[v + 1]):
             s = idx[e] // 2
             w = wa[s] if idx[e] % 2 == 0 else wb[s]
+            fade = 2.0 - np.sqrt(lift[s, 0] ** 2 + lift[s, 1] ** 2 + lift[s, 2] ** 2) / reach
+            w *= min(max(fade, 0.0), 1.0)
             x, y, z = w * lift[s, 0], w * lift[s, 1], w * lift[s, 2]
             size = x * x + y * y + z * z
             bx += size * x
@@ -247,7 +267,7 @@ def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up):
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
     ptr, idx = table
-    _choose_kernel(pushed - ps, wa, wb, ptr, idx, p, out, moved)
+    _choose_kernel(pushed - ps, wa, wb, ptr, idx, p, LIFT_REACH, out, moved)
     return out, moved
 
 

@@ -132,8 +132,9 @@ def garment_chord(avatar: Avatar, name: str):
 
 def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
     """The garment's edge lift data ``(EdgeSamples, sample candidates, vertex_samples table)``
-    (:mod:`kisekae.fit.edge_lift`), made and baked once and cached; None when no edge is longer than the sample
-    spacing (the stage then has nothing to do)."""
+    (:mod:`kisekae.fit.edge_lift`), made and baked once and cached on the avatar and on disk (as
+    :func:`garment_candidates`); None when no edge is longer than the sample spacing (the stage then has nothing to
+    do)."""
     from .edge_lift import bake_sample_candidates, garment_edge_samples, vertex_samples
 
     def make():
@@ -141,8 +142,14 @@ def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
         samples = garment_edge_samples(mesh)
         if len(samples) == 0:
             return None
-        return samples, bake_sample_candidates(avatar, name, samples, progress=progress), \
-            vertex_samples(samples, mesh.weld)
+        def bake():
+            return {"triangles": bake_sample_candidates(avatar, name, samples, None, CANDIDATES, n_poses=BAKE_POSES,
+                                                        seed=BAKE_SEED, progress=progress).triangles}
+
+        key = candidates_cache_key(avatar, name) + ["edge samples", samples.a, samples.b, samples.t]
+        tri = cached_arrays("sample-candidates", key, bake)["triangles"]
+        cand = SurfaceCandidates(np.ascontiguousarray(tri, dtype=np.int32), len(avatar.body.mesh.faces))
+        return samples, cand, vertex_samples(samples, mesh.weld)
 
     return _cached(avatar, "_kisekae_edge_lift", name, make)
 
@@ -213,8 +220,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     state : CarryState or None, for ``"carried"``: the previous frame's corrections, updated in place (None: a
         fresh state, so the pose warms up from the rest pose); the other methods ignore it
     edge_lift : bool, for ``"carried"`` and ``"surface"``: end with the edge lift and the unflip
-        (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`): fewer edges through the body in mild bends, but
-        spikes in deep ones (docs/fit.md), so off by default
+        (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`) and a last stretch limit: about half the edges
+        through the body and a fifth of the flipped faces, but a few mm more pop and a worse crouch skirt
+        (docs/fit.md), so off by default
 
     Returns
     -------

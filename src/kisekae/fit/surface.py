@@ -604,7 +604,9 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; then, if given,
     :data:`~kisekae.fit.edge_lift.LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) and the unflip
     (:mod:`kisekae.fit.unflip`), each followed by the push of the vertices it moved, and
-    :data:`~kisekae.fit.unflip.UNFLIP_PASSES` more unflips; the total capped at maxPush.
+    :data:`~kisekae.fit.unflip.UNFLIP_PASSES` more unflips, and with the edge lift
+    :data:`~kisekae.fit.edge_lift.LIFT_LIMIT_PASSES` more stretch-limit passes (each with the push of what it moved);
+    the total capped at maxPush.
     The first push starts from ``start`` (default: the skinned ``points``); smoothing, stretch limit and cap measure
     from ``points`` (:mod:`kisekae.fit.carry` starts from the previous frame's correction).
 
@@ -650,7 +652,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         for _ in range(limit_passes):
             limited, moved = stretch_limit_numpy(new, x, ring, stretch)
             new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
-        new = _finish_numpy(new, x, args, chord, lift, faces, ring)
+        new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch)
     else:
         # the body's spheres and curvature are the same for every push: made once
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
@@ -669,14 +671,14 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         for _ in range(limit_passes):
             _limit_kernel(new, ptr, idx, rest2, limited, moved)
             new = _push(limited, np.flatnonzero(moved), *push)[0]
-        new = _finish(new, x, push, chord, lift, faces, ring)
+        new = _finish(new, x, push, chord, lift, faces, ring, stretch)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
 
 
-def _finish_numpy(new, x, args, chord, lift, faces, ring):
-    """:func:`surface_runtime`'s edge lift and unflip rounds, NumPy references."""
-    from .edge_lift import LIFT_EPS, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
+def _finish_numpy(new, x, args, chord, lift, faces, ring, stretch):
+    """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, NumPy references."""
+    from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
     from .unflip import UNFLIP_PASSES, unflip_numpy
 
     def push_moved(points, step):
@@ -699,13 +701,16 @@ def _finish_numpy(new, x, args, chord, lift, faces, ring):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
+    for _ in range(LIFT_LIMIT_PASSES if lift is not None else 0):
+        limited, moved = stretch_limit_numpy(new, x, ring, stretch)
+        new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
     return new
 
 
-def _finish(new, x, push, chord, lift, faces, ring):
-    """:func:`surface_runtime`'s edge lift and unflip rounds with the Numba kernels; ``push`` as :func:`_push`'s
-    arguments after the points and ids."""
-    from .edge_lift import LIFT_EPS, LIFT_PASSES, LIFT_SMOOTH, _lift, lift_frame
+def _finish(new, x, push, chord, lift, faces, ring, stretch):
+    """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, with the Numba kernels;
+    ``push`` as :func:`_push`'s arguments after the points and ids."""
+    from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, _lift, lift_frame
     from .unflip import TURN_START, UNFLIP_PASSES, _unflip_kernel
 
     if lift is not None:
@@ -738,5 +743,12 @@ def _finish(new, x, push, chord, lift, faces, ring):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
+    if lift is not None and LIFT_LIMIT_PASSES > 0:
+        ptr, idx = _ring_arrays(ring, len(x))
+        rest2 = _squared_limits(x, ptr, idx, stretch)
+        limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
+        for _ in range(LIFT_LIMIT_PASSES):
+            _limit_kernel(new, ptr, idx, rest2, limited, moved)
+            new = _push(limited, np.flatnonzero(moved), *push)[0]
     return new
 

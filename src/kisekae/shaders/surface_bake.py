@@ -11,8 +11,10 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
   ``candidates`` K, ``ringEntries``, ``smoothPasses``, ``limitPasses`` and ``stretchLimit`` (the stretch limit's
   passes and allowed relative stretch, :data:`kisekae.fit.surface.LIMIT_PASSES` and
   :data:`~kisekae.fit.surface.STRETCH_LIMIT`), ``samples``, ``vertexSampleEntries``, ``liftPasses``,
-  ``unflipPasses`` and ``turnStart`` (the edge lift and unflip: :data:`kisekae.fit.edge_lift.LIFT_PASSES`,
-  :data:`kisekae.fit.unflip.UNFLIP_PASSES`, :data:`~kisekae.fit.unflip.TURN_START`), the binary's file name,
+  ``unflipPasses``, ``turnStart`` and ``liftLimitPasses`` (the edge lift and unflip:
+  :data:`kisekae.fit.edge_lift.LIFT_PASSES`, :data:`kisekae.fit.unflip.UNFLIP_PASSES`,
+  :data:`~kisekae.fit.unflip.TURN_START`, and the stretch-limit passes after them,
+  :data:`kisekae.fit.edge_lift.LIFT_LIMIT_PASSES`), the binary's file name,
   ``layout`` and ``bytes``);
 - a binary file of little-endian uint32 arrays (the last one float32), one after the other, in the order of
   ``layout``:
@@ -67,8 +69,9 @@ from ..validate import as_nonnegative
 
 #: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
 #: of the frame; 4: the edge samples, ``liftPasses``, ``unflipPasses`` and ``turnStart``, the edge lift and unflip that
-#: end the frame). Other versions are refused: a version-3 bake was made for an engine without the edge lift.
-SURFACE_BAKE_VERSION = 4
+#: end the frame; 5: ``liftLimitPasses``, the stretch limit after them). Other versions are refused: a version-3 bake
+#: was made for an engine without the edge lift, a version-4 one for an engine without the last stretch limit.
+SURFACE_BAKE_VERSION = 5
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
@@ -77,7 +80,7 @@ LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampl
 #: Arrays of float32 values (the others are uint32 ids).
 FLOAT_ARRAYS = ("chord", "sampleT", "sampleChord")
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
-                  "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses")
+                  "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses")
 
 
 def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0) -> dict:
@@ -93,7 +96,8 @@ def _doc_lengths(doc: dict) -> dict:
 def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_body_vertices: int | None = None,
                  weld=None, smooth_passes: int | None = None, limit_passes: int | None = None,
                  stretch_limit: float | None = None, lift=None, lift_passes: int | None = None,
-                 unflip_passes: int | None = None, turn_start: float | None = None) -> dict:
+                 unflip_passes: int | None = None, turn_start: float | None = None,
+                 lift_limit_passes: int | None = None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -119,6 +123,8 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     lift_passes, unflip_passes : int, optional, rounds of (edge lift, unflip) after the stretch limit and unflips
         after them (defaults :data:`kisekae.fit.edge_lift.LIFT_PASSES`, :data:`kisekae.fit.unflip.UNFLIP_PASSES`)
     turn_start : float, optional, the unflip's :data:`kisekae.fit.unflip.TURN_START`
+    lift_limit_passes : int, optional, stretch-limit passes after the lift rounds and unflips (default
+        :data:`kisekae.fit.edge_lift.LIFT_LIMIT_PASSES`)
 
     Returns
     -------
@@ -146,7 +152,8 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
     _check_ring(ptr, idx, w, n, f"one-ring of {garment_name}")
     c = as_nonnegative(chord, n, f"chords of {garment_name}")
-    settings = _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start)
+    settings = _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start,
+                         lift_limit_passes)
     k = int(tri.shape[1])
     corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
     samples = _sample_arrays(lift, f, n, k, int(candidates.n_body_faces), garment_name)
@@ -171,9 +178,10 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     }
 
 
-def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start) -> dict:
+def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start,
+              lift_limit_passes=None) -> dict:
     """The header's pass counts and numbers of :func:`surface_bake`, kisekae's defaults where None, checked."""
-    from ..fit.edge_lift import LIFT_PASSES
+    from ..fit.edge_lift import LIFT_LIMIT_PASSES, LIFT_PASSES
     from ..fit.surface import LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT
     from ..fit.unflip import TURN_START, UNFLIP_PASSES
 
@@ -187,6 +195,8 @@ def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_pa
         out[key] = number
     out["liftPasses"] = _passes(LIFT_PASSES if lift_passes is None else lift_passes, "lift passes")
     out["unflipPasses"] = _passes(UNFLIP_PASSES if unflip_passes is None else unflip_passes, "unflip passes")
+    out["liftLimitPasses"] = _passes(LIFT_LIMIT_PASSES if lift_limit_passes is None else lift_limit_passes,
+                                     "lift limit passes")
     return out
 
 
@@ -374,8 +384,9 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     dict with ``version``, ``garment``, ``k``, ``smooth_passes``, ``limit_passes`` (int),
     ``stretch_limit`` (float), ``n_body_triangles``, ``corners`` (N, K, 3)
     int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
-    ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``
-    (int), ``turn_start`` (float), ``sample_ends`` (S, 2), ``sample_t``, ``sample_chord`` (S,) float64,
+    ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``,
+    ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 2), ``sample_t``, ``sample_chord`` (S,)
+    float64,
     ``sample_corners`` (S, K, 3) and ``vertex_samples`` ``(ptr (N+1,), idx (M,))``.
 
     Raises
@@ -408,6 +419,7 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
             "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld, "chord": chord,
             "lift_passes": counts["liftPasses"], "unflip_passes": counts["unflipPasses"],
+            "lift_limit_passes": counts["liftLimitPasses"],
             "turn_start": counts["turnStart"], "sample_ends": ends.reshape(ns, 2), "sample_t": t,
             "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx)}
 

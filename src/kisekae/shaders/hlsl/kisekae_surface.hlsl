@@ -57,7 +57,8 @@
 // p_s = KisekaeSamplePoint(s) and lift_s = KisekaeSamplePush(p_s, ...) - p_s; one thread per vertex gathers
 // KisekaeEdgeLift(v); one KisekaeSmoothPush pass over those lifts; the lifted vertices are pushed again; then one
 // KisekaeUnflip pass and the push of what it moved. Two more unflip passes (UNFLIP_PASSES) end the frame.
-// KISEKAE_CHORD_CAP (m, default 0.003 = kisekae.fit.surface.CHORD_CAP) caps the chord allowance.
+// KISEKAE_CHORD_CAP (m, default 0.003 = kisekae.fit.surface.CHORD_CAP) caps the chord allowance; KISEKAE_LIFT_REACH
+// (m, default 0.004 = kisekae.fit.edge_lift.LIFT_REACH) fades the edge lift of deep samples.
 #ifndef KISEKAE_SURFACE_HLSL
 #define KISEKAE_SURFACE_HLSL
 
@@ -66,6 +67,9 @@
 #endif
 #ifndef KISEKAE_CHORD_CAP
 #define KISEKAE_CHORD_CAP 0.003
+#endif
+#ifndef KISEKAE_LIFT_REACH
+#define KISEKAE_LIFT_REACH 0.004
 #endif
 
 // Parameter num / den of the closest point along an edge; 0 on a zero-length edge (den = |edge|^2 there).
@@ -376,8 +380,9 @@ float KisekaeLiftShare(float t, uint side)
 }
 
 // The lift of garment vertex v (m; kisekae.fit.edge_lift._choose_numpy): the asks of the samples on its edges
-// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 2 s + side over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * lift of s)
-// blended with weights |ask|^2; zero when none asks. The engine then runs one KisekaeSmoothPush pass over the
+// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 2 s + side over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * fade * lift of s,
+// fade = saturate(2 - |lift| / KISEKAE_LIFT_REACH), kisekae.fit.edge_lift.lift_fade: a sample deep in another part
+// asks nothing) blended with weights |ask|^2; zero when none asks. The engine then runs one KisekaeSmoothPush pass over the
 // lifts (kisekae.fit.edge_lift.LIFT_SMOOTH), adds them to the displacements and pushes again every vertex lifted
 // by more than 1e-9 m (LIFT_EPS).
 float3 KisekaeEdgeLift(uint v)
@@ -389,7 +394,9 @@ float3 KisekaeEdgeLift(uint v)
     {
         uint code = KISEKAE_LOAD_VERTEX_SAMPLE(e);
         uint s = code >> 1u;
-        float3 ask = KisekaeLiftShare(KISEKAE_LOAD_SAMPLE_T(s), code & 1u) * KISEKAE_LOAD_SAMPLE_LIFT(s);
+        float3 lift = KISEKAE_LOAD_SAMPLE_LIFT(s);
+        float fade = saturate(2.0 - length(lift) / KISEKAE_LIFT_REACH);
+        float3 ask = KisekaeLiftShare(KISEKAE_LOAD_SAMPLE_T(s), code & 1u) * fade * lift;
         float size = dot(ask, ask);
         acc += size * ask;
         total += size;

@@ -19,9 +19,10 @@
 //      the edge lift (the bake's edge samples pushed out of
 //      the body, each vertex lifted by the blend of its samples' asks, one smoothing pass of the lifts, the lifted
 //      vertices pushed again) and the unflip (faces turned past ~87 degrees pulled back to their rigid target, the
-//      moved vertices pushed again), unflipPasses more unflips, the finish (the total capped at maxPush; also stored
+//      moved vertices pushed again), unflipPasses more unflips, liftLimitPasses more stretch-limit dispatches (samples
+//      lifted deep into another part ask nothing: KisekaeEdgeLift fades them), the finish (the total capped at maxPush; also stored
 //      as the next frame's correction), then the garment's normals over its welded faces
-//                                        smoothPasses + limitPasses + 5 liftPasses + unflipPasses + 4 dispatches
+//                      smoothPasses + limitPasses + 5 liftPasses + unflipPasses + liftLimitPasses + 4 dispatches
 // The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
 // normal) that the garment's renderer gets through a MaterialPropertyBlock as _KisekaeSurfacePositions and
 // _KisekaeSurfaceNormals: Kisekae/ClothURP with "Surface Push" on (keyword KISEKAE_SURFACE_PUSH) draws them by
@@ -63,6 +64,7 @@ namespace Kisekae
         public int liftPasses;         // rounds of (edge lift, unflip) after the stretch limit (3)
         public int unflipPasses;       // unflips after them (2)
         public float turnStart;        // the unflip's turn start, a cosine (0.05)
+        public int liftLimitPasses;    // stretch-limit passes after the lift rounds and unflips (2)
         public string binary;          // the .bytes file's name
         // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 2S, sampleT S (float32),
         // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M
@@ -73,7 +75,7 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 4;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 5;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 16;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
@@ -113,8 +115,9 @@ namespace Kisekae
         [Tooltip("Share of the previous frame's correction each frame starts from (kisekae: 0.9 at 30 fps, " +
                  "0.9^(30/fps) at other rates; 0: no memory). Call ResetCarry() after a teleport or a cut")]
         [Range(0f, 1f)] public float carryKeep = 0.9f;
-        [Tooltip("End the frame with the edge lift and the unflip (kisekae check --runtime --edge-lift): fewer garment " +
-                 "edges through the body in mild bends, spikes in deep ones; off by default, as in kisekae")]
+        [Tooltip("End the frame with the edge lift and the unflip (kisekae check --runtime --edge-lift): about half " +
+                 "the garment edges through the body and fewer flipped faces, a few mm more pop; off by default, as " +
+                 "in kisekae")]
         public bool edgeLift = false;
         [Tooltip("Rounds of the edge lift and unflip after the stretch limit (kisekae: 3)")]
         public int liftPasses = 3;
@@ -123,6 +126,9 @@ namespace Kisekae
         [Tooltip("Cosine between a face's corrected and skinned normals below which the unflip starts turning it " +
                  "back (kisekae: 0.05, about 87 degrees)")]
         public float turnStart = 0.05f;
+        [Tooltip("Stretch-limit passes after the edge lift and unflips, each pushing the vertices it moved again " +
+                 "(kisekae: 2)")]
+        public int liftLimitPasses = 2;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
@@ -165,6 +171,8 @@ namespace Kisekae
                        "number >= 0";
             if (!(carryKeep >= 0f && carryKeep <= 1f))
                 return $"{who}: carryKeep {carryKeep} must lie in [0, 1]";
+            if (liftLimitPasses < 0)
+                return $"{who}: liftLimitPasses {liftLimitPasses} must be >= 0";
             if (liftPasses < 0 || unflipPasses < 0 || !(turnStart >= 0f) || float.IsInfinity(turnStart))
                 return $"{who}: liftPasses {liftPasses} and unflipPasses {unflipPasses} must be >= 0 and turnStart " +
                        $"{turnStart} a finite number >= 0";
@@ -638,6 +646,14 @@ namespace Kisekae
                 cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeDisplacementIn", src);
                 cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeDisplacementOut", dst);
                 cmd.DispatchCompute(cs, _kUnflips, Groups(_nGarment), 1, 1);
+                (src, dst) = (dst, src);
+            }
+            // the stretch limit once more after the lifts (kisekae.fit.edge_lift.LIFT_LIMIT_PASSES)
+            for (int pass = 0; edgeLift && _nSamples > 0 && pass < liftLimitPasses; pass++)
+            {
+                cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementIn", src);
+                cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementOut", dst);
+                cmd.DispatchCompute(cs, _kStretchLimit, Groups(_nGarment), 1, 1);
                 (src, dst) = (dst, src);
             }
             cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeGarmentSkinned", _garmentVertices);
