@@ -192,11 +192,21 @@ def _runtime(avatar, pose, name, query, part, x, params, directions, masks):
 
     It starts from what an engine shows, so a fix from it changes the per-frame result only where that clips; and
     it is fast (0.1-0.25 s a pose for both built-in garments, after the surface candidates are baked once per body
-    and garment, :func:`kisekae.fit.runtime.garment_candidates`)."""
+    and garment, :func:`kisekae.fit.runtime.garment_candidates`). Where that still clips after its finishes, the
+    per-frame result with the edge lift (``runtime_pose(..., edge_lift=True)``, labelled ``"runtime-lift"``) is
+    finished the same way and the one with fewer defects kept: it starts with about half the edges through the body
+    (crouch skirt and sit tights then clean, docs/fit.md)."""
     from .runtime import runtime_pose
 
-    y = runtime_pose(avatar, pose, [name], {name: params})[name][0]
-    return _finished(query, part, x, params, directions, masks, y.astype(np.float64), "runtime")
+    best = None
+    for lift in (False, True):
+        y = runtime_pose(avatar, pose, [name], {name: params}, edge_lift=lift)[name][0]
+        done = _finished(query, part, x, params, directions, masks, y.astype(np.float64),
+                         "runtime-lift" if lift else "runtime")
+        best = done if best is None else _best(query, part, x, [best, done])
+        if _clean(query, part, best[0], []):
+            break
+    return best
 
 
 def _finished(query, part, x, params, directions, masks, start, label):

@@ -664,13 +664,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
-        if limit_passes > 0:
-            ptr, idx = _ring_arrays(ring, len(x))
-            rest2 = _squared_limits(x, ptr, idx, stretch)
-            limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
-        for _ in range(limit_passes):
-            _limit_kernel(new, ptr, idx, rest2, limited, moved)
-            new = _push(limited, np.flatnonzero(moved), *push)[0]
+        new = _limit_passes(new, x, push, ring, stretch, limit_passes)
         new = _finish(new, x, push, chord, lift, faces, ring, stretch)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
@@ -743,12 +737,19 @@ def _finish(new, x, push, chord, lift, faces, ring, stretch):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
-    if lift is not None and LIFT_LIMIT_PASSES > 0:
-        ptr, idx = _ring_arrays(ring, len(x))
-        rest2 = _squared_limits(x, ptr, idx, stretch)
-        limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
-        for _ in range(LIFT_LIMIT_PASSES):
-            _limit_kernel(new, ptr, idx, rest2, limited, moved)
-            new = _push(limited, np.flatnonzero(moved), *push)[0]
+    return _limit_passes(new, x, push, ring, stretch, LIFT_LIMIT_PASSES if lift is not None else 0)
+
+
+def _limit_passes(new, x, push, ring, stretch, passes: int):
+    """``passes`` stretch-limit passes (Numba), each followed by the push of the vertices it moved; ``push`` as
+    :func:`_push`'s arguments after the points and ids."""
+    if passes <= 0:
+        return new
+    ptr, idx = _ring_arrays(ring, len(x))
+    rest2 = _squared_limits(x, ptr, idx, stretch)
+    limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
+    for _ in range(passes):
+        _limit_kernel(new, ptr, idx, rest2, limited, moved)
+        new = _push(limited, np.flatnonzero(moved), *push)[0]
     return new
 

@@ -120,11 +120,9 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     lift : ``(EdgeSamples, sample SurfaceCandidates, vertex_samples table)`` or None (no samples: edges all
         shorter than the spacing), as :func:`kisekae.fit.runtime.garment_lift` returns it; the samples' candidates
         need as many per sample as the vertices' (K)
-    lift_passes, unflip_passes : int, optional, rounds of (edge lift, unflip) after the stretch limit and unflips
-        after them (defaults :data:`kisekae.fit.edge_lift.LIFT_PASSES`, :data:`kisekae.fit.unflip.UNFLIP_PASSES`)
+    lift_passes, unflip_passes, lift_limit_passes : int, optional, rounds of (edge lift, unflip) after the stretch
+        limit, unflips and stretch-limit passes after them (defaults from :mod:`kisekae.fit.edge_lift`)
     turn_start : float, optional, the unflip's :data:`kisekae.fit.unflip.TURN_START`
-    lift_limit_passes : int, optional, stretch-limit passes after the lift rounds and unflips (default
-        :data:`kisekae.fit.edge_lift.LIFT_LIMIT_PASSES`)
 
     Returns
     -------
