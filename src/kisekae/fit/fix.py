@@ -20,7 +20,7 @@ from ..errors import KisekaeError
 from ..validate import as_points
 from ..qa.check import body_topology
 from ..qa.penetration import BodyQuery
-from ..qa.shape import ZERO_AREA_M2, flips_and_strain
+from ..qa.shape import flips_and_strain, zero_area_faces
 from .exact import UNNECESSARY, push_out_exact, signed_body_distance
 from .layers import LayerSurface, layer_stats, push_out_layers
 from .pushout import PushParams, cap_displacement
@@ -162,11 +162,20 @@ def _fix_garment(avatar, pose, name, query, x, params, directions, masks, method
 
 
 def _best(query, part, skinned, candidates):
-    """The ``(positions, info)`` of ``candidates`` with the fewest defects (:func:`_defects`; the earlier on ties)."""
+    """The ``(positions, info)`` of ``candidates`` with the fewest defects (:func:`_score`; the earlier on ties)."""
     if len(candidates) == 1:
         return candidates[0]
-    scores = [_defects(query, part, skinned, c[0]) for c in candidates]
+    scores = [_score(query, part, skinned, c) for c in candidates]
     return candidates[min(range(len(candidates)), key=lambda k: scores[k])]
+
+
+def _score(query, part, skinned, candidate):
+    """:func:`_defects` of a ``(positions, info)`` candidate, computed once and kept in ``info["defects"]`` (a
+    candidate meets several comparisons; its positions never change after it is made)."""
+    positions, info = candidate
+    if "defects" not in info:
+        info["defects"] = _defects(query, part, skinned, positions)
+    return info["defects"]
 
 
 def _shape(query, part, x, params, directions, masks, layers):
@@ -241,7 +250,7 @@ def _finish(query, part, x, params, directions, masks, shaped, exact):
     fin, fin_info = _push(query, part.mesh, shaped[0], params, directions, masks)
     if np.linalg.norm(fin.astype(np.float64) - x, axis=1).max(initial=0.0) > params.max_push + 1e-9:
         return exact
-    if _defects(query, part, x, fin) < _defects(query, part, x, exact[0]):
+    if _score(query, part, x, (fin, fin_info)) < _score(query, part, x, exact):
         fin_info["contact"] = fin_info["contact"] | shaped[1]["contact"]
         fin_info["method"] = "shape+exact"
         return fin, fin_info
@@ -254,7 +263,7 @@ def _defects(query, part, skinned, pos) -> tuple:
 
     The visible defects are the vertices inside the body, the edges through it, the flipped faces, the spikes
     (edges stretched past twice their skinned length) and the shards (faces collapsed to less than
-    :data:`kisekae.qa.shape.ZERO_AREA_M2`), flips and strain as :func:`kisekae.qa.shape.shape_stats`
+    :func:`kisekae.qa.shape.zero_area_faces`), flips and strain as :func:`kisekae.qa.shape.shape_stats`
     counts them: skin showing through the cloth, a crumple and a spike are what a user sees, one about as much as
     another. Counting the vertices inside first instead picked, on the packaged clip's last frame, an exact finish
     with 0 inside but 21 flipped faces and a strain of 4 over the shape solve's 2 vertices inside, 14 crossings and 2
@@ -265,9 +274,7 @@ def _defects(query, part, skinned, pos) -> tuple:
     flipped, _turned, strain = flips_and_strain(mesh.vertices, skinned, pos, faces, mesh.edges)
     crossings = int(query.crossing_edges(pos, mesh.edges).sum())
     inside = int(query.inside(pos).sum())
-    p = np.asarray(pos, dtype=np.float64)
-    area = 0.5 * np.linalg.norm(np.cross(p[faces[:, 1]] - p[faces[:, 0]], p[faces[:, 2]] - p[faces[:, 0]]), axis=1)
-    shards = int((area < ZERO_AREA_M2).sum())
+    shards = zero_area_faces(np.asarray(pos, dtype=np.float64), faces)
     visible = inside + crossings + int(flipped.sum()) + int((strain > SPIKE_STRAIN).sum()) + shards
     return visible, float(strain.max(initial=0.0)), inside
 

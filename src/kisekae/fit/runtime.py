@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from ..avatar.avatar import Avatar
+from ..bake_cache import cached_arrays
 from ..errors import KisekaeError
 from ..geom.normals import vertex_normals
 from .bound import bind_to_skin, push_out_runtime
@@ -38,7 +39,6 @@ from .carry import CarryState, carry_start
 from .fitting import fit_capsules
 from .fix import params_for
 from .pushout import CapsulePushPlan, PushParams
-from ..bake_cache import cached_arrays
 from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, bake_surface_candidates, garment_chords,
                       one_ring, surface_runtime)
 
@@ -80,14 +80,18 @@ def garment_candidates(avatar: Avatar, name: str, *, progress: bool = False):
     :func:`candidates_cache_key`), so the next process with the same body and garment reads it back.
     """
     def make():
-        def bake():
-            return {"triangles": bake_surface_candidates(avatar, name, k=CANDIDATES, n_poses=BAKE_POSES,
-                                                         seed=BAKE_SEED, progress=progress).triangles}
-
-        tri = cached_arrays("surface-candidates", candidates_cache_key(avatar, name), bake)["triangles"]
-        return SurfaceCandidates(np.ascontiguousarray(tri, dtype=np.int32), len(avatar.body.mesh.faces))
+        return _disk_candidates(avatar, "surface-candidates", candidates_cache_key(avatar, name),
+                                lambda: bake_surface_candidates(avatar, name, k=CANDIDATES, n_poses=BAKE_POSES,
+                                                                seed=BAKE_SEED, progress=progress))
 
     return _cached(avatar, "_kisekae_surface_candidates", name, make)
+
+
+def _disk_candidates(avatar: Avatar, kind: str, key, bake) -> SurfaceCandidates:
+    """``bake()``'s :class:`~kisekae.fit.surface.SurfaceCandidates`, or the same triangles read back from the disk
+    cache (:func:`kisekae.bake_cache.cached_arrays` under ``kind`` and ``key``)."""
+    tri = cached_arrays(kind, key, lambda: {"triangles": bake().triangles})["triangles"]
+    return SurfaceCandidates(np.ascontiguousarray(tri, dtype=np.int32), len(avatar.body.mesh.faces))
 
 
 #: Version of the surface-candidate bake in its disk-cache key: raise it whenever the bake's method changes.
@@ -142,13 +146,10 @@ def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
         samples = garment_edge_samples(mesh)
         if len(samples) == 0:
             return None
-        def bake():
-            return {"triangles": bake_sample_candidates(avatar, name, samples, None, CANDIDATES, n_poses=BAKE_POSES,
-                                                        seed=BAKE_SEED, progress=progress).triangles}
-
         key = candidates_cache_key(avatar, name) + ["edge samples", samples.a, samples.b, samples.t]
-        tri = cached_arrays("sample-candidates", key, bake)["triangles"]
-        cand = SurfaceCandidates(np.ascontiguousarray(tri, dtype=np.int32), len(avatar.body.mesh.faces))
+        cand = _disk_candidates(avatar, "sample-candidates", key,
+                                lambda: bake_sample_candidates(avatar, name, samples, None, CANDIDATES,
+                                                               n_poses=BAKE_POSES, seed=BAKE_SEED, progress=progress))
         return samples, cand, vertex_samples(samples, mesh.weld)
 
     return _cached(avatar, "_kisekae_edge_lift", name, make)

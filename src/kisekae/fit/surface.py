@@ -649,9 +649,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
-        for _ in range(limit_passes):
-            limited, moved = stretch_limit_numpy(new, x, ring, stretch)
-            new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
+        new = _limit_passes_numpy(new, x, args, chord, ring, stretch, limit_passes)
         new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch)
     else:
         # the body's spheres and curvature are the same for every push: made once
@@ -695,7 +693,13 @@ def _finish_numpy(new, x, args, chord, lift, faces, ring, stretch):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
-    for _ in range(LIFT_LIMIT_PASSES if lift is not None else 0):
+    return _limit_passes_numpy(new, x, args, chord, ring, stretch, LIFT_LIMIT_PASSES if lift is not None else 0)
+
+
+def _limit_passes_numpy(new, x, args, chord, ring, stretch, passes: int):
+    """``passes`` stretch-limit passes, each followed by the push of the vertices it moved; NumPy references
+    (:func:`_limit_passes`); ``args`` as :func:`surface_push_numpy`'s after the points."""
+    for _ in range(passes):
         limited, moved = stretch_limit_numpy(new, x, ring, stretch)
         new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
     return new

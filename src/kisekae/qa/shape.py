@@ -56,6 +56,12 @@ def self_crossings(vertices, faces, edges) -> int:
     return int(edge_crossings(v, edges, bvh, refit(bvh, v, faces), exclude_incident=faces).sum())
 
 
+def zero_area_faces(vertices, faces) -> int:
+    """Faces of ``vertices`` (N, 3, metres) with less than :data:`ZERO_AREA_M2` of area: collapsed to a line or a
+    point (shards)."""
+    return int((0.5 * np.linalg.norm(face_normals(vertices, faces, unit=False), axis=1) < ZERO_AREA_M2).sum())
+
+
 def flips_and_strain(rest, skinned, after, faces, edges):
     """Per-face flips and per-edge strain of corrected positions against the skinned ones.
 
@@ -106,7 +112,6 @@ def shape_stats(rest, skinned, after, faces, edges, weld=None) -> dict:
         f = np.asarray(weld)[f]
     e = np.asarray(edges, dtype=np.int64)
     flipped, turned, strain = flips_and_strain(rest, skinned, after, f, e)
-    area = 0.5 * np.linalg.norm(np.cross(after[f[:, 1]] - after[f[:, 0]], after[f[:, 2]] - after[f[:, 0]]), axis=1)
     return {
         "flipped_faces": int(flipped.sum()),
         "skinning_turned_faces": int(turned.sum()),
@@ -114,5 +119,5 @@ def shape_stats(rest, skinned, after, faces, edges, weld=None) -> dict:
         "strain_p99": float(np.percentile(strain, 99)) if len(strain) else 0.0,
         "strain_max": float(strain.max()) if len(strain) else 0.0,
         "self_crossings": self_crossings(after, f, e),
-        "zero_area_faces": int((area < ZERO_AREA_M2).sum()),
+        "zero_area_faces": zero_area_faces(after, f),
     }

@@ -384,8 +384,7 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
     ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``,
     ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 2), ``sample_t``, ``sample_chord`` (S,)
-    float64,
-    ``sample_corners`` (S, K, 3) and ``vertex_samples`` ``(ptr (N+1,), idx (M,))``.
+    float64, ``sample_corners`` (S, K, 3) and ``vertex_samples`` ``(ptr (N+1,), idx (M,))``.
 
     Raises
     ------

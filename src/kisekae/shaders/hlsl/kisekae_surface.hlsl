@@ -380,10 +380,10 @@ float KisekaeLiftShare(float t, uint side)
 }
 
 // The lift of garment vertex v (m; kisekae.fit.edge_lift._choose_numpy): the asks of the samples on its edges
-// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 2 s + side over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * fade * lift of s,
-// fade = saturate(2 - |lift| / KISEKAE_LIFT_REACH), kisekae.fit.edge_lift.lift_fade: a sample deep in another part
-// asks nothing) blended with weights |ask|^2; zero when none asks. The engine then runs one KisekaeSmoothPush pass over the
-// lifts (kisekae.fit.edge_lift.LIFT_SMOOTH), adds them to the displacements and pushes again every vertex lifted
+// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 2 s + side over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * fade * lift of
+// s, fade = saturate(2 - |lift| / KISEKAE_LIFT_REACH), kisekae.fit.edge_lift.lift_fade: a sample deep in another
+// part asks nothing) blended with weights |ask|^2; zero when none asks. The engine then runs one KisekaeSmoothPush
+// pass over the lifts (kisekae.fit.edge_lift.LIFT_SMOOTH), adds them to the displacements and pushes again every vertex lifted
 // by more than 1e-9 m (LIFT_EPS).
 float3 KisekaeEdgeLift(uint v)
 {

@@ -19,9 +19,10 @@
 //      the edge lift (the bake's edge samples pushed out of
 //      the body, each vertex lifted by the blend of its samples' asks, one smoothing pass of the lifts, the lifted
 //      vertices pushed again) and the unflip (faces turned past ~87 degrees pulled back to their rigid target, the
-//      moved vertices pushed again), unflipPasses more unflips, liftLimitPasses more stretch-limit dispatches (samples
-//      lifted deep into another part ask nothing: KisekaeEdgeLift fades them), the finish (the total capped at maxPush; also stored
-//      as the next frame's correction), then the garment's normals over its welded faces
+//      moved vertices pushed again), unflipPasses more unflips, liftLimitPasses more stretch-limit dispatches
+//      (samples lifted deep into another part ask nothing: KisekaeEdgeLift fades them), the finish (the total
+//      capped at maxPush; also stored as the next frame's correction), then the garment's normals over its welded
+//      faces
 //                      smoothPasses + limitPasses + 5 liftPasses + unflipPasses + liftLimitPasses + 4 dispatches
 // The result goes to two GraphicsBuffers (float4 per garment vertex: world position, w = total push in m; world unit
 // normal) that the garment's renderer gets through a MaterialPropertyBlock as _KisekaeSurfacePositions and
