@@ -104,35 +104,25 @@ def test_a_file_in_the_way_of_the_folder_keeps_the_bake_in_memory(tmp_path, monk
     assert blocker.read_text() == "not a folder"
 
 
-def test_surface_candidates_from_the_cache_equal_a_fresh_bake(cache, avatar):
-    """The cached candidates of a garment are the bake's own; the key changes with how the body is posed."""
+def test_candidates_from_the_cache_equal_a_fresh_bake(cache, avatar, monkeypatch):
+    """The cached candidates of a garment (vertices and edge samples) are the bake's own; the key changes with how
+    the body is posed."""
     from kisekae.avatar.builtin import load_builtin_avatar
-    from kisekae.fit.runtime import candidates_cache_key, garment_candidates
-    from kisekae.fit.surface import bake_surface_candidates
+    from kisekae.fit import runtime
+    from kisekae.fit.followed_bake import bake_followed_candidates
+    from kisekae.fit.runtime import candidates_cache_key, garment_candidates, garment_lift, params_for
 
-    fresh = bake_surface_candidates(avatar, "skirt")
-    first = garment_candidates(load_builtin_avatar(), "skirt")  # a new avatar object: baked and written
-    assert len(list((cache / "surface-candidates").iterdir())) == 1
-    second = garment_candidates(load_builtin_avatar(), "skirt")  # another one: read back
-    for c in (first, second):
-        np.testing.assert_array_equal(c.triangles, fresh.triangles)
-        assert c.triangles.dtype == fresh.triangles.dtype and c.n_body_faces == fresh.n_body_faces
+    monkeypatch.setattr(runtime, "BAKE_POSES", 12)
+    fresh = bake_followed_candidates(avatar, "skirt", params_for("skirt", None), n_poses=12)
+    for _ in range(2):  # baked and written, then read back, each on a new avatar object
+        fresh_avatar = load_builtin_avatar()
+        got = garment_candidates(fresh_avatar, "skirt"), garment_lift(fresh_avatar, "skirt")[1]
+        for c, f in zip(got, fresh):
+            np.testing.assert_array_equal(c.triangles, f.triangles)
+            assert c.triangles.dtype == f.triangles.dtype and c.n_body_faces == f.n_body_faces
+    assert len(list((cache / "candidates").iterdir())) == 1
     plain = input_hash(candidates_cache_key(avatar, "skirt"))
     assert input_hash(candidates_cache_key(avatar.with_body_contact(), "skirt")) != plain
     assert input_hash(candidates_cache_key(avatar.with_body_contact(gap=0.008), "skirt")) != \
         input_hash(candidates_cache_key(avatar.with_body_contact(), "skirt"))
     assert input_hash(candidates_cache_key(avatar, "tights")) != plain
-
-
-def test_edge_sample_candidates_from_the_cache_equal_a_fresh_bake(cache, avatar):
-    from kisekae.avatar.builtin import load_builtin_avatar
-    from kisekae.fit.edge_lift import bake_sample_candidates, garment_edge_samples
-    from kisekae.fit.runtime import garment_lift
-
-    samples = garment_edge_samples(avatar.part("skirt").mesh)
-    fresh = bake_sample_candidates(avatar, "skirt", samples)
-    for _ in range(2):  # baked and written, then read back, each on a new avatar object
-        got_samples, cand, table = garment_lift(load_builtin_avatar(), "skirt")
-        np.testing.assert_array_equal(got_samples.t, samples.t)
-        np.testing.assert_array_equal(cand.triangles, fresh.triangles)
-    assert len(list((cache / "sample-candidates").iterdir())) == 1

@@ -39,7 +39,7 @@ from .carry import CarryState, carry_start
 from .fitting import fit_capsules
 from .fix import params_for
 from .pushout import CapsulePushPlan, PushParams
-from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, bake_surface_candidates, garment_chords,
+from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, garment_chords,
                       one_ring, surface_runtime)
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
@@ -75,27 +75,49 @@ def garment_binding(avatar: Avatar, name: str):
 def garment_candidates(avatar: Avatar, name: str, *, progress: bool = False):
     """The garment's :class:`~kisekae.fit.surface.SurfaceCandidates` on this avatar's body, baked once and cached.
 
-    The avatar's body as it is posed (with its contact step, if it has one) is what the bake samples. The bake
-    (about 5 s a garment) is kept on the avatar and on disk (:mod:`kisekae.bake_cache`, keyed by
-    :func:`candidates_cache_key`), so the next process with the same body and garment reads it back.
+    The avatar's body as it is posed (with its contact step, if it has one) is what the bake samples, in two passes
+    (:func:`followed_candidates`): the triangles nearest to the skinned garment, then those nearest to where the
+    per-frame correction puts it. The bake (about 10 s a garment) is kept on the avatar and on disk
+    (:mod:`kisekae.bake_cache`, keyed by :func:`candidates_cache_key`), so the next process with the same body and
+    garment reads it back.
     """
+    return followed_candidates(avatar, name, progress=progress)[0]
+
+
+def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) -> tuple:
+    """The garment's vertex and edge-sample candidates (:func:`kisekae.fit.followed_bake.bake_followed_candidates`:
+    near the skinned cloth and near where the per-frame correction puts it, over :data:`BAKE_POSES`
+    range-of-motion poses, with the garment's default push parameters), cached on the avatar and on disk.
+
+    Returns
+    -------
+    (SurfaceCandidates of the vertices, SurfaceCandidates of the edge samples or None)
+    """
+    from .edge_lift import garment_edge_samples
+    from .followed_bake import FOLLOW_REACH, bake_followed_candidates
+
+    params = params_for(name, None)
+
+    def bake():
+        vertex, sample = bake_followed_candidates(avatar, name, params, k=CANDIDATES, n_poses=BAKE_POSES,
+                                                  seed=BAKE_SEED, progress=progress)
+        return {"vertex": vertex.triangles, **({} if sample is None else {"sample": sample.triangles})}
+
     def make():
-        return _disk_candidates(avatar, "surface-candidates", candidates_cache_key(avatar, name),
-                                lambda: bake_surface_candidates(avatar, name, k=CANDIDATES, n_poses=BAKE_POSES,
-                                                                seed=BAKE_SEED, progress=progress))
+        samples = garment_edge_samples(avatar.part(name).mesh)
+        key = candidates_cache_key(avatar, name) + [samples.a, samples.b, samples.t, FOLLOW_REACH,
+                                                    sorted(vars(params).items())]
+        arrays = cached_arrays("candidates", key, bake)
+        nf = len(avatar.body.mesh.faces)
+        out = [SurfaceCandidates(np.ascontiguousarray(arrays[k], dtype=np.int32), nf) if k in arrays else None
+               for k in ("vertex", "sample")]
+        return tuple(out)
 
-    return _cached(avatar, "_kisekae_surface_candidates", name, make)
-
-
-def _disk_candidates(avatar: Avatar, kind: str, key, bake) -> SurfaceCandidates:
-    """``bake()``'s :class:`~kisekae.fit.surface.SurfaceCandidates`, or the same triangles read back from the disk
-    cache (:func:`kisekae.bake_cache.cached_arrays` under ``kind`` and ``key``)."""
-    tri = cached_arrays(kind, key, lambda: {"triangles": bake().triangles})["triangles"]
-    return SurfaceCandidates(np.ascontiguousarray(tri, dtype=np.int32), len(avatar.body.mesh.faces))
+    return _cached(avatar, "_kisekae_followed_candidates", name, make)
 
 
 #: Version of the surface-candidate bake in its disk-cache key: raise it whenever the bake's method changes.
-CANDIDATES_BAKE_VERSION = 1
+CANDIDATES_BAKE_VERSION = 2
 #: Seed of the bake's range-of-motion poses.
 BAKE_SEED = 0
 #: Range-of-motion poses (the bake's first ones) whose posed body and garment enter the cache key.
@@ -136,21 +158,16 @@ def garment_chord(avatar: Avatar, name: str):
 
 def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
     """The garment's edge lift data ``(EdgeSamples, sample candidates, vertex_samples table)``
-    (:mod:`kisekae.fit.edge_lift`), made and baked once and cached on the avatar and on disk (as
-    :func:`garment_candidates`); None when no edge is longer than the sample spacing (the stage then has nothing to
-    do)."""
-    from .edge_lift import bake_sample_candidates, garment_edge_samples, vertex_samples
+    (:mod:`kisekae.fit.edge_lift`), baked with the vertex candidates (:func:`followed_candidates`) and cached; None
+    when no edge is longer than the sample spacing (the stage then has nothing to do)."""
+    from .edge_lift import garment_edge_samples, vertex_samples
 
     def make():
         mesh = avatar.part(name).mesh
         samples = garment_edge_samples(mesh)
         if len(samples) == 0:
             return None
-        key = candidates_cache_key(avatar, name) + ["edge samples", samples.a, samples.b, samples.t]
-        cand = _disk_candidates(avatar, "sample-candidates", key,
-                                lambda: bake_sample_candidates(avatar, name, samples, None, CANDIDATES,
-                                                               n_poses=BAKE_POSES, seed=BAKE_SEED, progress=progress))
-        return samples, cand, vertex_samples(samples, mesh.weld)
+        return samples, followed_candidates(avatar, name, progress=progress)[1], vertex_samples(samples, mesh.weld)
 
     return _cached(avatar, "_kisekae_edge_lift", name, make)
 

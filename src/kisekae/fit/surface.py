@@ -84,7 +84,7 @@ class SurfaceCandidates:
 
 
 def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, *, n_poses: int = BAKE_POSES,
-                            seed: int = 0, progress: bool = False, points_of=None) -> SurfaceCandidates:
+                            seed: int = 0, progress: bool = False, points_of=None, hits: bool = False):
     """The candidate body triangles of garment ``name``.
 
     Parameters
@@ -99,10 +99,11 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
     progress : bool, print a line to stderr every 50 poses
     points_of : callable or None, the points to bake from the skinned garment ((N, 3) -> (M, 3)), e.g. the
         samples on its edges (:func:`kisekae.fit.edge_lift.bake_sample_candidates`); None: its vertices
+    hits : bool, also return the nearest triangle of every point in every pose
 
     Returns
     -------
-    SurfaceCandidates
+    SurfaceCandidates, or with ``hits`` ``(SurfaceCandidates, (P, M) int64 nearest triangle ids, poses)``
     """
     from ..avatar.pose import Pose
     from ..avatar.poses import range_of_motion_poses
@@ -118,14 +119,15 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
     tree = build_bvh(body.mesh.vertices, faces)
     points_of = points_of or (lambda x: x)
     n = len(points_of(part.mesh.vertices))
-    hits = np.empty((len(poses), n), dtype=np.int64)
+    found = np.empty((len(poses), n), dtype=np.int64)
     for i, pose in enumerate(poses):
         m = pose.skinning_matrices(sk)
         state = refit(tree, body.posed(m), faces)
-        hits[i] = surface_distance(points_of(part.posed(m)), tree, state)[1] if n else hits[i]
+        found[i] = surface_distance(points_of(part.posed(m)), tree, state)[1] if n else found[i]
         if progress and (i + 1) % 50 == 0:
             print(f"  surface candidates of {name}: {i + 1}/{len(poses)} poses", file=sys.stderr)
-    return SurfaceCandidates(_most_frequent(hits, k), len(faces))
+    cand = SurfaceCandidates(_most_frequent(found, k), len(faces))
+    return (cand, found, poses) if hits else cand
 
 
 def _most_frequent(hits, k: int) -> np.ndarray:
