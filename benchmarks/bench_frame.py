@@ -64,8 +64,8 @@ from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
 from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runtime  # noqa: E402
 from kisekae.fit.fitting import fit_capsules  # noqa: E402
 from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
-from kisekae.fit.surface import (LIMIT_PASSES, SMOOTH_PASSES, bake_surface_candidates, one_ring,  # noqa: E402
-                                 smooth_push, stretch_limit, surface_push, surface_runtime)
+from kisekae.fit.surface import (LIMIT_PASSES, SMOOTH_PASSES, SurfaceCandidates,  # noqa: E402
+                                 bake_surface_candidates, one_ring, smooth_push, stretch_limit, surface_push, surface_runtime)
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
 from kisekae.fit.edge_lift import (LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates,  # noqa: E402
                                    garment_edge_samples, vertex_samples)
@@ -307,6 +307,21 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
             q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
                                 start=carry_start(g, previous, KEEP), lift=lift, faces=gfaces)[0]
             return q, vertex_normals(q, gf)
+
+        # the same carried frame reading only the first 16 candidates of each vertex (the core's size before
+        # 2026-12-04): what the doubled candidate count costs, on this machine, in this run
+        cand16 = SurfaceCandidates(np.ascontiguousarray(cand.triangles[:, :16]), cand.n_body_faces)
+
+        def carried_frame_16():
+            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
+            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
+            q = surface_runtime(g, cand16, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
+                                start=carry_start(g, previous, KEEP))[0]
+            return q, vertex_normals(q, gf)
+
+        cf16 = measure(carried_frame_16, repeat=repeat)
+        rows.append([pose_name, "baseline: the carried frame with 16 candidates", f"{cf16[0] * 1e3:.3f}",
+                     f"{cf16[1] * 1e3:.3f}", "the first 16 of each vertex's baked candidates"])
 
         ff = measure(full_frame, repeat=repeat)
         n_samples = 0 if lift is None else len(lift[0])

@@ -196,7 +196,7 @@ def test_surface_gpu_inputs_are_validated():
     faces = np.array([[0, 1, 2], [1, 3, 2]])
     pts = np.array([[0.2, 0.2, -0.01], [0.7, 0.7, 0.001]])
     with pytest.raises(KisekaeError, match="triangles"):
-        X.gpu_surface_push(pts, np.zeros((2, 17, 3), int), body, nrm)  # more candidates than the core reads
+        X.gpu_surface_push(pts, np.zeros((2, X.SURFACE_CANDIDATES + 1, 3), int), body, nrm)  # more than the core reads
     with pytest.raises(KisekaeError, match="triangles"):
         X.gpu_surface_push(pts, np.array([[0, 2], [1, 0]]), body, nrm, faces=faces)
     with pytest.raises(KisekaeError, match="triangles"):

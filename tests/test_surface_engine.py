@@ -60,16 +60,17 @@ def test_bake_round_trips(baked):
     assert header["version"] == sb.SURFACE_BAKE_VERSION and header["garment"] == "tights"
     assert header["smoothPasses"] == SMOOTH_PASSES and header["bodyTriangles"] == len(av.body.mesh.faces)
     assert header["limitPasses"] == LIMIT_PASSES == 4 and header["stretchLimit"] == STRETCH_LIMIT == 0.1
-    # 16 triples of uint32 per vertex (192 B), the ring (4 B per offset and per entry), the weld map (4 B), the chord
-    # (float32, 4 B); per edge sample its two ends, t, chord and 16 candidate triples (4 * 52 B), the vertex sample
-    # table (4 B per offset and per entry)
+    # CANDIDATES triples of uint32 per vertex (12 B each), the ring (4 B per offset and per entry), the weld map (4 B),
+    # the chord (float32, 4 B); per edge sample its two ends, t, chord (16 B) and CANDIDATES candidate triples, the
+    # vertex sample table (4 B per offset and per entry)
     samples, scand, (sptr, sidx) = lift
     ns = len(samples)
     assert header["samples"] == ns == 3583 and header["vertexSampleEntries"] == len(sidx) == 2 * ns
     assert header["liftPasses"] == LIFT_PASSES and header["unflipPasses"] == UNFLIP_PASSES
     assert header["liftLimitPasses"] == LIFT_LIMIT_PASSES == 2
     assert header["turnStart"] == TURN_START
-    assert binary.stat().st_size == header["bytes"] == 4 * (n * 48 + (n + 1) + len(ring[1]) + n + n + ns * 52
+    assert binary.stat().st_size == header["bytes"] == 4 * (n * 3 * CANDIDATES + (n + 1) + len(ring[1]) + n + n
+                                                            + ns * (4 + 3 * CANDIDATES)
                                                             + (n + 1) + len(sidx))
     chords = garment_chords(av.part("tights").mesh)
     inline = json.loads(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}))

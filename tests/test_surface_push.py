@@ -7,8 +7,8 @@ from kisekae.avatar import load_builtin_avatar
 from kisekae.avatar.poses import named_pose, range_of_motion_poses
 from kisekae.errors import KisekaeError
 from kisekae.fit.pushout import PushParams
-from kisekae.fit.surface import (SurfaceCandidates, bake_surface_candidates, one_ring, smooth_push, smooth_push_numpy,
-                                 stretch_limit, stretch_limit_numpy, surface_push, surface_push_numpy, surface_runtime)
+from kisekae.fit.surface import (CANDIDATES, SurfaceCandidates, bake_surface_candidates, one_ring, smooth_push,
+                                 smooth_push_numpy, stretch_limit, stretch_limit_numpy, surface_push, surface_push_numpy, surface_runtime)
 from kisekae.geom.normals import vertex_normals
 
 
@@ -150,7 +150,7 @@ def test_bake_holds_the_rest_skin_and_is_reproducible(contact_avatar, tights_can
 
     av = contact_avatar
     c = tights_candidates
-    assert c.triangles.shape == (av.part("tights").mesh.n_vertices, 16) and c.n_body_faces == len(av.body.mesh.faces)
+    assert c.triangles.shape == (av.part("tights").mesh.n_vertices, CANDIDATES) and c.n_body_faces == len(av.body.mesh.faces)
     b = av.body
     tree = build_bvh(b.mesh.vertices, b.mesh.faces)
     rest_tri = surface_distance(av.part("tights").mesh.vertices, tree, refit(tree, b.mesh.vertices, b.mesh.faces))[1]

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from .pushout import PushParams
-from .surface import SurfaceCandidates, _body_frame, _inputs, _push, surface_push_numpy, welded_csr
+from .surface import CANDIDATES, SurfaceCandidates, _body_frame, _inputs, _push, surface_push_numpy, welded_csr
 
 #: Largest spacing of the samples along an edge, metres (rest length): an edge of length L gets ceil(L / s) - 1.
 SAMPLE_SPACING = 0.02
@@ -132,7 +132,7 @@ def garment_edge_samples(mesh, spacing: float = SAMPLE_SPACING) -> EdgeSamples:
     return edge_samples(mesh.vertices, mesh.edges, spacing)
 
 
-def bake_sample_candidates(avatar, name: str, samples: EdgeSamples, poses=None, k: int = 16, **kwargs):
+def bake_sample_candidates(avatar, name: str, samples: EdgeSamples, poses=None, k: int = CANDIDATES, **kwargs):
     """The candidate body triangles of each sample of garment ``name``: as
     :func:`kisekae.fit.surface.bake_surface_candidates`, with the samples skinned as the blend of their edge's
     skinned ends. Returns a :class:`~kisekae.fit.surface.SurfaceCandidates` with one row per sample."""

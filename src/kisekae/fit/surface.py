@@ -42,7 +42,7 @@ from .bound import _f64
 from .pushout import PushParams, _block_push, bias_direction, block_buffers, cap_displacement, push_amount
 
 #: Candidate triangles per garment vertex.
-CANDIDATES = 16
+CANDIDATES = 32
 #: Range-of-motion poses sampled for the bake (plus the rest pose).
 BAKE_POSES = 300
 #: One-ring smoothing passes between the two pushes of :func:`surface_runtime`.

@@ -636,7 +636,7 @@ def gpu_skin_push_out(points, capsules, corners, bary, body_positions, body_norm
 
 
 #: Candidate triangles per vertex that the harness's surface push reads (``KISEKAE_SURFACE_CANDIDATES``).
-SURFACE_CANDIDATES = 16
+SURFACE_CANDIDATES = 32
 #: Largest id that passes through a float32 harness row exactly.
 _MAX_FLOAT_ID = 1 << 24
 

@@ -3,7 +3,7 @@
 // Part of the kisekae shader core (include kisekae_core.hlsl); port of kisekae.fit.surface.surface_push_numpy
 // (the per-vertex step) and smooth_push_numpy (one Jacobi pass of the one-ring smoothing).
 // Offline (kisekae.fit.surface.bake_surface_candidates), every garment vertex v gets K body triangles it may
-// meet in any pose (KISEKAE_SURFACE_CANDIDATES, default 16; a vertex with fewer repeats its first, and the loop
+// meet in any pose (KISEKAE_SURFACE_CANDIDATES, default 32; a vertex with fewer repeats its first, and the loop
 // stops at the first repeat, so most vertices test 1-3 triangles). Per frame,
 // from the posed body vertices x and their posed unit normals n:
 //   q_k   = closest point of p on candidate triangle k (Ericson 5.1.5, barycentrics (u, v, w))
@@ -63,7 +63,7 @@
 #define KISEKAE_SURFACE_HLSL
 
 #ifndef KISEKAE_SURFACE_CANDIDATES
-#define KISEKAE_SURFACE_CANDIDATES 16
+#define KISEKAE_SURFACE_CANDIDATES 32
 #endif
 #ifndef KISEKAE_CHORD_CAP
 #define KISEKAE_CHORD_CAP 0.003

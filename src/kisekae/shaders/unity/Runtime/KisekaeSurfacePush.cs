@@ -78,7 +78,7 @@ namespace Kisekae
     {
         public const int BakeVersion = 5;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
-        public const int Candidates = 16;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
+        public const int Candidates = 32;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
         static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleT",
