@@ -290,36 +290,24 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         # correction, here the correction this frame gives (a vertex in steady contact)
         previous = surface_frame()[0] - x
 
-        def carried_frame():
-            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
-            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
-            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
-                                start=carry_start(g, previous, KEEP))[0]
-            return q, vertex_normals(q, gf)
+        def carried(candidates, **stages):
+            """The carried frame on ``candidates``, ``stages`` (edge lift, unflip) passed to surface_runtime."""
+            def frame():
+                b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
+                g = lbs(gv, gskin.indices, gskin.weights, skin_m)
+                q = surface_runtime(g, candidates, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces,
+                                    params, start=carry_start(g, previous, KEEP), **stages)[0]
+                return q, vertex_normals(q, gf)
+            return frame
 
-        cf = measure(carried_frame, repeat=repeat)
+        cf = measure(carried(cand), repeat=repeat)
         rows.append([pose_name, "CARRIED FRAME: the surface frame started from the last correction",
                      f"{cf[0] * 1e3:.3f}", f"{cf[1] * 1e3:.3f}", f"keep {KEEP} (kisekae.fit.carry.carry_start)"])
-
-        def full_frame():
-            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
-            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
-            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
-                                start=carry_start(g, previous, KEEP), lift=lift, faces=gfaces)[0]
-            return q, vertex_normals(q, gf)
-
+        full_frame = carried(cand, lift=lift, faces=gfaces)
         # the same carried frame reading only the first 16 candidates of each vertex (the core's size before
         # 2026-12-04): what the doubled candidate count costs, on this machine, in this run
         cand16 = SurfaceCandidates(np.ascontiguousarray(cand.triangles[:, :16]), cand.n_body_faces)
-
-        def carried_frame_16():
-            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
-            g = lbs(gv, gskin.indices, gskin.weights, skin_m)
-            q = surface_runtime(g, cand16, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
-                                start=carry_start(g, previous, KEEP))[0]
-            return q, vertex_normals(q, gf)
-
-        cf16 = measure(carried_frame_16, repeat=repeat)
+        cf16 = measure(carried(cand16), repeat=repeat)
         rows.append([pose_name, "baseline: the carried frame with 16 candidates", f"{cf16[0] * 1e3:.3f}",
                      f"{cf16[1] * 1e3:.3f}", "the first 16 of each vertex's baked candidates"])
 
