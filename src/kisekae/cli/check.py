@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -50,6 +51,10 @@ def register(sub):
                         "turned over turned back): about half the edges through the body and a fifth of the flipped "
                         "faces, at the price of a few mm more pop and a worse crouch skirt (docs/fit.md); records say "
                         "edge_lift")
+    p.add_argument("--finish-step", type=float, default=None, metavar="M",
+                   help="with --edge-lift: the most the edge lift and unflip may move a garment vertex in one frame, "
+                        "metres (the carry takes the rest up in the next frames; 0.002 halves the lift's pops, "
+                        "docs/fit.md); default: no cap")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles), body_volume_change and "
@@ -79,6 +84,12 @@ def run(args) -> int:
     check_outputs([args.json] if args.json else [], force=args.force)
     if args.inbetweens < 1:
         raise KisekaeError(f"must be at least 1, got {args.inbetweens}", "--inbetweens")
+    if args.finish_step is not None:
+        if not (args.runtime and args.edge_lift):
+            raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and --edge-lift",
+                               "--finish-step")
+        if not (math.isfinite(args.finish_step) and args.finish_step >= 0):
+            raise KisekaeError(f"must be a finite number of metres >= 0, got {args.finish_step}", "--finish-step")
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
     if args.inbetweens > 1:
@@ -144,7 +155,7 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         from ..fit.runtime import runtime_pose
 
         corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
-                                 edge_lift=args.edge_lift)
+                                 edge_lift=args.edge_lift, finish_step=args.finish_step)
         stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
     return stages
 

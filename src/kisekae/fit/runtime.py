@@ -225,7 +225,8 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
-                 method: str = "carried", state: CarryState | None = None, edge_lift: bool = False) -> dict:
+                 method: str = "carried", state: CarryState | None = None, edge_lift: bool = False,
+                 finish_step: float | None = None) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -241,12 +242,15 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`) and a last stretch limit: about half the edges
         through the body and a fifth of the flipped faces, but a few mm more pop and a worse crouch skirt
         (docs/fit.md), so off by default
+    finish_step : float or None, metres, with ``edge_lift``: the most the edge lift and unflip may move a vertex in one
+        frame (:func:`kisekae.fit.surface.surface_runtime`'s ``finish_step``; the carry takes the rest up in the next
+        frames); None: no cap
 
     Returns
     -------
     dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` (one frame's
     correction; for ``"carried"`` the last step's) and ``runtime_method``; ``"carried"`` adds ``runtime_steps``,
-    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift``)
+    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift`` and ``finish_step``)
     """
     if method not in RUNTIME_METHODS:
         raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
@@ -260,9 +264,10 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         local = np.array(m, dtype=np.float64)
         local[:, :3, 3] -= origin
         if method == "carried":
-            out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift)
+            out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
+                           finish_step)
         else:
-            out = _surface(avatar, local, garments, params, edge_lift)
+            out = _surface(avatar, local, garments, params, edge_lift, finish_step)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
@@ -291,10 +296,11 @@ def _setup(avatar: Avatar, garments, params, edge_lift: bool) -> dict:
             for name in garments}
 
 
-def _surface_step(avatar: Avatar, m, setup: dict, starts=None) -> dict:
+def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None) -> dict:
     """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
     corrected (N, 3) float64, push (N,), milliseconds the garment's correction took); ``starts``: callable
-    (name, skinned) -> where the first push starts, or None: the skinned positions."""
+    (name, skinned) -> where the first push starts, or None: the skinned positions; ``finish_step`` as
+    :func:`kisekae.fit.surface.surface_runtime`'s."""
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
@@ -304,18 +310,20 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None) -> dict:
         t0 = time.perf_counter()
         start = None if starts is None else starts(name, x)
         new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
-                                    faces=gfaces)
+                                    faces=gfaces, finish_step=finish_step)
         out[name] = (x, new, push, (time.perf_counter() - t0) * 1e3)
     return out
 
 
-def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False) -> dict:
+def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
-    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift))
-    return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift)) for name, (x, new, push, ms) in step.items()}
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift), finish_step=finish_step)
+    return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift,
+                                     finish_step=finish_step)) for name, (x, new, push, ms) in step.items()}
 
 
-def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False) -> dict:
+def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
+             finish_step: float | None = None) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
@@ -324,9 +332,10 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: 
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
-                             lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep))
+                             lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep), finish_step)
         for name, (x, new, push, ms_taken) in step.items():
-            metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift)
+            metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
+                               finish_step=finish_step)
             state.corrections[name] = new - x
             out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)
