@@ -85,6 +85,7 @@ def _group_checks(group):
         yield C.surface_chord_checks()
         yield C.edge_lift_plane_checks()
         yield C.unflip_analytic_checks()
+        yield C.finish_step_checks()
         yield C.surface_avatar_checks(poses)
         yield C.edge_lift_avatar_checks(poses)
     else:

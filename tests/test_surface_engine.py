@@ -559,7 +559,7 @@ def test_o3de_srg_defines_the_surface_macros():
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
     for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord",
                    "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
-                   "m_garmentSkinned", "m_correction", "m_carryKeep"):
+                   "m_garmentSkinned", "m_correction", "m_carryKeep", "m_finishBudget", "m_finishStep"):
         assert member in srg, member
 
 
@@ -663,14 +663,14 @@ class _Kernel:
 
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
-                params, contact=None, mask=(0.0, 0.0), carry=None):
+                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None):
     """KisekaeSurfacePush.cs's frame: the thirteen kernels with its bindings, its ping-pong (the smoothing, the second
     push, the stretch-limit passes, the edge lift and unflip rounds and the unflips, from the bake's counts) and its
     stride-40 skinned buffers (position, normal,
     tangent). Returns (positions + push, normals, body positions, body normals), float32
     (N, 4) each, world space, and the body curvature (Nb,). ``carry``: (previous correction (N, 3) world m, keep) in
     the correction buffer and _KisekaeCarryKeep (None: zeros, keep 0), and then the correction buffer after the
-    frame (N, 4) is returned last."""
+    frame (N, 4) is returned last. ``finish_step``: metres in _KisekaeFinishStep (None: -1, no cap)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -725,6 +725,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     body_pos, body_nrm, body_kv = buf(reserve=nb * 16), buf(reserve=nb * 16), buf(reserve=nb * 4)
     disp = [buf(reserve=n * 16), buf(reserve=n * 16)]
     out_pos, out_nrm = buf(reserve=n * 16), buf(reserve=n * 16)
+    bufs["_KisekaeFinishBudgetRW"] = buf(reserve=n * 4)
     previous, keep = carry if carry is not None else (np.zeros((n, 3)), 0.0)
     correction = f4(np.c_[np.asarray(previous, np.float64), np.zeros(n)])
     uni = {
@@ -741,6 +742,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         "_KisekaeStretchLimit": np.float32(bake["stretch_limit"]),
         "_KisekaeCarryKeep": np.float32(keep),
         "_KisekaeSampleCount": np.uint32(ns), "_KisekaeTurnStart": np.float32(bake["turn_start"]),
+        "_KisekaeFinishStep": np.float32(-1.0 if finish_step is None else finish_step),
     }
     if contact is not None:
         for key in ("_KisekaeJointCentre", "_KisekaeJointNormal", "_KisekaeJointRest", "_KisekaeJointRestDir"):
@@ -888,6 +890,27 @@ def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_
     loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
     assert np.abs(ref - loose).max() > 1e-4  # the masks matter here
     # float32 against float64, as above: the edge lift's and the stretch limit's choices where the last bits decide
+    err = np.linalg.norm(pos[:, :3] - ref, axis=1)
+    assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_cap_the_finish(avatar, baked, tmp_path):
+    """With _KisekaeFinishStep = 2 mm (KisekaeSurfacePush.finishStep) the kernels equal surface_runtime's
+    finish_step: the lift rounds and unflips shortened to each vertex's budget, which KisekaeSurfacePushFirst resets."""
+    av, cand, ring, doc, head, binary, lift = baked
+    bake = _load(head, avatar)
+    mesh, faces = avatar.part("tights").mesh, avatar.body.mesh.faces
+    m = named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton)
+    body = avatar.body.posed(m).astype(np.float64)
+    x = avatar.part("tights").posed(m).astype(np.float64)
+    params = params_for("tights", None)
+    normals = vertex_normals(body, faces).astype(np.float64)
+    kw = dict(numpy=True, chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh))
+    ref = surface_runtime(x, cand, ring, body, normals, faces, params, finish_step=0.002, **kw)[0]
+    loose = surface_runtime(x, cand, ring, body, normals, faces, params, **kw)[0]
+    assert np.abs(ref - loose).max() > 1e-3  # the cap matters here
+    pos = unity_frame(tmp_path, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params, finish_step=0.002)[0]
     err = np.linalg.norm(pos[:, :3] - ref, axis=1)
     assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
 

@@ -1147,6 +1147,33 @@ def unflip_analytic_checks():
     return checks
 
 
+def finish_step_checks(n: int = 4096, seed: int = 27):
+    """The finish cap (``KisekaeClampStep``, :func:`kisekae.fit.surface.clamp_step`): random steps of 0-8 mm in random
+    directions (and exact zeros) against budgets of 0-5 mm, over three chained rounds that each spend what the last
+    left; analytic: a 5 mm step under a 2 mm budget becomes 2 mm along it with nothing left, a 1 mm step stays whole
+    and leaves 1 mm."""
+    from ..fit.surface import clamp_step
+
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=(n, 3))
+    d *= (rng.uniform(0.0, 0.008, n) / np.linalg.norm(d, axis=1))[:, None]
+    d[: n // 16] = 0.0
+    budget = rng.uniform(0.0, 0.005, n)
+    budget[n // 16: n // 8] = 0.0
+    checks = []
+    gpu_budget = budget.astype(np.float32)
+    for r in range(3):
+        step = (d * (1.0 + 0.5 * r)).astype(np.float32)
+        want = clamp_step(step.astype(np.float64), budget)  # spends ``budget`` in place
+        got, gpu_budget = X.gpu_clamp_step(step, gpu_budget)
+        checks.append(Check(f"finish cap, random steps, round {r + 1}", max(_err(got, want), _err(gpu_budget, budget)),
+                            TOL_SURFACE, n))
+    got, left = X.gpu_clamp_step([[0.0, 0.003, 0.004], [0.001, 0.0, 0.0]], [0.002, 0.002])
+    want = np.array([[0.0, 0.0012, 0.0016], [0.001, 0.0, 0.0]])
+    checks.append(Check("finish cap (analytic)", max(_err(got, want), _err(left, [0.0, 0.001])), TOL_SURFACE, 2))
+    return checks
+
+
 def edge_lift_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """``KisekaeSamplePoint``, ``KisekaeSamplePush``, ``KisekaeEdgeLift`` and ``KisekaeUnflip`` against
     :mod:`kisekae.fit.edge_lift` and :mod:`kisekae.fit.unflip` on the built-in avatar: the garment's edge samples
@@ -1300,7 +1327,8 @@ def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push, its smoothing, the edge lift and the unflip (``kisekae_surface.hlsl``): analytic cases, then
     the built-in avatar."""
     return (surface_sheet_checks() + smooth_strip_checks() + stretch_pair_checks() + surface_chord_checks()
-            + edge_lift_plane_checks() + unflip_analytic_checks() + surface_avatar_checks(poses, garments)
+            + edge_lift_plane_checks() + unflip_analytic_checks() + finish_step_checks()
+            + surface_avatar_checks(poses, garments)
             + edge_lift_avatar_checks(poses, garments))
 
 

@@ -54,6 +54,7 @@ MODES = {
     "unflip": 24,
     "corrective_offset": 25,
     "corrective_feature": 26,
+    "clamp_step": 27,
 }
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
@@ -974,6 +975,31 @@ def gpu_carry_start(skinned, previous_correction, keep: float):
     o0, _ = _run("carry_start", "constants", n, in0=_vec4(n, x), in1=_vec4(n, c),
                  params=[[check_keep(keep), 0.0, 0.0, 0.0]])
     return o0[:, :3]
+
+
+def gpu_clamp_step(step, budget):
+    """``KisekaeClampStep`` on the GPU: :func:`kisekae.fit.surface.clamp_step` for one round.
+
+    Parameters
+    ----------
+    step : (N, 3) array_like, what a lift round or unflip pass asks of each vertex (m)
+    budget : (N,) array_like, what is left of each vertex's finish step (m, >= 0)
+
+    Returns
+    -------
+    (capped steps (N, 3) float32, budgets left (N,) float32)
+    """
+    d = as_points(step, "finish steps", dtype=np.float32)
+    b = np.asarray(budget, dtype=np.float32).reshape(-1)
+    if b.shape != (len(d),) or not np.all(np.isfinite(b)) or np.any(b < 0):
+        raise KisekaeError(f"expected {len(d)} finite budgets >= 0, got shape {b.shape}", "finish budget")
+    n = len(d)
+    if not n:
+        return d.copy(), b.copy()
+    x = _vec4(n, d)
+    x[:, 3] = b
+    o0, _ = _run("clamp_step", "constants", n, in0=x)
+    return o0[:, :3], o0[:, 3]
 
 
 #: Basis functions per joint in the conformance harness (``KISEKAE_CORRECTIVE_CENTRES``); bakes with fewer are padded.

@@ -298,6 +298,22 @@ float3 KisekaeCarryStart(float3 skinned, float3 previousCorrection, float keep)
     return skinned + keep * previousCorrection;
 }
 
+// Cap on the frame's finish (kisekae.fit.surface.clamp_step, surface_runtime's finish_step): `step` (m) is what an edge
+// lift round or unflip pass asks of a vertex, `budget` (m) what is left of the vertex's finishStep this frame (the
+// engine sets it to finishStep before the first lift round). Returns s * step with s = min(1, budget / |step|) and
+// `left` = max(budget - |s * step|, 0), the budget for the next round; the pushes after the round are not capped.
+float3 KisekaeClampStep(float3 step, float budget, out float left)
+{
+    float len = length(step);
+    float s = 1.0;
+    if (len > budget)
+    {
+        s = budget / max(len, 1e-30); // len > budget >= 0, so len > 0: the max only guards; kisekae:guard
+    }
+    left = max(budget - len * s, 0.0);
+    return step * s;
+}
+
 #ifdef KISEKAE_LOAD_RING
 #if !defined(KISEKAE_LOAD_RING_RANGE) || !defined(KISEKAE_LOAD_DISPLACEMENT)
 #error "kisekae: KISEKAE_LOAD_RING needs KISEKAE_LOAD_RING_RANGE and KISEKAE_LOAD_DISPLACEMENT"

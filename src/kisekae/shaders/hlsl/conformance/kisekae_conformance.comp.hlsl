@@ -434,6 +434,15 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(KisekaeCorrectiveFeature(gIn0[i], gIn1[i], gIn2[i].x), 0.0, 0.0, 0.0);
     }
 #endif
+#if KISEKAE_HARNESS_HAS(27)
+    if (gMode == 27u)
+    {
+        // the finish cap: x0.xyz = step (m), x0.w = budget (m); y0 = (capped step, budget left)
+        float left;
+        float3 d = KisekaeClampStep(x0.xyz, x0.w, left);
+        y0 = float4(d, left);
+    }
+#endif
 #if KISEKAE_HARNESS_HAS(18)
     if (gMode == 18u)
     {

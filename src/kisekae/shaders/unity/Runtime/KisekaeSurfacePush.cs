@@ -19,7 +19,8 @@
 //      the edge lift (the bake's edge samples pushed out of
 //      the body, each vertex lifted by the blend of its samples' asks, one smoothing pass of the lifts, the lifted
 //      vertices pushed again) and the unflip (faces turned past ~87 degrees pulled back to their rigid target, the
-//      moved vertices pushed again), unflipPasses more unflips, liftLimitPasses more stretch-limit dispatches
+//      moved vertices pushed again; with finishStep >= 0 the lift and unflip steps are first shortened to what is left
+//      of the vertex's finishStep this frame), unflipPasses more unflips, liftLimitPasses more stretch-limit dispatches
 //      (samples lifted deep into another part ask nothing: KisekaeEdgeLift fades them), the finish (the total
 //      capped at maxPush; also stored as the next frame's correction), then the garment's normals over its welded
 //      faces
@@ -130,6 +131,10 @@ namespace Kisekae
         [Tooltip("Stretch-limit passes after the edge lift and unflips, each pushing the vertices it moved again " +
                  "(kisekae: 2)")]
         public int liftLimitPasses = 2;
+        [Tooltip("With edgeLift: the most the lift rounds and unflips may move a garment vertex in one frame, metres " +
+                 "(kisekae check --edge-lift --finish-step; 0.004 keeps most of what the lift clears and its pops " +
+                 "under 5 mm); < 0: no cap, as in kisekae by default")]
+        public float finishStep = -1f;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
@@ -143,7 +148,8 @@ namespace Kisekae
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
         GraphicsBuffer _garmentTriangles, _garmentFacePtr, _garmentFaces;
         GraphicsBuffer _contactJoints, _contactSides, _contactRest;
-        GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals, _correction;
+        GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals, _correction,
+            _finishBudget;
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
         bool _contactUploaded;
         int _nBody, _nGarment, _nSamples, _nSampleEntries, _nRing;
@@ -408,6 +414,7 @@ namespace Kisekae
             _positions = Make(n, 16);
             _normals = Make(n, 16);
             _correction = Make(n, 16);
+            _finishBudget = Make(n, 4);  // what the finish may still move each vertex this frame (m)
             _sampleLift = Make(ns, 16);
             _liftA = Make(n, 16);
             _liftB = Make(n, 16);
@@ -574,6 +581,7 @@ namespace Kisekae
             cmd.SetComputeFloatParam(cs, "_KisekaeCarryKeep", carryKeep);
             cmd.SetComputeIntParam(cs, "_KisekaeSampleCount", _nSamples);
             cmd.SetComputeFloatParam(cs, "_KisekaeTurnStart", turnStart);
+            cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
             Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
             foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit, _kSampleLifts, _kLiftApply, _kUnflips })
                 // the kernels that push
@@ -588,6 +596,8 @@ namespace Kisekae
                 cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
             }
             cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction);  // last frame's
+            foreach (int k in new[] { _kPushFirst, _kLiftApply, _kUnflips })  // set, then spent by the finish
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeFinishBudgetRW", _finishBudget);
             cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeDisplacementOut", _dispA);
             cmd.DispatchCompute(cs, _kPushFirst, Groups(_nGarment), 1, 1);
             cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
