@@ -19,9 +19,10 @@ skin the garment, the surface push (:func:`kisekae.fit.surface.surface_push`), `
 passes (:func:`kisekae.fit.surface.smooth_push`), the push again, ``LIMIT_PASSES`` stretch-limit passes
 (:func:`kisekae.fit.surface.stretch_limit`, each with the push of the vertices it moved) and the cap, garment
 normals; then the carried frame: the same, started from the previous frame's correction
-(:func:`kisekae.fit.carry.carry_start`; the default of ``kisekae check --runtime``); then the edge-lift frame
-(``--edge-lift``): the carried frame ended by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`,
-:mod:`kisekae.fit.unflip`); the
+(:func:`kisekae.fit.carry.carry_start`; ``kisekae check --runtime --no-edge-lift``), and beside it the same frame
+reading only 16 candidates a vertex; then the default frame of ``kisekae check --runtime``: the carried frame ended
+by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`), capped at
+:data:`~kisekae.fit.surface.FINISH_STEP` a vertex; the
 candidates are baked once before timing (``--bake-poses`` range-of-motion poses). In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
@@ -64,7 +65,7 @@ from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
 from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runtime  # noqa: E402
 from kisekae.fit.fitting import fit_capsules  # noqa: E402
 from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
-from kisekae.fit.surface import (LIMIT_PASSES, SMOOTH_PASSES, SurfaceCandidates,  # noqa: E402
+from kisekae.fit.surface import (FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, SurfaceCandidates,  # noqa: E402
                                  bake_surface_candidates, one_ring, smooth_push, stretch_limit, surface_push, surface_runtime)
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
 from kisekae.fit.edge_lift import (LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates,  # noqa: E402
@@ -303,7 +304,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         cf = measure(carried(cand), repeat=repeat)
         rows.append([pose_name, "CARRIED FRAME: the surface frame started from the last correction",
                      f"{cf[0] * 1e3:.3f}", f"{cf[1] * 1e3:.3f}", f"keep {KEEP} (kisekae.fit.carry.carry_start)"])
-        full_frame = carried(cand, lift=lift, faces=gfaces)
+        full_frame = carried(cand, lift=lift, faces=gfaces, finish_step=FINISH_STEP)  # the default since 2026-12-04
         # the same carried frame reading only the first 16 candidates of each vertex (the core's size before
         # 2026-12-04): what the doubled candidate count costs, on this machine, in this run
         cand16 = SurfaceCandidates(np.ascontiguousarray(cand.triangles[:, :16]), cand.n_body_faces)
@@ -313,10 +314,10 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
 
         ff = measure(full_frame, repeat=repeat)
         n_samples = 0 if lift is None else len(lift[0])
-        rows.append([pose_name, "EDGE-LIFT FRAME: the carried frame, then edge lift and unflip (--edge-lift)",
+        rows.append([pose_name, "DEFAULT FRAME: the carried frame, then edge lift and unflip capped a frame",
                      f"{ff[0] * 1e3:.3f}", f"{ff[1] * 1e3:.3f}",
                      f"{n_samples} edge samples (edges over {SAMPLE_SPACING * 100:g} cm), {LIFT_PASSES} lift rounds, "
-                     f"{UNFLIP_PASSES} unflips"])
+                     f"{UNFLIP_PASSES} unflips, finish step {FINISH_STEP * 1e3:g} mm"])
         nolimit = measure(lambda: surface_runtime(x, cand, ring, cb, cn, bfaces, params, limit_passes=0), repeat=repeat)
         rows.append([pose_name, "baseline: surface_runtime without the stretch limit", f"{nolimit[0] * 1e3:.3f}",
                      f"{nolimit[1] * 1e3:.3f}", "correction alone (no skinning, contact or normals)"])

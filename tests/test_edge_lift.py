@@ -239,8 +239,8 @@ def test_lift_and_unflip_clear_crossings_and_flips_on_the_avatar(sit_frame, pose
     m = p.skinning_matrices(av.skeleton)
     mesh = av.part("tights").mesh
     x = av.part("tights").posed(m)
-    with_stages = runtime_pose(av, p, ["tights"], edge_lift=True)["tights"][0]
-    without = runtime_pose(av, p, ["tights"])["tights"][0]
+    with_stages = runtime_pose(av, p, ["tights"], edge_lift=True, finish_step=None)["tights"][0]
+    without = runtime_pose(av, p, ["tights"], edge_lift=False)["tights"][0]
     q = BodyQuery(body_topology(av), av.body.posed(m))
     crossings = [int(q.crossing_edges(y, mesh.edges).sum()) for y in (with_stages, without)]
     assert crossings[0] < crossings[1], crossings
@@ -250,20 +250,24 @@ def test_lift_and_unflip_clear_crossings_and_flips_on_the_avatar(sit_frame, pose
 
 
 def test_check_cli_edge_lift_flag(tmp_path):
-    """kisekae check --runtime --edge-lift runs the stages and says so in its records; without it they are off."""
+    """kisekae check --runtime runs the edge lift and unflip by default, capped at FINISH_STEP, and says so in its
+    records; --no-edge-lift turns them off, --finish-step none lifts the cap."""
     import json
 
     from kisekae.cli import main
+    from kisekae.fit.surface import FINISH_STEP
 
     out = {}
-    for flag in ([], ["--edge-lift"]):
-        path = tmp_path / f"r{len(flag)}.json"
+    for k, flag in enumerate((["--no-edge-lift"], ["--finish-step", "none"], [])):
+        path = tmp_path / f"r{k}.json"
         # on the joint planes alone (the correctives leave fewer crossings to clear)
         assert main(["check", "--pose", "sit", "--garment", "tights", "--runtime", "--correctives", "off", *flag,
                      "--json", str(path)]) == 0
         data = json.loads(path.read_text())
         recs = data["records"] if isinstance(data, dict) else data
-        out[len(flag)] = [r for r in recs if r.get("stage") == "runtime"][0]
-    assert out[0]["edge_lift"] is False and out[1]["edge_lift"] is True
+        out[k] = [r for r in recs if r.get("stage") == "runtime"][0]
+    assert out[0]["edge_lift"] is False and out[1]["edge_lift"] is True and out[2]["edge_lift"] is True
+    assert out[1]["finish_step"] is None and out[2]["finish_step"] == FINISH_STEP
     assert out[1]["edge_crossings"] < out[0]["edge_crossings"]  # measured 12 -> 5
+    assert out[2]["edge_crossings"] < out[0]["edge_crossings"]
     assert out[1]["flipped_faces"] == 0

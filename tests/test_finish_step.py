@@ -79,12 +79,14 @@ def test_cli_finish_step(tmp_path, capsys):
     from kisekae.cli import main
 
     path = tmp_path / "r.json"
-    assert main(["check", "--pose", "knee_bend", "--garment", "tights", "--runtime", "--finish-step", "0.002"]) != 0
+    assert main(["check", "--pose", "knee_bend", "--garment", "tights", "--runtime", "--no-edge-lift",
+                 "--finish-step", "0.002"]) != 0
     err = capsys.readouterr().err
-    assert "--finish-step" in err and "needs --runtime and --edge-lift" in err
-    assert main(["check", "--pose", "knee_bend", "--garment", "tights", "--runtime", "--edge-lift",
-                 "--finish-step", "-1"]) != 0
-    assert "--finish-step" in capsys.readouterr().err
+    assert "--finish-step" in err and "needs --runtime and the edge lift" in err
+    for bad in ("-1", "nan", "2mm"):
+        with pytest.raises(SystemExit):
+            main(["check", "--pose", "knee_bend", "--garment", "tights", "--runtime", "--finish-step", bad])
+        assert "--finish-step" in capsys.readouterr().err
     assert main(["check", "--pose", "knee_bend", "--garment", "tights", "--runtime", "--edge-lift",
                  "--finish-step", "0.004", "--json", str(path)]) == 0
     data = json.loads(path.read_text())

@@ -15,8 +15,8 @@ from kisekae.errors import KisekaeError
 from kisekae.fit.carry import KEEP
 from kisekae.fit.fix import params_for
 from kisekae.fit.pushout import bias_direction, push_amount
-from kisekae.fit.surface import (CANDIDATES, LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT, bake_surface_candidates,
-                                  body_curvature, chord_allowance, garment_chords, one_ring, surface_runtime)
+from kisekae.fit.surface import (CANDIDATES, FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT,
+                                  bake_surface_candidates, body_curvature, chord_allowance, garment_chords, one_ring, surface_runtime)
 from kisekae.fit.edge_lift import (LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_REACH, bake_sample_candidates,
                                    garment_edge_samples, vertex_samples)
 from kisekae.fit.unflip import TURN_START, UNFLIP_PASSES, vertex_faces
@@ -534,7 +534,9 @@ def test_compute_kernels_declared_and_dispatched():
     assert order == sorted(order)
     assert f"public int liftPasses = {LIFT_PASSES};" in cs and f"public int unflipPasses = {UNFLIP_PASSES};" in cs
     assert f"public float turnStart = {TURN_START}f;" in cs and '"_KisekaeTurnStart", turnStart' in cs
-    assert "public bool edgeLift = false;" in cs and "edgeLift && pass < liftPasses + unflipPasses" in cs
+    # the component's defaults are kisekae's: the edge lift on, capped at FINISH_STEP
+    assert "public bool edgeLift = true;" in cs and f"public float finishStep = {FINISH_STEP}f;" in cs
+    assert "edgeLift && pass < liftPasses + unflipPasses" in cs
     # then the stretch limit again (the last _kStretchLimit dispatch after the unflips), before the finish
     assert f"public int liftLimitPasses = {LIFT_LIMIT_PASSES};" in cs and "public int liftLimitPasses;" in cs
     assert cs.index("cmd.DispatchCompute(cs, _kUnflips, ") < cs.rindex("cmd.DispatchCompute(cs, _kStretchLimit, ") \

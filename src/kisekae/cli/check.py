@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -45,16 +46,16 @@ def register(sub):
     p.add_argument("--carry-keep", type=float, default=None, metavar="K",
                    help="with --runtime-method carried: the share of the previous frame's correction each frame "
                         "starts from, 0..1 (default 0.9; 0 gives the stateless push)")
-    p.add_argument("--edge-lift", action="store_true",
+    p.add_argument("--edge-lift", action=argparse.BooleanOptionalAction, default=True,
                    help="with --runtime-method carried or surface: end the per-frame correction with the edge lift "
                         "and the unflip (points on edges longer than 2 cm kept outside the body, faces the correction "
-                        "turned over turned back): about half the edges through the body and a fifth of the flipped "
-                        "faces, at the price of a few mm more pop and a worse crouch skirt (docs/fit.md); records say "
-                        "edge_lift")
-    p.add_argument("--finish-step", type=float, default=None, metavar="M",
-                   help="with --edge-lift: the most the edge lift and unflip may move a garment vertex in one frame, "
-                        "metres (the carry takes the rest up in the next frames; 0.002 halves the lift's pops, "
-                        "docs/fit.md); default: no cap")
+                        "turned over turned back), the default: over 17 poses x 4 garments a third of the edges "
+                        "through the body and of the flipped faces (docs/fit.md); --no-edge-lift ends it with the "
+                        "stretch limit; records say edge_lift")
+    p.add_argument("--finish-step", type=_finish_step, default=None, metavar="M|none",
+                   help="with the edge lift: the most it and the unflip may move a garment vertex in one frame, "
+                        "metres (default 0.004: the carry takes the rest up in the next frames, and the lift's pops "
+                        "stay small, docs/fit.md); none: no cap")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles), body_volume_change and "
@@ -78,18 +79,34 @@ def _add_pop(record, avatar, pose, positions, previous):
     previous[name] = correction
 
 
+class _Step:
+    """A parsed ``--finish-step``: ``value`` metres, or None for "none" (no cap)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _finish_step(text: str) -> _Step:
+    if text.strip().lower() == "none":
+        return _Step(None)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected metres >= 0 or none, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of metres >= 0 or none, got {text!r}")
+    return _Step(value)
+
+
 def run(args) -> int:
     from ..qa.check import format_table, json_record
 
     check_outputs([args.json] if args.json else [], force=args.force)
     if args.inbetweens < 1:
         raise KisekaeError(f"must be at least 1, got {args.inbetweens}", "--inbetweens")
-    if args.finish_step is not None:
-        if not (args.runtime and args.edge_lift):
-            raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and --edge-lift",
-                               "--finish-step")
-        if not (math.isfinite(args.finish_step) and args.finish_step >= 0):
-            raise KisekaeError(f"must be a finite number of metres >= 0, got {args.finish_step}", "--finish-step")
+    if args.finish_step is not None and not (args.runtime and args.edge_lift):
+        raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and the edge lift (on unless "
+                           "--no-edge-lift)", "--finish-step")
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
     if args.inbetweens > 1:
@@ -153,9 +170,11 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
     if args.runtime:
         from ..fit.runtime import runtime_pose
+        from ..fit.surface import FINISH_STEP
 
         corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
-                                 edge_lift=args.edge_lift, finish_step=args.finish_step)
+                                 edge_lift=args.edge_lift,
+                                 finish_step=FINISH_STEP if args.finish_step is None else args.finish_step.value)
         stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
     return stages
 

@@ -201,17 +201,17 @@ def _runtime(avatar, pose, name, query, part, x, params, directions, masks):
 
     It starts from what an engine shows, so a fix from it changes the per-frame result only where that clips; and
     it is fast (0.1-0.25 s a pose for both built-in garments, after the surface candidates are baked once per body
-    and garment, :func:`kisekae.fit.runtime.garment_candidates`). Where that still clips after its finishes, the
-    per-frame result with the edge lift (``runtime_pose(..., edge_lift=True)``, labelled ``"runtime-lift"``) is
-    finished the same way and the one with fewer defects kept: it starts with about half the edges through the body
-    (crouch skirt and sit tights then clean, docs/fit.md)."""
+    and garment, :func:`kisekae.fit.runtime.garment_candidates`). It is what ``runtime_pose`` returns by default (the
+    edge lift on, capped at :data:`~kisekae.fit.surface.FINISH_STEP` a frame). Where that still clips after its
+    finishes, the per-frame result with the lift uncapped (``finish_step=None``, labelled ``"runtime-lift"``: a single
+    pose has no next frame to take up what the cap leaves) is finished the same way and the one with fewer defects
+    kept (docs/fit.md)."""
     from .runtime import runtime_pose
 
     best = None
-    for lift in (False, True):
-        y = runtime_pose(avatar, pose, [name], {name: params}, edge_lift=lift)[name][0]
-        done = _finished(query, part, x, params, directions, masks, y.astype(np.float64),
-                         "runtime-lift" if lift else "runtime")
+    for label, kw in (("runtime", {}), ("runtime-lift", {"finish_step": None})):
+        y = runtime_pose(avatar, pose, [name], {name: params}, **kw)[name][0]
+        done = _finished(query, part, x, params, directions, masks, y.astype(np.float64), label)
         best = done if best is None else _best(query, part, x, [best, done])
         if _clean(query, part, best[0], []):
             break

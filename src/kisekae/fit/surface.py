@@ -59,6 +59,11 @@ LIMIT_TIE = 1e-9
 #: Passes of stretch limiting, each followed by the push of the vertices it moved, at the end of
 #: :func:`surface_runtime`.
 LIMIT_PASSES = 4
+#: Default of the per-frame path's finish cap (metres, :func:`surface_runtime`'s ``finish_step`` as
+#: :func:`kisekae.fit.runtime.runtime_pose` and ``kisekae check --runtime`` use it): the most the edge lift and unflip
+#: move a vertex in one frame. Measured over 17 poses x 4 garments and 1 s motions (docs/fit.md): at 4 mm the lift keeps
+#: most of what it clears and the tights' pops stay under 5 mm.
+FINISH_STEP = 0.004
 
 
 @dataclass

@@ -15,7 +15,7 @@
 //      with the chord allowance (the baked chord, the body curvature; displacement A), smoothPasses dispatches of KisekaeSmoothPush ping-ponging A and B,
 //      KisekaeSurfacePush again (into the next buffer), limitPasses dispatches of KisekaeStretchLimit (one-ring edges
 //      longer than 1 + stretchLimit times their skinned length pulled back; each vertex it moved pushed again),
-//      ping-ponging the same two buffers, with edgeLift on (off by default, as kisekae's runtime) liftPasses rounds of
+//      ping-ponging the same two buffers, with edgeLift on (on by default, as kisekae's runtime) liftPasses rounds of
 //      the edge lift (the bake's edge samples pushed out of
 //      the body, each vertex lifted by the blend of its samples' asks, one smoothing pass of the lifts, the lifted
 //      vertices pushed again) and the unflip (faces turned past ~87 degrees pulled back to their rigid target, the
@@ -117,10 +117,10 @@ namespace Kisekae
         [Tooltip("Share of the previous frame's correction each frame starts from (kisekae: 0.9 at 30 fps, " +
                  "0.9^(30/fps) at other rates; 0: no memory). Call ResetCarry() after a teleport or a cut")]
         [Range(0f, 1f)] public float carryKeep = 0.9f;
-        [Tooltip("End the frame with the edge lift and the unflip (kisekae check --runtime --edge-lift): about half " +
-                 "the garment edges through the body and fewer flipped faces, a few mm more pop; off by default, as " +
+        [Tooltip("End the frame with the edge lift and the unflip (kisekae check --runtime; --no-edge-lift turns it " +
+                 "off): a third of the garment edges through the body and of the flipped faces; on by default, as " +
                  "in kisekae")]
-        public bool edgeLift = false;
+        public bool edgeLift = true;
         [Tooltip("Rounds of the edge lift and unflip after the stretch limit (kisekae: 3)")]
         public int liftPasses = 3;
         [Tooltip("Unflip passes after them (kisekae: 2)")]
@@ -132,9 +132,9 @@ namespace Kisekae
                  "(kisekae: 2)")]
         public int liftLimitPasses = 2;
         [Tooltip("With edgeLift: the most the lift rounds and unflips may move a garment vertex in one frame, metres " +
-                 "(kisekae check --edge-lift --finish-step; 0.004 keeps most of what the lift clears and its pops " +
-                 "under 5 mm); < 0: no cap, as in kisekae by default")]
-        public float finishStep = -1f;
+                 "(kisekae check --finish-step; 0.004, kisekae's default, keeps most of what the lift clears and " +
+                 "the tights' pops under 5 mm); < 0: no cap")]
+        public float finishStep = 0.004f;
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
