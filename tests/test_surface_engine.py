@@ -871,25 +871,27 @@ def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
     assert np.abs(nrm[:, :3] - garment_normals).max() < 2e-3
 
 
+def _plain_crouch(avatar, baked):
+    """The plain-skinned crouch the next two tests run the kernels on: (bake, garment mesh, body faces, body, skinned
+    garment, params, body normals, surface_runtime's keywords). The bake's candidates serve any pose of the meshes."""
+    av, cand, ring, doc, head, binary, lift = baked
+    mesh, faces = avatar.part("tights").mesh, avatar.body.mesh.faces
+    m = named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton)
+    body = avatar.body.posed(m).astype(np.float64)
+    x = avatar.part("tights").posed(m).astype(np.float64)
+    normals = vertex_normals(body, faces).astype(np.float64)
+    kw = dict(numpy=True, chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh))
+    return _load(head, av), mesh, faces, body, x, params_for("tights", None), normals, (cand, ring), kw
+
+
 @pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
 def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_path):
     """Plain skinning (no KisekaeBodyContact) and a tightness/softness mask: the kernels equal surface_runtime with
     those masks."""
-    av, cand, ring, doc, head, binary, lift = baked
-    plain = avatar  # the bake's candidates serve any pose of the same meshes
-    bake = _load(head, av)
-    mesh, faces = plain.part("tights").mesh, plain.body.mesh.faces
-    m = named_pose(plain.skeleton, "crouch").skinning_matrices(plain.skeleton)
-    body = plain.body.posed(m).astype(np.float64)
-    skinned_garment = plain.part("tights").posed(m).astype(np.float64)
-    params = params_for("tights", None)
-    pos = unity_frame(tmp_path, body, skinned_garment, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
-                      mask=(0.75, 0.5))[0]
-    normals = vertex_normals(body, faces).astype(np.float64)
-    chord = garment_chords(mesh)
-    ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, tightness=0.75,
-                                softness=0.5, numpy=True, chord=chord, lift=lift, faces=_garment_faces(mesh))
-    loose = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
+    bake, mesh, faces, body, x, params, normals, (cand, ring), kw = _plain_crouch(avatar, baked)
+    pos = unity_frame(tmp_path, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params, mask=(0.75, 0.5))[0]
+    ref = surface_runtime(x, cand, ring, body, normals, faces, params, tightness=0.75, softness=0.5, **kw)[0]
+    loose = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=kw["chord"])[0]
     assert np.abs(ref - loose).max() > 1e-4  # the masks matter here
     # float32 against float64, as above: the edge lift's and the stretch limit's choices where the last bits decide
     err = np.linalg.norm(pos[:, :3] - ref, axis=1)
@@ -900,15 +902,7 @@ def test_unity_kernels_read_the_mask_and_run_without_contact(avatar, baked, tmp_
 def test_unity_kernels_cap_the_finish(avatar, baked, tmp_path):
     """With _KisekaeFinishStep = 2 mm (KisekaeSurfacePush.finishStep) the kernels equal surface_runtime's
     finish_step: the lift rounds and unflips shortened to each vertex's budget, which KisekaeSurfacePushFirst resets."""
-    av, cand, ring, doc, head, binary, lift = baked
-    bake = _load(head, avatar)
-    mesh, faces = avatar.part("tights").mesh, avatar.body.mesh.faces
-    m = named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton)
-    body = avatar.body.posed(m).astype(np.float64)
-    x = avatar.part("tights").posed(m).astype(np.float64)
-    params = params_for("tights", None)
-    normals = vertex_normals(body, faces).astype(np.float64)
-    kw = dict(numpy=True, chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh))
+    bake, mesh, faces, body, x, params, normals, (cand, ring), kw = _plain_crouch(avatar, baked)
     ref = surface_runtime(x, cand, ring, body, normals, faces, params, finish_step=0.002, **kw)[0]
     loose = surface_runtime(x, cand, ring, body, normals, faces, params, **kw)[0]
     assert np.abs(ref - loose).max() > 1e-3  # the cap matters here
