@@ -57,6 +57,7 @@ def test_section_runtime_writes_its_sheet_and_reports_the_bake(contact_avatar, t
     ctx = {"avatar": contact_avatar, "out": tmp_path}
     html = section_runtime(ctx)
     assert "runtime.png" in html and (tmp_path / "img" / "runtime.png").stat().st_size > 10_000
+    assert "edge lift" in html and "at most 4 mm a vertex a frame" in html  # the default's cap, FINISH_STEP
     assert html.count("<tr>") == 1 + len(RUNTIME_POSES) * len(RUNTIME_COLUMNS) * len(RUNTIME_GARMENTS)
     wall, cpu, what = ctx["warmup"]  # the one-time bake, a timings row of its own
     assert wall > 0 and cpu > 0 and "surface candidates" in what

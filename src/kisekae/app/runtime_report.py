@@ -114,6 +114,7 @@ def _bake(avatar) -> dict:
 
 def section_runtime(ctx) -> str:
     """Crouch and sit close-ups: skinned garments, the stateless and the carried surface push, with their numbers."""
+    from ..fit.surface import FINISH_STEP
     from .report import SHEET_FONT_PX, _img
 
     av = ctx["avatar"]
@@ -153,7 +154,11 @@ def section_runtime(ctx) -> str:
             "Without memory (stateless), a vertex that skinning buries between two parts (thigh and calf) is pushed "
             "out of whichever is nearer this frame: the cloth pops and single edges spike. The carried push, the "
             "default, starts each frame from the previous frame's correction (nine tenths of it), so each vertex stays "
-            "on the side it was on; a single pose warms up along the path from the rest pose. Garment vertices inside the body, edges crossing it, "
+            "on the side it was on; a single pose warms up along the path from the rest pose. Both end with the edge "
+            "lift and the unflip (points on the garment's long edges kept out of the body too, faces the push turned "
+            f"over turned back, at most {FINISH_STEP * 1e3:g} mm a vertex a frame), the default since 2026-12-04. "
+            "Garment vertices inside "
+            "the body, edges crossing it, "
             "flipped faces and stretch (strain against plain skinning) from <code>kisekae check</code>; "
             f"poke-through pixels (skin showing through the garments' outside at {CELL[0]}x{CELL[1]}) in magenta: "
             "they also see the flat garment triangles between the vertices, and the skirt hides the tights, so "
