@@ -683,7 +683,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
         raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
     _check_stretch(stretch)
-    step_budget(finish_step, 0)
+    budget = step_budget(finish_step, len(x))
     y0 = x if start is None else _f64(start, x.shape, "start positions")
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
@@ -692,7 +692,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
         new = _limit_passes_numpy(new, x, args, chord, ring, stretch, limit_passes)
-        new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, step_budget(finish_step, len(x)))
+        new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget)
     else:
         # the body's spheres and curvature are the same for every push: made once
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
@@ -705,7 +705,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
         new = _limit_passes(new, x, push, ring, stretch, limit_passes)
-        new = _finish(new, x, push, chord, lift, faces, ring, stretch, step_budget(finish_step, len(x)))
+        new = _finish(new, x, push, chord, lift, faces, ring, stretch, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
 
