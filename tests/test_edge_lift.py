@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.fit.edge_lift import (LIFT_REACH, EdgeSamples, edge_lift, edge_lift_numpy, edge_samples, lift_fade,
-                                   vertex_samples)
+from kisekae.fit.edge_lift import (LIFT_REACH, EdgeSamples, edge_lift, edge_lift_numpy, edge_samples, face_samples,
+                                   garment_edge_samples, lift_fade, vertex_samples)
 from kisekae.fit.pushout import PushParams, push_amount
 from kisekae.fit.surface import SurfaceCandidates
 from kisekae.fit.unflip import flipped_faces, unflip, unflip_numpy, vertex_faces
@@ -24,19 +24,62 @@ def test_samples_count_position_and_chord():
     s = edge_samples(v, [[0, 1], [1, 2], [2, 3]], spacing=0.02)
     # 5 cm: ceil(2.5) - 1 = 2 samples at thirds; exactly 2 cm: none; 1 cm: none
     assert len(s) == 2
-    assert s.a.tolist() == [0, 0] and s.b.tolist() == [1, 1]
-    np.testing.assert_allclose(s.t, [1 / 3, 2 / 3])
+    assert s.ends.tolist() == [[0, 1, 1], [0, 1, 1]]
+    np.testing.assert_allclose(s.bary, [[2 / 3, 1 / 3, 0], [1 / 3, 2 / 3, 0]])
     np.testing.assert_allclose(s.chord, [0.05 / 3] * 2)
     np.testing.assert_allclose(s.points(v), [[0.05 / 3, 0, 0], [0.1 / 3, 0, 0]])
 
 
 def test_weights_move_the_sample_by_its_lift_with_least_motion():
-    s = EdgeSamples(np.zeros(5, np.int64), np.ones(5, np.int64), np.array([0.1, 0.25, 0.5, 0.7, 0.9]),
-                    np.ones(5), 2)
-    wa, wb = s.weights()
-    np.testing.assert_allclose((1 - s.t) * wa + s.t * wb, 1.0)
-    # least norm: (wa, wb) parallel to (1 - t, t)
-    np.testing.assert_allclose(wa * s.t, wb * (1 - s.t))
+    t = np.array([0.1, 0.25, 0.5, 0.7, 0.9])
+    s = EdgeSamples(np.tile([0, 1, 1], (5, 1)), np.stack([1 - t, t, 0 * t], axis=1), np.ones(5), 2)
+    w = s.shares()
+    np.testing.assert_allclose((1 - t) * w[:, 0] + t * w[:, 1], 1.0)
+    # least norm: (wa, wb) parallel to (1 - t, t), nothing at the unused corner
+    np.testing.assert_allclose(w[:, 0] * t, w[:, 1] * (1 - t))
+    np.testing.assert_array_equal(w[:, 2], 0.0)
+    # a face sample: moving the corners by share * d moves the point by d, and no smaller motion does
+    rng = np.random.default_rng(0)
+    bary = rng.dirichlet([1, 1, 1], size=20)
+    f = EdgeSamples(np.tile([0, 1, 2], (20, 1)), bary, np.ones(20), 3)
+    d = rng.normal(size=(20, 3))
+    moved = np.einsum("sk,sk,sd->sd", bary, f.shares(), d)
+    np.testing.assert_allclose(moved, d)
+    least = bary / (bary ** 2).sum(1)[:, None]  # minimum-norm solution of bary . u = 1 (Lagrange)
+    np.testing.assert_allclose(f.shares(), least)
+
+
+def test_face_samples_grid_inside_large_faces():
+    v = np.array([[0, 0, 0], [0.05, 0, 0], [0, 0.05, 0], [0.08, 0.0, 0.0], [0.0, 0.01, 0], [0.01, 0.0, 0]])
+    faces = np.array([[0, 1, 2], [0, 3, 2], [0, 5, 4]])
+    s = face_samples(v, faces, spacing=0.02)
+    # face 0: longest edge 0.0707 -> n = 4 -> 3 interior points; face 1: 0.0854 -> n = 5 -> 6; face 2: none
+    assert len(s) == 9
+    assert s.ends[:3].tolist() == [[0, 1, 2]] * 3 and s.ends[3:].tolist() == [[0, 3, 2]] * 6
+    np.testing.assert_allclose(s.bary.sum(1), 1.0)
+    assert (s.bary > 0).all()
+    np.testing.assert_allclose(np.sort(s.bary[:3], axis=0), [[0.25, 0.25, 0.25], [0.25, 0.25, 0.25],
+                                                             [0.5, 0.5, 0.5]])
+    np.testing.assert_allclose(s.chord[:3], np.sqrt(2) * 0.05 / 4)
+    p = s.points(v)
+    np.testing.assert_allclose(p[:3, 2], 0.0)
+    assert (p[:3, 0] > 0).all() and (p[:3, 1] > 0).all() and (p[:3, 0] + p[:3, 1] < 0.05).all()
+    # a vertex gets a table entry per sample it takes part in, as corner k
+    ptr, idx = vertex_samples(s)
+    assert ptr[1] - ptr[0] == 9 and ptr[2] - ptr[1] == 3 and ptr[4] - ptr[3] == 6
+    assert set(idx[ptr[3]:ptr[4]] % 3) == {1}
+
+
+def test_garment_samples_add_face_samples_on_welded_ids():
+    from kisekae.avatar import load_builtin_avatar
+
+    mesh = load_builtin_avatar().part("skirt").mesh
+    s = garment_edge_samples(mesh)
+    e = edge_samples(mesh.vertices, mesh.edges)
+    assert len(s) > len(e)
+    np.testing.assert_array_equal(s.ends[:len(e)], e.ends)
+    weld = np.asarray(mesh.weld)
+    assert np.array_equal(weld[s.ends], s.ends)  # representatives only
 
 
 def test_lift_analytic_on_a_plane():
@@ -104,7 +147,7 @@ def test_vertex_samples_welded_copies_share_the_list():
     ptr, idx = vertex_samples(s, weld=np.array([0, 1, 2, 1]))
     got = [idx[ptr[i]:ptr[i + 1]].tolist() for i in range(4)]
     assert got[3] == got[1] and len(got[1]) == 4  # two samples as end b of edge 0, two as end a of edge 1
-    assert all(c % 2 == 0 for c in got[0]) and all(c % 2 == 1 for c in got[2])
+    assert all(c % 3 == 0 for c in got[0]) and all(c % 3 == 1 for c in got[2])
 
 
 def test_kernel_equals_reference_on_random_garment():
@@ -116,7 +159,9 @@ def test_kernel_equals_reference_on_random_garment():
     pts = rng.normal(size=(25, 3)) * 0.1
     edges = np.unique(np.sort(rng.integers(0, 25, size=(60, 2)), axis=1), axis=0)
     edges = edges[edges[:, 0] != edges[:, 1]]
-    s = edge_samples(pts, edges, spacing=0.03)
+    tri = np.array([rng.choice(25, 3, replace=False) for _ in range(10)])
+    s = edge_samples(pts, edges, spacing=0.03) + face_samples(pts, tri, spacing=0.03)
+    assert (s.bary > 0).all(axis=1).any()  # some face samples
     # distinct candidates per row (the bake repeats only its first, as padding, and the kernel stops there)
     cand = SurfaceCandidates(np.array([rng.choice(30, 6, replace=False) for _ in range(len(s))], np.int32), 30)
     table = vertex_samples(s)

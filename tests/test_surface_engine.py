@@ -61,16 +61,18 @@ def test_bake_round_trips(baked):
     assert header["smoothPasses"] == SMOOTH_PASSES and header["bodyTriangles"] == len(av.body.mesh.faces)
     assert header["limitPasses"] == LIMIT_PASSES == 4 and header["stretchLimit"] == STRETCH_LIMIT == 0.1
     # CANDIDATES triples of uint32 per vertex (12 B each), the ring (4 B per offset and per entry), the weld map (4 B),
-    # the chord (float32, 4 B); per edge sample its two ends, t, chord (16 B) and CANDIDATES candidate triples, the
-    # vertex sample table (4 B per offset and per entry)
+    # the chord (float32, 4 B); per sample its three corners, three weights, chord (28 B) and CANDIDATES candidate
+    # triples, the vertex sample table (4 B per offset and per entry): 3,583 edge samples (two corners each) and
+    # 1,702 face samples (three)
     samples, scand, (sptr, sidx) = lift
     ns = len(samples)
-    assert header["samples"] == ns == 3583 and header["vertexSampleEntries"] == len(sidx) == 2 * ns
+    assert header["samples"] == ns == 3583 + 1702 and header["vertexSampleEntries"] == len(sidx) \
+        == 2 * 3583 + 3 * 1702
     assert header["liftPasses"] == LIFT_PASSES and header["unflipPasses"] == UNFLIP_PASSES
     assert header["liftLimitPasses"] == LIFT_LIMIT_PASSES == 2
     assert header["turnStart"] == TURN_START
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 3 * CANDIDATES + (n + 1) + len(ring[1]) + n + n
-                                                            + ns * (4 + 3 * CANDIDATES)
+                                                            + ns * (7 + 3 * CANDIDATES)
                                                             + (n + 1) + len(sidx))
     chords = garment_chords(av.part("tights").mesh)
     inline = json.loads(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}))
@@ -85,8 +87,9 @@ def test_bake_round_trips(baked):
         assert got["k"] == CANDIDATES and got["garment"] == "tights" and got["smooth_passes"] == SMOOTH_PASSES
         assert got["limit_passes"] == LIMIT_PASSES and got["stretch_limit"] == STRETCH_LIMIT
         assert type(got["limit_passes"]) is int and type(got["stretch_limit"]) is float
-        np.testing.assert_array_equal(got["sample_ends"], np.stack([samples.a, samples.b], axis=1))
-        np.testing.assert_array_equal(got["sample_t"], samples.t.astype(np.float32))
+        np.testing.assert_array_equal(got["sample_ends"], samples.ends)
+        np.testing.assert_array_equal(got["sample_weights"], samples.bary.astype(np.float32))
+        assert (samples.bary > 0).all(axis=1).any() and (samples.bary[:, 2] == 0).any()  # face and edge samples
         np.testing.assert_array_equal(got["sample_chord"], samples.chord.astype(np.float32))
         np.testing.assert_array_equal(got["sample_corners"], av.body.mesh.faces[scand.triangles])
         np.testing.assert_array_equal(got["vertex_samples"][0], sptr)
@@ -170,9 +173,9 @@ def engine_limit(x, d, ptr, idx, stretch):
 def engine_lift(x, d, bake, body, normals, params, up, kv):
     """One edge lift from the bake's sample arrays: each sample's point and push (KisekaeSamplePoint,
     KisekaeSamplePush), each vertex's blend of its samples' asks (KisekaeEdgeLift). Returns the lifts (N, 3)."""
-    ends, t = bake["sample_ends"], bake["sample_t"]
+    ends, w = bake["sample_ends"], bake["sample_weights"]
     p = x + d
-    pts = (1 - t)[:, None] * p[ends[:, 0]] + t[:, None] * p[ends[:, 1]]
+    pts = w[:, 0, None] * p[ends[:, 0]] + w[:, 1, None] * p[ends[:, 1]] + w[:, 2, None] * p[ends[:, 2]]
     lift = engine_push(pts, bake["sample_corners"], body, normals, params, 0.0, 0.0, up, params.max_push,
                        bake["sample_chord"], kv) - pts
     ptr, idx = bake["vertex_samples"]
@@ -180,8 +183,8 @@ def engine_lift(x, d, bake, body, normals, params, up, kv):
     for v in range(len(d)):
         acc, total = np.zeros(3), 0.0
         for code in idx[ptr[v]:ptr[v + 1]]:
-            s, side = divmod(int(code), 2)
-            share = (1 - t[s] if side == 0 else t[s]) / ((1 - t[s]) ** 2 + t[s] ** 2)
+            s, corner = divmod(int(code), 3)
+            share = w[s, corner] / (w[s] @ w[s])
             ask = share * min(max(2.0 - np.linalg.norm(lift[s]) / LIFT_REACH, 0.0), 1.0) * lift[s]
             acc += (ask @ ask) * ask
             total += ask @ ask
@@ -245,7 +248,7 @@ def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0,
         d = unflip(d)
     for _ in range(bake["unflip_passes"] if garment is not None else 0):
         d = unflip(d)
-    for _ in range(bake["lift_limit_passes"] if garment is not None and len(bake["sample_t"]) else 0):
+    for _ in range(bake["lift_limit_passes"] if garment is not None and len(bake["sample_chord"]) else 0):
         d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"])
         d = push_where(d, moved)
     ln = np.linalg.norm(d, axis=1)
@@ -315,8 +318,8 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     header["binary"] = "b.surface.bytes"
     path = case()
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
-    for old in (1, 2, 3, 4):  # without chords, the stretch limit, the edge lift, the last stretch limit: write again
-        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-5 kisekae surface bake"):
+    for old in (1, 2, 3, 4, 5):  # no chords, stretch limit, edge lift, last stretch limit, face samples: write again
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-6 kisekae surface bake"):
             _load(case({"version": old}), av)
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
@@ -379,25 +382,29 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     # the edge samples: an end outside the garment, t outside (0, 1), a bad chord, the vertex table not CSR
     ns = header["samples"]
     ends_at = chord_at + n
-    t_at = ends_at + 2 * ns
-    sptr_at = t_at + ns + ns + ns * CANDIDATES * 3
+    w_at = ends_at + 3 * ns
+    sptr_at = w_at + 3 * ns + ns + ns * CANDIDATES * 3
 
     def end_out(d):
         d[ends_at + 1] = n
 
-    def t_bad(d):
-        d[t_at] = np.array([1.0], "<f4").view("<u4")[0]
+    def w_bad(d):
+        d[w_at] = np.array([1.5], "<f4").view("<u4")[0]
+
+    def w_negative(d):  # still summing to 1
+        d[w_at + 3:w_at + 6] = np.array([-0.5, 1.0, 0.5], "<f4").view("<u4")
 
     def schord_bad(d):
-        d[t_at + ns] = np.array([np.nan], "<f4").view("<u4")[0]
+        d[w_at + 3 * ns] = np.array([np.nan], "<f4").view("<u4")[0]
 
     def sptr_down(d):
         d[sptr_at + 3] = d[sptr_at + 2] - 1
 
     def sidx_out(d):
-        d[sptr_at + n + 1] = 2 * ns
+        d[sptr_at + n + 1] = 3 * ns
 
-    for edit, message in ((end_out, "sample end ids outside"), (t_bad, "'sampleT' must lie strictly between"),
+    for edit, message in ((end_out, "sample end ids outside"), (w_bad, "'sampleWeights' must be three weights"),
+                          (w_negative, "'sampleWeights' must be three weights"),
                           (schord_bad, "'sampleChord' must be finite"), (sptr_down, "vertexSamplePtr is not CSR"),
                           (sidx_out, "vertexSampleIdx entries outside")):
         with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: {message}"):
@@ -542,7 +549,7 @@ def test_compute_kernels_declared_and_dispatched():
     assert cs.index("cmd.DispatchCompute(cs, _kUnflips, ") < cs.rindex("cmd.DispatchCompute(cs, _kStretchLimit, ") \
         < cs.index("cmd.DispatchCompute(cs, _kFinish, ")
     assert "pass < liftLimitPasses" in cs
-    for macro in ("KISEKAE_LOAD_SAMPLE_TRIANGLE", "KISEKAE_LOAD_SAMPLE_ENDS", "KISEKAE_LOAD_SAMPLE_T",
+    for macro in ("KISEKAE_LOAD_SAMPLE_TRIANGLE", "KISEKAE_LOAD_SAMPLE_ENDS", "KISEKAE_LOAD_SAMPLE_WEIGHTS",
                   "KISEKAE_LOAD_SAMPLE_LIFT", "KISEKAE_LOAD_VERTEX_SAMPLE_RANGE", "KISEKAE_LOAD_VERTEX_SAMPLE",
                   "KISEKAE_LOAD_GARMENT_FACE_RANGE", "KISEKAE_LOAD_GARMENT_FACE"):
         assert f"#define {macro}(" in text, macro
@@ -607,7 +614,7 @@ void main(uint3 id : SV_DispatchThreadID)
     c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
     for name in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_bodyCurvature",
                  "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles", "m_garmentSkinned", "m_correction",
-                 "m_carryKeep", "m_sampleEnds", "m_sampleT", "m_sampleChord", "m_sampleCorners", "m_vertexSamplePtr",
+                 "m_carryKeep", "m_sampleEnds", "m_sampleWeights", "m_sampleChord", "m_sampleCorners", "m_vertexSamplePtr",
                  "m_vertexSampleIdx", "m_sampleLift", "m_garmentTriangles", "m_garmentVertexFacePtr",
                  "m_garmentVertexFaces", "m_weld", "m_turnStart"):
         assert name in c.glsl, name
@@ -717,12 +724,12 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         "_KisekaeSurfaceChord": buf(np.asarray(bake["chord"], np.float32).tobytes()),
         "_KisekaeGarmentUV": f4(np.full((n, 2), 0.5)),
         "_KisekaeSampleEnds": u32(bake["sample_ends"]), "_KisekaeSampleCorners": u32(bake["sample_corners"]),
-        "_KisekaeSampleT": buf(np.asarray(bake["sample_t"], np.float32).tobytes()),
+        "_KisekaeSampleWeights": buf(np.asarray(bake["sample_weights"], np.float32).tobytes()),
         "_KisekaeSampleChord": buf(np.asarray(bake["sample_chord"], np.float32).tobytes()),
         "_KisekaeVertexSamplePtr": u32(bake["vertex_samples"][0]),
         "_KisekaeVertexSampleIdx": u32(bake["vertex_samples"][1]),
     }
-    ns = len(bake["sample_t"])
+    ns = len(bake["sample_chord"])
     sample_lift, lifts = buf(reserve=max(ns, 1) * 16), [buf(reserve=n * 16), buf(reserve=n * 16)]
     body_pos, body_nrm, body_kv = buf(reserve=nb * 16), buf(reserve=nb * 16), buf(reserve=nb * 4)
     disp = [buf(reserve=n * 16), buf(reserve=n * 16)]

@@ -7,21 +7,24 @@ per-frame push, every remaining edge crossing in leg_raise, knee_bend, sit and l
 outside and the crossing 30-75 % of the way along an edge of 34-90 mm (docs/fit.md). The chord allowance
 (``kappa L^2 / 8``, capped at 3 mm) covers a smooth limb under short edges, not a crease under long ones.
 
-So the per-frame correction also pushes *points on the edges*:
+So the per-frame correction also pushes *points on the edges* and *inside the faces*:
 
-- **Samples** (:func:`edge_samples`, once per garment): an edge of rest length ``L`` gets
-  ``n = ceil(L / spacing) - 1`` samples at ``t = k / (n + 1)``, k = 1..n (default spacing
-  :data:`SAMPLE_SPACING`, 2 cm: an edge shorter than that has none, and the chord allowance covers it). The
-  built-in tights get 3,583 samples on 5,325 edges, the skirt 2,125 on 1,404; a garment subdivided to edges
-  under 2 cm gets none, and this stage then costs nothing.
-- **Candidates** (:func:`bake_sample_candidates`): each sample, skinned as the blend of its edge's ends, gets its
+- **Samples** (once per garment): an edge of rest length ``L`` gets ``n = ceil(L / spacing) - 1`` samples at
+  ``t = k / (n + 1)``, k = 1..n (:func:`edge_samples`; default spacing :data:`SAMPLE_SPACING`, 2 cm: an edge
+  shorter than that has none, and the chord allowance covers it). A face whose longest rest edge ``L`` exceeds twice
+  the spacing also gets the interior points of a barycentric grid of ``ceil(L / spacing)`` parts a side
+  (:func:`face_samples`): the body can bulge through the inside of a coarse face with every vertex and edge point
+  outside (the crouch skirt's 4-16 cm^2 faces let the thigh through, docs/fit.md). Every sample is a barycentric
+  blend of up to three vertices (:class:`EdgeSamples`). The built-in tights get 3,583 edge and 1,702 face samples,
+  the skirt 2,125 and 2,316; a garment finer than 2 cm gets none, and this stage then costs nothing.
+- **Candidates** (:func:`bake_sample_candidates`): each sample, skinned as the blend of its corners, gets its
   own candidate body triangles over the same range-of-motion poses as the vertices
   (:func:`kisekae.fit.surface.bake_surface_candidates`).
-- **Per frame** (:func:`edge_lift`): each sample at ``p_s = (1 - t) p_a + t p_b`` is pushed by the surface push's
-  law (clearance to the nearest candidate along its blended normal, margin, stiffness, maxPush, skirt bias, masks
-  blended from the ends, chord allowance of its sub-segment ``L / (n + 1)``), giving a lift ``d_s``. Moving the
-  ends by ``u_a = w_a d_s``, ``u_b = w_b d_s`` with ``w_a = (1 - t) / ((1 - t)^2 + t^2)`` and
-  ``w_b = t / ((1 - t)^2 + t^2)`` moves the sample by exactly ``d_s`` with the least motion of the two ends. Each
+- **Per frame** (:func:`edge_lift`): each sample at ``p_s = sum_k w_k p_k`` is pushed by the surface push's law
+  (clearance to the nearest candidate along its blended normal, margin, stiffness, maxPush, skirt bias, masks
+  blended from its corners, chord allowance of the spacing around it), giving a lift ``d_s``. Moving corner k by
+  ``u_k = w_k / |w|^2 d_s`` moves the sample by exactly ``d_s`` with the least motion of its corners (on an edge:
+  ``(1 - t) / ((1 - t)^2 + t^2)`` at end a, ``t / (...)`` at end b). Each
   vertex blends the lifts its samples ask of it with weights ``|u|^2`` (Jacobi), each lift first faded by its
   length (:func:`lift_fade`: whole up to :data:`LIFT_REACH`, 4 mm, nothing from twice that: a sample deep in another
   part marks a fold of the body, not a chord over it): one ask is taken whole, the
@@ -31,7 +34,7 @@ So the per-frame correction also pushes *points on the edges*:
 
 NumPy reference (:func:`edge_lift_numpy`) and Numba version (:func:`edge_lift`) agree to 1e-9 m. In the HLSL
 core: ``KisekaeSamplePush`` (one thread per sample) and ``KisekaeEdgeLift`` (one thread per vertex over the
-samples on its edges, :func:`vertex_samples`).
+samples it takes part in, :func:`vertex_samples`).
 """
 
 from __future__ import annotations
@@ -67,24 +70,28 @@ LIFT_EPS = 1e-9
 
 @dataclass
 class EdgeSamples:
-    """Points on a garment's long edges, made once per garment (:func:`edge_samples`).
+    """Points on a garment's long edges and inside its large faces, made once per garment (:func:`edge_samples`,
+    :func:`face_samples`, :func:`garment_edge_samples`).
+
+    Every sample is a barycentric blend of up to three garment vertices: ``p_s = sum_k bary[s, k] p[ends[s, k]]``.
+    An edge sample at ``t`` along the edge from a to b has ``ends = (a, b, b)`` and ``bary = (1 - t, t, 0)``; a face
+    sample has the face's three corners and weights that are all > 0. A corner with weight 0 takes no part.
 
     Attributes
     ----------
-    a, b : (S,) int64 welded vertex ids of each sample's edge ends
-    t : (S,) float64 position along the edge, 0 < t < 1 (the sample is ``(1 - t) p_a + t p_b``)
-    chord : (S,) float64 rest length of the edge's sub-segments, metres (the sample's chord allowance)
+    ends : (S, 3) int64 welded garment vertex ids
+    bary : (S, 3) float64 barycentric weights, each row >= 0 and summing to 1
+    chord : (S,) float64 rest spacing of the samples around this one, metres (its chord allowance)
     n_vertices : int, garment vertices
     """
 
-    a: np.ndarray
-    b: np.ndarray
-    t: np.ndarray
+    ends: np.ndarray
+    bary: np.ndarray
     chord: np.ndarray
     n_vertices: int
 
     def __len__(self) -> int:
-        return len(self.t)
+        return len(self.chord)
 
     def points(self, vertices) -> np.ndarray:
         """(S, 3) float64 sample positions on garment positions ``vertices`` (N, 3)."""
@@ -92,13 +99,29 @@ class EdgeSamples:
         if v.shape != (self.n_vertices, 3):
             raise KisekaeError(f"samples made for {self.n_vertices} garment vertices, got {v.shape}",
                                "edge samples")
-        t = self.t[:, None]
-        return (1.0 - t) * v[self.a] + t * v[self.b]
+        return np.einsum("sk,skd->sd", self.bary, v[self.ends])
 
-    def weights(self) -> tuple:
-        """``(w_a, w_b)`` (S,) float64: the least-motion share of a sample's lift at each end."""
-        den = (1.0 - self.t) ** 2 + self.t ** 2
-        return (1.0 - self.t) / den, self.t / den
+    def shares(self) -> np.ndarray:
+        """(S, 3) float64: the least-motion share of a sample's lift at each corner, ``bary / |bary|^2``: moving
+        corner k by ``shares[s, k] d`` moves the sample by exactly ``d``, with the least total squared motion."""
+        return self.bary / np.einsum("sk,sk->s", self.bary, self.bary)[:, None]
+
+    def mask(self, mask) -> np.ndarray:
+        """(S,) float64: a per-vertex mask (scalar or (N,)) blended at the samples."""
+        m = np.broadcast_to(np.asarray(mask, dtype=np.float64), (self.n_vertices,))
+        return np.einsum("sk,sk->s", self.bary, m[self.ends])
+
+    def __add__(self, other: "EdgeSamples") -> "EdgeSamples":
+        if other.n_vertices != self.n_vertices:
+            raise KisekaeError(f"samples of {self.n_vertices} and {other.n_vertices} vertices", "edge samples")
+        return EdgeSamples(np.concatenate([self.ends, other.ends]), np.concatenate([self.bary, other.bary]),
+                           np.concatenate([self.chord, other.chord]), self.n_vertices)
+
+
+def _spacing(spacing) -> float:
+    if not (isinstance(spacing, (int, float, np.floating)) and np.isfinite(spacing) and spacing > 0):
+        raise KisekaeError(f"must be a finite number > 0, got {spacing!r}", "edge sample spacing")
+    return float(spacing)
 
 
 def edge_samples(vertices, edges, spacing: float = SAMPLE_SPACING) -> EdgeSamples:
@@ -114,8 +137,7 @@ def edge_samples(vertices, edges, spacing: float = SAMPLE_SPACING) -> EdgeSample
     -------
     EdgeSamples, ordered by edge, then by t
     """
-    if not (isinstance(spacing, (int, float, np.floating)) and np.isfinite(spacing) and spacing > 0):
-        raise KisekaeError(f"must be a finite number > 0, got {spacing!r}", "edge sample spacing")
+    spacing = _spacing(spacing)
     v = np.asarray(vertices, dtype=np.float64)
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     length = np.linalg.norm(v[e[:, 0]] - v[e[:, 1]], axis=1)
@@ -124,40 +146,77 @@ def edge_samples(vertices, edges, spacing: float = SAMPLE_SPACING) -> EdgeSample
     first = np.repeat(np.cumsum(n) - n, n)
     k = np.arange(len(edge)) - first + 1
     parts = (n + 1)[edge]
-    return EdgeSamples(e[edge, 0].copy(), e[edge, 1].copy(), k / parts, length[edge] / parts, len(v))
+    t = k / parts
+    a, b = e[edge, 0], e[edge, 1]
+    return EdgeSamples(np.stack([a, b, b], axis=1), np.stack([1.0 - t, t, np.zeros_like(t)], axis=1),
+                       length[edge] / parts, len(v))
+
+
+def face_samples(vertices, faces, spacing: float = SAMPLE_SPACING) -> EdgeSamples:
+    """Samples inside the faces whose longest rest edge exceeds twice ``spacing``.
+
+    A face whose longest edge is ``L`` is cut into ``n = ceil(L / spacing)`` parts along each side; its samples are
+    the interior points of that barycentric grid, ``(i, j, k) / n`` with ``i, j, k >= 1`` and ``i + j + k = n``:
+    ``(n - 1)(n - 2) / 2`` of them (a face with edges up to 4 cm gets none, one up to 6 cm its centroid). With the
+    edge samples they keep the body from bulging through the inside of a coarse face, which no vertex or edge point
+    sees (the crouch skirt's 4-16 cm^2 faces, docs/fit.md). Each sample's chord allowance is ``L / n``.
+
+    Parameters
+    ----------
+    vertices : (N, 3) rest garment vertices, metres
+    faces : (F, 3) int garment triangles (welded or not: the samples use the ids given)
+    spacing : float, metres, > 0
+
+    Returns
+    -------
+    EdgeSamples, ordered by face, then by grid point
+    """
+    spacing = _spacing(spacing)
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    length = np.max(np.linalg.norm(v[f] - v[np.roll(f, 1, axis=1)], axis=2), axis=1) if len(f) else np.zeros(0)
+    n = np.ceil(length / spacing - 1e-9).astype(np.int64)
+    face, bary, chord = [], [], []
+    for parts in np.unique(n[n >= 3]):
+        grid = np.array([(i, j, parts - i - j) for i in range(1, parts - 1) for j in range(1, parts - i)],
+                        dtype=np.float64) / parts
+        which = np.flatnonzero(n == parts)
+        face.append(np.repeat(which, len(grid)))
+        bary.append(np.tile(grid, (len(which), 1)))
+        chord.append(np.repeat(length[which] / parts, len(grid)))
+    if not face:
+        return EdgeSamples(np.zeros((0, 3), np.int64), np.zeros((0, 3)), np.zeros(0), len(v))
+    face, bary, chord = np.concatenate(face), np.concatenate(bary), np.concatenate(chord)
+    order = np.argsort(face, kind="stable")
+    return EdgeSamples(np.ascontiguousarray(f[face[order]]), bary[order], chord[order], len(v))
 
 
 def garment_edge_samples(mesh, spacing: float = SAMPLE_SPACING) -> EdgeSamples:
-    """:func:`edge_samples` of a garment :class:`~kisekae.avatar.mesh.Mesh` (its welded edges)."""
-    return edge_samples(mesh.vertices, mesh.edges, spacing)
+    """The samples of a garment :class:`~kisekae.avatar.mesh.Mesh`: :func:`edge_samples` of its welded edges, then
+    :func:`face_samples` of its faces (on the welded ids)."""
+    faces = np.asarray(mesh.weld)[np.asarray(mesh.faces)] if getattr(mesh, "weld", None) is not None else mesh.faces
+    return edge_samples(mesh.vertices, mesh.edges, spacing) + face_samples(mesh.vertices, faces, spacing)
 
 
 def bake_sample_candidates(avatar, name: str, samples: EdgeSamples, poses=None, k: int = CANDIDATES, **kwargs):
     """The candidate body triangles of each sample of garment ``name``: as
-    :func:`kisekae.fit.surface.bake_surface_candidates`, with the samples skinned as the blend of their edge's
-    skinned ends. Returns a :class:`~kisekae.fit.surface.SurfaceCandidates` with one row per sample."""
+    :func:`kisekae.fit.surface.bake_surface_candidates`, with the samples skinned as the blend of their corners'
+    skinned positions. Returns a :class:`~kisekae.fit.surface.SurfaceCandidates` with one row per sample."""
     from .surface import bake_surface_candidates
 
     return bake_surface_candidates(avatar, name, poses, k, points_of=samples.points, **kwargs)
 
 
 def vertex_samples(samples: EdgeSamples, weld=None) -> tuple:
-    """CSR of the samples on each vertex's edges: ``(ptr (N+1,), idx (M,))`` int64, ``idx`` holding
-    ``2 s + side`` (side 0: the vertex is the sample's end a, 1: end b), by increasing sample id.
+    """CSR of the samples that involve each vertex: ``(ptr (N+1,), idx (M,))`` int64, ``idx`` holding
+    ``3 s + k`` (the vertex is corner k of sample s, with weight ``bary[s, k] > 0``), by increasing sample id.
 
     ``weld`` : (N,) representative of each vertex (``Mesh.weld``), or None: a seam copy gets its representative's
     list, so both copies of a seam vertex move alike.
     """
-    ids = np.arange(len(samples), dtype=np.int64)
-    ends = np.concatenate([samples.a, samples.b])
-    code = np.concatenate([2 * ids, 2 * ids + 1])
-    order = np.argsort(code)  # each vertex's list by increasing sample id
-    return welded_csr(ends[order], code[order], samples.n_vertices, weld)
-
-
-def _sample_masks(samples: EdgeSamples, mask, n: int) -> np.ndarray:
-    m = np.broadcast_to(np.asarray(mask, dtype=np.float64), (n,))
-    return (1.0 - samples.t) * m[samples.a] + samples.t * m[samples.b]
+    s, k = np.nonzero(samples.bary > 0)  # row-major: by sample, then corner
+    s, k = s.astype(np.int64), k.astype(np.int64)
+    return welded_csr(samples.ends[s, k], 3 * s + k, samples.n_vertices, weld)
 
 
 def _check(samples: EdgeSamples, cand: SurfaceCandidates, table, n: int) -> None:
@@ -181,10 +240,10 @@ def _choose_numpy(lift, samples: EdgeSamples, table, n: int):
     new displacements, moved."""
     lift = np.asarray(lift, dtype=np.float64)
     lift = lift * lift_fade(np.linalg.norm(lift, axis=1))[:, None]
-    wa, wb = samples.weights()
+    share = samples.shares()
     ptr, idx = (np.asarray(x, dtype=np.int64) for x in table)
-    s, side = idx // 2, idx % 2
-    ask = lift[s] * np.where(side == 0, wa[s], wb[s])[:, None]
+    s, corner = idx // 3, idx % 3
+    ask = lift[s] * share[s, corner][:, None]
     size = np.einsum("ij,ij->i", ask, ask)
     owner = np.repeat(np.arange(n), np.diff(ptr))
     acc = np.zeros((n, 3))
@@ -219,20 +278,20 @@ def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCand
     _check(samples, sample_candidates, table, n)
     ps = samples.points(p)
     pushed = surface_push_numpy(ps, sample_candidates, body, body_normals, body_faces, params,
-                                _sample_masks(samples, tightness, n), _sample_masks(samples, softness, n), up,
+                                samples.mask(tightness), samples.mask(softness), up,
                                 chord=samples.chord if chord else None)[0]
     lift, moved = _choose_numpy(pushed - ps, samples, table, n)
     return p + lift, moved
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _choose_kernel(lift, wa, wb, ptr, idx, points, reach, out, moved):
+def _choose_kernel(lift, share, ptr, idx, points, reach, out, moved):
     for v in range(points.shape[0]):
         total = 0.0
         bx = by = bz = 0.0
         for e in range(ptr[v], ptr[v + 1]):
-            s = idx[e] // 2
-            w = wa[s] if idx[e] % 2 == 0 else wb[s]
+            s = idx[e] // 3
+            w = share[s, idx[e] % 3]
             fade = 2.0 - np.sqrt(lift[s, 0] ** 2 + lift[s, 1] ** 2 + lift[s, 2] ** 2) / reach
             w *= min(max(fade, 0.0), 1.0)
             x, y, z = w * lift[s, 0], w * lift[s, 1], w * lift[s, 2]
@@ -252,22 +311,23 @@ def _choose_kernel(lift, wa, wb, ptr, idx, points, reach, out, moved):
 
 
 def lift_frame(samples: EdgeSamples, tightness, softness, n: int) -> tuple:
-    """What every edge lift of one frame reads besides positions: ``(masks (S,) x2, weights (S,) x2)``."""
-    wa, wb = samples.weights()
-    return (np.ascontiguousarray(_sample_masks(samples, tightness, n)),
-            np.ascontiguousarray(_sample_masks(samples, softness, n)), wa, wb)
+    """What every edge lift of one frame reads besides positions: ``(masks (S,) x2, shares (S, 3))``."""
+    if samples.n_vertices != n:
+        raise KisekaeError(f"made for {samples.n_vertices} garment vertices, got {n}", "edge samples")
+    return (np.ascontiguousarray(samples.mask(tightness)), np.ascontiguousarray(samples.mask(softness)),
+            np.ascontiguousarray(samples.shares()))
 
 
 def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up):
     """Numba edge lift of validated float64 inputs: new points, moved."""
-    ts, ss, wa, wb = sframe
+    ts, ss, share = sframe
     ps = samples.points(p)
     pushed = _push(ps, np.arange(len(ps), dtype=np.int64), cand, v, nb, frame, samples.chord, ts, ss, params, up,
                    None)[0]
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
     ptr, idx = table
-    _choose_kernel(pushed - ps, wa, wb, ptr, idx, p, LIFT_REACH, out, moved)
+    _choose_kernel(pushed - ps, share, ptr, idx, p, LIFT_REACH, out, moved)
     return out, moved
 
 

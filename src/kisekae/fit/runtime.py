@@ -105,7 +105,7 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
 
     def make():
         samples = garment_edge_samples(avatar.part(name).mesh)
-        key = candidates_cache_key(avatar, name) + [samples.a, samples.b, samples.t, FOLLOW_REACH,
+        key = candidates_cache_key(avatar, name) + [samples.ends, samples.bary, FOLLOW_REACH,
                                                     sorted(vars(params).items())]
         arrays = cached_arrays("candidates", key, bake)
         nf = len(avatar.body.mesh.faces)

@@ -1216,8 +1216,7 @@ def edge_lift_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
             d_best, tie = _nearest_ties(q.reshape(n, kk, 3), dist.reshape(n, kk))
             params = PushParams(smooth_iterations=0)
             ok = ~tie & (np.abs(d_best - params.max_push) > SURFACE_TIE)
-            ts = (1 - samples.t) * vec["tightness"][samples.a] + samples.t * vec["tightness"][samples.b]
-            ss = (1 - samples.t) * vec["softness"][samples.a] + samples.t * vec["softness"][samples.b]
+            ts, ss = samples.mask(vec["tightness"][:k]), samples.mask(vec["softness"][:k])
             ref, rpush, rs = surface_push_numpy(pts, cand, body, normals, faces, params, ts, ss, chord=samples.chord)
             kv = body_curvature(body, normals, faces)
             got, push, s = X.gpu_surface_push(pts, corners, body, normals, params, tightness=ts, softness=ss,

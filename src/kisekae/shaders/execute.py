@@ -880,11 +880,11 @@ def gpu_sample_point(skinned, displacement, samples):
         return np.zeros((0, 3), np.float32)
     rows = max(m, len(x))
     ends = np.zeros((rows, 4), np.float32)
-    ends[:m, 0], ends[:m, 1] = samples.a, samples.b
-    t = np.zeros((rows, 4), np.float32)
-    t[:m, 3] = samples.t
+    ends[:m, :3] = samples.ends
+    w = np.zeros((rows, 4), np.float32)
+    w[:m, :3] = samples.bary
     o0, _ = _run("sample_point", "constants", m, in0=_vec4(rows, np.pad(d, ((0, rows - len(d)), (0, 0)))),
-                 in3=_vec4(rows, np.pad(x, ((0, rows - len(x)), (0, 0)))), in4=t, in5=ends)
+                 in1=ends, in3=_vec4(rows, np.pad(x, ((0, rows - len(x)), (0, 0)))), in5=w)
     return o0[:, :3]
 
 
@@ -906,15 +906,17 @@ def gpu_edge_lift(lift, samples, table):
     m, n = len(samples), samples.n_vertices
     if len(d) != m:
         raise KisekaeError(f"{len(d)} lifts for {m} samples", "sample lifts")
-    ranges, idx = _csr_rows(table, n, 2 * m, "vertex samples")
+    ranges, idx = _csr_rows(table, n, 3 * m, "vertex samples")
     if not n:
         return np.zeros((0, 3), np.float32)
     rows = max(m, 1)
     lt = np.zeros((rows, 4), np.float32)
-    lt[:m, :3], lt[:m, 3] = d, samples.t
+    lt[:m, :3] = d
+    w = np.zeros((rows, 4), np.float32)
+    w[:m, :3] = samples.bary
     entries = np.zeros((max(len(idx), 1), 4), np.float32)
     entries[: len(idx), 0] = idx
-    o0, _ = _run("edge_lift", "constants", n, in1=ranges, in2=entries, in4=lt)
+    o0, _ = _run("edge_lift", "constants", n, in1=ranges, in2=entries, in4=lt, in5=w)
     return o0[:, :3]
 
 

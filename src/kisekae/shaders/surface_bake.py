@@ -30,18 +30,19 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
                                         (:func:`kisekae.fit.surface.garment_chords`, welded), the L of the
                                         chord allowance ``min(kappa L^2 / 8, 3 mm)`` (``KisekaeSurfacePush``'s
                                         ``chord`` argument)
-  ``sampleEnds``        S · 2           edge sample s lies on the edge from garment vertex ``sampleEnds[2 s]`` to
-                                        ``sampleEnds[2 s + 1]`` (:mod:`kisekae.fit.edge_lift`; S = ``samples``,
-                                        0 for a garment whose edges are all under 2 cm)
-  ``sampleT``           S               **float32**: its position t along the edge, 0 < t < 1
-  ``sampleChord``       S               **float32**: the rest length of the edge's sub-segments (m), the sample's
+  ``sampleEnds``        S · 3           sample s blends garment vertices ``sampleEnds[3 s + c]``, c = 0, 1, 2
+                                        (:mod:`kisekae.fit.edge_lift`; S = ``samples``: points on the edges over
+                                        2 cm and inside the faces over 4 cm, 0 for a garment finer than that)
+  ``sampleWeights``     S · 3           **float32**: its barycentric weights, >= 0, summing to 1 (an edge sample
+                                        at t: ``(1 - t, t, 0)``; a face sample: all three > 0)
+  ``sampleChord``       S               **float32**: the rest spacing of the samples around it (m), the sample's
                                         chord allowance
   ``sampleCorners``     S · K · 3       sample s's candidate k, as ``corners``
                                         (``KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k)``)
   ``vertexSamplePtr``   N + 1           CSR offsets: the samples on vertex v's edges are
                                         ``vertexSampleIdx[vertexSamplePtr[v] .. vertexSamplePtr[v + 1])``
-  ``vertexSampleIdx``   M               ``2 s + side`` (side 0: v is the sample's first end, 1: its second; a seam
-                                        copy has its representative's list; M = ``vertexSampleEntries``)
+  ``vertexSampleIdx``   M               ``3 s + c``: v is corner c of sample s, with a weight > 0 (a seam copy
+                                        has its representative's list; M = ``vertexSampleEntries``)
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
@@ -69,23 +70,25 @@ from ..validate import as_nonnegative
 
 #: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
 #: of the frame; 4: the edge samples, ``liftPasses``, ``unflipPasses`` and ``turnStart``, the edge lift and unflip that
-#: end the frame; 5: ``liftLimitPasses``, the stretch limit after them). Other versions are refused: a version-3 bake
-#: was made for an engine without the edge lift, a version-4 one for an engine without the last stretch limit.
-SURFACE_BAKE_VERSION = 5
+#: end the frame; 5: ``liftLimitPasses``, the stretch limit after them; 6: face samples, three corners and weights
+#: per sample, ``sampleWeights`` in place of ``sampleT``). Other versions are refused: a version-3 bake was made for
+#: an engine without the edge lift, a version-4 one for an engine without the last stretch limit, a version-5 one
+#: for an engine whose samples lie on edges only.
+SURFACE_BAKE_VERSION = 6
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
-LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleT", "sampleChord", "sampleCorners",
+LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights", "sampleChord", "sampleCorners",
           "vertexSamplePtr", "vertexSampleIdx")
 #: Arrays of float32 values (the others are uint32 ids).
-FLOAT_ARRAYS = ("chord", "sampleT", "sampleChord")
+FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord")
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
                   "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses")
 
 
 def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0) -> dict:
-    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 2 * s,
-            "sampleT": s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
+    return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 3 * s,
+            "sampleWeights": 3 * s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
             "vertexSampleIdx": m}
 
 
@@ -128,7 +131,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     -------
     dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``,
     ``sampleEnds``, ``sampleCorners``, ``vertexSamplePtr``, ``vertexSampleIdx`` (flat uint32) and ``chord``,
-    ``sampleT``, ``sampleChord`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    ``sampleWeights``, ``sampleChord`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
 
     Raises
     ------
@@ -170,7 +173,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "ringIdx": idx.astype(np.uint32),
         "weld": w.astype(np.uint32),
         "chord": c.astype(np.float32),
-        "samples": len(samples["sampleT"]),
+        "samples": len(samples["sampleChord"]),
         "vertexSampleEntries": len(samples["vertexSampleIdx"]),
         **samples,
     }
@@ -202,7 +205,7 @@ def _sample_arrays(lift, f, n: int, k: int, n_body_faces: int, garment_name: str
     """The edge samples' arrays of :func:`surface_bake` (empty when ``lift`` is None)."""
     if lift is None:
         empty = np.zeros(0, np.uint32)
-        return {"sampleEnds": empty, "sampleT": np.zeros(0, np.float32), "sampleChord": np.zeros(0, np.float32),
+        return {"sampleEnds": empty, "sampleWeights": np.zeros(0, np.float32), "sampleChord": np.zeros(0, np.float32),
                 "sampleCorners": empty, "vertexSamplePtr": np.zeros(n + 1, np.uint32), "vertexSampleIdx": empty}
     samples, cand, (sptr, sidx) = lift
     source = f"edge samples of {garment_name}"
@@ -214,13 +217,12 @@ def _sample_arrays(lift, f, n: int, k: int, n_body_faces: int, garment_name: str
                            f"({len(samples)}, {k}) on {n_body_faces}", source)
     sptr, sidx = np.asarray(sptr, np.int64), np.asarray(sidx, np.int64)
     if len(sptr) != n + 1 or not _offsets(sptr, len(sidx)) or (
-            sidx.size and (sidx.min() < 0 or sidx.max() >= 2 * len(samples))):
-        raise KisekaeError("the vertex sample table is not CSR over the samples' ends", source)
-    if not (np.all((samples.t > 0) & (samples.t < 1)) and np.all(np.isfinite(samples.chord))
-            and np.all(samples.chord >= 0)):
-        raise KisekaeError("sample positions must lie in (0, 1) and chords be finite lengths >= 0", source)
-    return {"sampleEnds": np.stack([samples.a, samples.b], axis=1).astype(np.uint32).ravel(),
-            "sampleT": samples.t.astype(np.float32), "sampleChord": samples.chord.astype(np.float32),
+            sidx.size and (sidx.min() < 0 or sidx.max() >= 3 * len(samples))):
+        raise KisekaeError("the vertex sample table is not CSR over the samples' corners", source)
+    if not (_barycentric(samples.bary) and np.all(np.isfinite(samples.chord)) and np.all(samples.chord >= 0)):
+        raise KisekaeError("sample weights must be barycentric and chords finite lengths >= 0", source)
+    return {"sampleEnds": np.asarray(samples.ends).astype(np.uint32).ravel(),
+            "sampleWeights": np.asarray(samples.bary).astype(np.float32).ravel(), "sampleChord": samples.chord.astype(np.float32),
             "sampleCorners": f[tri].astype(np.uint32).ravel(), "vertexSamplePtr": sptr.astype(np.uint32),
             "vertexSampleIdx": sidx.astype(np.uint32)}
 
@@ -383,7 +385,7 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     ``stretch_limit`` (float), ``n_body_triangles``, ``corners`` (N, K, 3)
     int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
     ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``,
-    ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 2), ``sample_t``, ``sample_chord`` (S,)
+    ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 3), ``sample_weights`` (S, 3), ``sample_chord`` (S,)
     float64, ``sample_corners`` (S, K, 3) and ``vertex_samples`` ``(ptr (N+1,), idx (M,))``.
 
     Raises
@@ -409,33 +411,40 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     _check_ids(corners, ptr, idx, weld, n, e, n_body_vertices, source)
     if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
         raise KisekaeError("'chord' must be finite lengths >= 0 (m)", source)
-    ends, t, schord, scorners, sptr, sidx = (arrays[name] for name in LAYOUT[5:])
-    _check_samples(ends, t, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
+    ends, w, schord, scorners, sptr, sidx = (arrays[name] for name in LAYOUT[5:])
+    _check_samples(ends, w, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
             "corners": corners.reshape(n, k, 3), "ring": (ptr, idx), "weld": weld, "chord": chord,
             "lift_passes": counts["liftPasses"], "unflip_passes": counts["unflipPasses"],
             "lift_limit_passes": counts["liftLimitPasses"],
-            "turn_start": counts["turnStart"], "sample_ends": ends.reshape(ns, 2), "sample_t": t,
+            "turn_start": counts["turnStart"], "sample_ends": ends.reshape(ns, 3),
+            "sample_weights": w.reshape(ns, 3),
             "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx)}
 
 
-def _check_samples(ends, t, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:
-    """The edge samples' arrays: ends within the garment, t in (0, 1), chords finite >= 0, corners within the body,
-    the vertex table CSR over the samples' ends."""
+def _check_samples(ends, w, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:
+    """The samples' arrays: corners within the garment, barycentric weights, chords finite >= 0, candidate corners
+    within the body, the vertex table CSR over the samples' corners."""
     if ends.size and ends.max() >= n:
         raise KisekaeError(f"sample end ids outside 0..{n - 1}", source)
-    if not np.all((t > 0) & (t < 1)):
-        raise KisekaeError("'sampleT' must lie strictly between 0 and 1", source)
+    if not _barycentric(w.reshape(-1, 3)):
+        raise KisekaeError("'sampleWeights' must be three weights >= 0 per sample, summing to 1", source)
     if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
         raise KisekaeError("'sampleChord' must be finite lengths >= 0 (m)", source)
     if corners.size and corners.max() >= n_body_vertices:
         raise KisekaeError(f"sample candidate corner ids outside 0..{n_body_vertices - 1}", source)
     if not _offsets(ptr, ms):
         raise KisekaeError(f"vertexSamplePtr is not CSR offsets from 0 to {ms} vertexSampleEntries", source)
-    if idx.size and idx.max() >= 2 * ns:
-        raise KisekaeError(f"vertexSampleIdx entries outside 0..{2 * ns - 1} (2 sample + side)", source)
+    if idx.size and idx.max() >= 3 * ns:
+        raise KisekaeError(f"vertexSampleIdx entries outside 0..{3 * ns - 1} (3 sample + corner)", source)
+
+
+def _barycentric(w) -> bool:
+    """True when every row of ``w`` (S, 3) is finite, >= 0 and sums to 1 (within float32 rounding)."""
+    w = np.asarray(w, dtype=np.float64)
+    return bool(np.all(np.isfinite(w)) and np.all(w >= 0) and np.all(np.abs(w.sum(axis=1) - 1.0) < 1e-5))
 
 
 def _read_header(path_or_doc):

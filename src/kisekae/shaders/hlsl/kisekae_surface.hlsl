@@ -43,12 +43,13 @@
 //   KISEKAE_LOAD_BODY_FACE_RANGE(i)      uint2, (start, count) of body vertex i's triangles in the list below
 //   KISEKAE_LOAD_BODY_FACE(e)            uint3, body vertex ids of the triangle at entry e of that list
 //                                        (the last two: KisekaeBodyCurvature, compiled when both are defined)
-//   KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k)   uint3, body vertex ids of edge sample s's candidate k (KisekaeSamplePush)
-//   KISEKAE_LOAD_SAMPLE_ENDS(s)          uint2, garment vertex ids of edge sample s's edge ends (KisekaeSamplePoint)
-//   KISEKAE_LOAD_SAMPLE_T(s)             float, its position along the edge, 0 < t < 1
+//   KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k)   uint3, body vertex ids of sample s's candidate k (KisekaeSamplePush)
+//   KISEKAE_LOAD_SAMPLE_ENDS(s)          uint3, garment vertex ids of sample s's corners (KisekaeSamplePoint)
+//   KISEKAE_LOAD_SAMPLE_WEIGHTS(s)       float3, its barycentric weights (>= 0, sum 1; an edge sample at t along
+//                                        the edge: (1 - t, t, 0), a face sample: all > 0)
 //   KISEKAE_LOAD_SAMPLE_LIFT(s)          float3, its lift this round (m; pushed minus sample point)
 //   KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v)  uint2, (start, count) of the samples on vertex v's edges in the list below
-//   KISEKAE_LOAD_VERTEX_SAMPLE(e)        uint, 2 s + side (0: v is the sample's end a, 1: end b)
+//   KISEKAE_LOAD_VERTEX_SAMPLE(e)        uint, 3 s + c (v is corner c of sample s, with a weight > 0)
 //                                        (kisekae.fit.edge_lift.vertex_samples; KisekaeEdgeLift)
 //   KISEKAE_LOAD_GARMENT_FACE_RANGE(v)   uint2, (start, count) of the garment faces around vertex v
 //   KISEKAE_LOAD_GARMENT_FACE(e)         uint3, garment vertex ids of the face at entry e (kisekae.fit.unflip
@@ -243,7 +244,7 @@ float3 KisekaeSurfacePush(float3 p, uint v, float tightness, float softness, Kis
 }
 
 #ifdef KISEKAE_LOAD_SAMPLE_TRIANGLE
-// The push of edge sample s at p (KisekaeSamplePoint; kisekae.fit.edge_lift): KisekaeSurfacePush against the sample's
+// The push of sample s at p (KisekaeSamplePoint; kisekae.fit.edge_lift): KisekaeSurfacePush against the sample's
 // own candidates (KISEKAE_LOAD_SAMPLE_TRIANGLE), `chord` its sub-segment's rest length (m), the masks blended from its
 // edge's ends. The engine stores pushed - p as the sample's lift (KISEKAE_LOAD_SAMPLE_LIFT of KisekaeEdgeLift).
 float3 KisekaeSamplePush(float3 p, uint s, float tightness, float softness, KisekaePushParams P, float reach,
@@ -371,32 +372,34 @@ float3 KisekaeStretchLimit(uint v, float stretch, out bool moved)
 #endif
 #endif
 
-#if defined(KISEKAE_LOAD_SAMPLE_ENDS) && defined(KISEKAE_LOAD_SAMPLE_T) && defined(KISEKAE_LOAD_GARMENT_SKINNED) \
-    && defined(KISEKAE_LOAD_DISPLACEMENT)
-// Edge sample s on the corrected garment (kisekae.fit.edge_lift.EdgeSamples.points): (1 - t) p_a + t p_b, the ends'
-// positions being skinned plus displacement (m).
+#if defined(KISEKAE_LOAD_SAMPLE_ENDS) && defined(KISEKAE_LOAD_SAMPLE_WEIGHTS) \
+    && defined(KISEKAE_LOAD_GARMENT_SKINNED) && defined(KISEKAE_LOAD_DISPLACEMENT)
+// Sample s on the corrected garment (kisekae.fit.edge_lift.EdgeSamples.points): w.x p_a + w.y p_b + w.z p_c, the
+// corners' positions being skinned plus displacement (m).
 float3 KisekaeSamplePoint(uint s)
 {
-    uint2 ends = KISEKAE_LOAD_SAMPLE_ENDS(s);
-    float t = KISEKAE_LOAD_SAMPLE_T(s);
+    uint3 ends = KISEKAE_LOAD_SAMPLE_ENDS(s);
+    float3 w = KISEKAE_LOAD_SAMPLE_WEIGHTS(s);
     float3 pa = KISEKAE_LOAD_GARMENT_SKINNED(ends.x) + KISEKAE_LOAD_DISPLACEMENT(ends.x);
     float3 pb = KISEKAE_LOAD_GARMENT_SKINNED(ends.y) + KISEKAE_LOAD_DISPLACEMENT(ends.y);
-    return (1.0 - t) * pa + t * pb;
+    float3 pc = KISEKAE_LOAD_GARMENT_SKINNED(ends.z) + KISEKAE_LOAD_DISPLACEMENT(ends.z);
+    return w.x * pa + w.y * pb + w.z * pc;
 }
 #endif
 
 #if defined(KISEKAE_LOAD_VERTEX_SAMPLE_RANGE) && defined(KISEKAE_LOAD_VERTEX_SAMPLE) \
-    && defined(KISEKAE_LOAD_SAMPLE_LIFT) && defined(KISEKAE_LOAD_SAMPLE_T)
-// Least-motion share of a sample's lift at one end of its edge (kisekae.fit.edge_lift.EdgeSamples.weights):
-// (1 - t) / ((1 - t)^2 + t^2) at end a (side 0), t / (...) at end b (side 1).
-float KisekaeLiftShare(float t, uint side)
+    && defined(KISEKAE_LOAD_SAMPLE_LIFT) && defined(KISEKAE_LOAD_SAMPLE_WEIGHTS)
+// Least-motion share of a sample's lift at its corner c (kisekae.fit.edge_lift.EdgeSamples.shares): w_c / |w|^2,
+// w the sample's barycentric weights (|w|^2 >= 1/3, no zero division); for an edge sample (1 - t) / ((1 - t)^2 + t^2)
+// at end a and t / (...) at end b.
+float KisekaeLiftShare(float3 w, uint c)
 {
-    float den = (1.0 - t) * (1.0 - t) + t * t;
-    return (side == 0u ? 1.0 - t : t) / den;
+    float wc = c == 0u ? w.x : (c == 1u ? w.y : w.z);
+    return wc / dot(w, w);
 }
 
 // The lift of garment vertex v (m; kisekae.fit.edge_lift._choose_numpy): the asks of the samples on its edges
-// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 2 s + side over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * fade * lift of
+// (KISEKAE_LOAD_VERTEX_SAMPLE(e) = 3 s + c over KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v); ask = share * fade * lift of
 // s, fade = saturate(2 - |lift| / KISEKAE_LIFT_REACH), kisekae.fit.edge_lift.lift_fade: a sample deep in another
 // part asks nothing) blended with weights |ask|^2; zero when none asks. The engine then runs one KisekaeSmoothPush
 // pass over the lifts (kisekae.fit.edge_lift.LIFT_SMOOTH), adds them to the displacements and pushes again every vertex lifted
@@ -409,10 +412,10 @@ float3 KisekaeEdgeLift(uint v)
     for (uint e = range.x; e < range.x + range.y; e++)
     {
         uint code = KISEKAE_LOAD_VERTEX_SAMPLE(e);
-        uint s = code >> 1u;
+        uint s = code / 3u;
         float3 lift = KISEKAE_LOAD_SAMPLE_LIFT(s);
         float fade = saturate(2.0 - length(lift) / KISEKAE_LIFT_REACH);
-        float3 ask = KisekaeLiftShare(KISEKAE_LOAD_SAMPLE_T(s), code & 1u) * fade * lift;
+        float3 ask = KisekaeLiftShare(KISEKAE_LOAD_SAMPLE_WEIGHTS(s), code % 3u) * fade * lift;
         float size = dot(ask, ask);
         acc += size * ask;
         total += size;

@@ -58,14 +58,14 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_DISPLACEMENT(j) (gIn0[(j)].xyz)
 // Mode 19 reads displacements and the ring as mode 17, and the skinned garment from gIn3 (xyz).
 #define KISEKAE_LOAD_GARMENT_SKINNED(j) (gIn3[(j)].xyz)
-// Mode 21 (sample point) reads displacements from gIn0, the skinned garment from gIn3, each sample's edge ends from
-// gIn5 (xy) and its t from gIn4 (w). Mode 22 (sample push) reads the samples' candidates from gIn2 as mode 16.
-// Mode 23 (edge lift gather) reads each vertex's sample range from gIn1 (x = start, y = count), the list from gIn2
-// (x = 2 s + side) and each sample's lift and t from gIn4 (xyz, w). Mode 24 (unflip) reads displacements from gIn0,
+// Mode 21 (sample point) reads displacements from gIn0, the skinned garment from gIn3, each sample's corners from
+// gIn1 (xyz) and its weights from gIn5 (xyz). Mode 22 (sample push) reads the samples' candidates from gIn2 as mode
+// 16. Mode 23 (edge lift gather) reads each vertex's sample range from gIn1 (x = start, y = count), the list from gIn2
+// (x = 3 s + c), each sample's lift from gIn4 (xyz) and its weights from gIn5 (xyz). Mode 24 (unflip) reads displacements from gIn0,
 // the skinned garment from gIn3, each vertex's face range from gIn1 and the faces from gIn2 (xyz = vertex ids).
 #define KISEKAE_LOAD_SAMPLE_TRIANGLE(s, k) ((uint3)gIn2[(uint)KISEKAE_SURFACE_CANDIDATES * (s) + (k)].xyz)
-#define KISEKAE_LOAD_SAMPLE_ENDS(s) ((uint2)gIn5[(s)].xy)
-#define KISEKAE_LOAD_SAMPLE_T(s) (gIn4[(s)].w)
+#define KISEKAE_LOAD_SAMPLE_ENDS(s) ((uint3)gIn1[(s)].xyz)
+#define KISEKAE_LOAD_SAMPLE_WEIGHTS(s) (gIn5[(s)].xyz)
 #define KISEKAE_LOAD_SAMPLE_LIFT(s) (gIn4[(s)].xyz)
 #define KISEKAE_LOAD_VERTEX_SAMPLE_RANGE(v) ((uint2)gIn1[(v)].xy)
 #define KISEKAE_LOAD_VERTEX_SAMPLE(e) ((uint)gIn2[(e)].x)

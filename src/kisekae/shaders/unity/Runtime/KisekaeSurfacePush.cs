@@ -68,7 +68,7 @@ namespace Kisekae
         public float turnStart;        // the unflip's turn start, a cosine (0.05)
         public int liftLimitPasses;    // stretch-limit passes after the lift rounds and unflips (2)
         public string binary;          // the .bytes file's name
-        // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 2S, sampleT S (float32),
+        // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 3S, sampleWeights 3S (float32),
         // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M
         public KisekaeSurfaceBakeArray[] layout;
         public long bytes;
@@ -77,12 +77,12 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 5;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 6;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 32;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
-        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleT",
+        static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights",
                                             "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
@@ -143,7 +143,7 @@ namespace Kisekae
             _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
-        GraphicsBuffer _sampleEnds, _sampleT, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
+        GraphicsBuffer _sampleEnds, _sampleWeights, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
         GraphicsBuffer _sampleLift, _liftA, _liftB;
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
         GraphicsBuffer _garmentTriangles, _garmentFacePtr, _garmentFaces;
@@ -220,7 +220,7 @@ namespace Kisekae
             if (h.ringEntries < 0 || h.samples < 0 || h.vertexSampleEntries < 0)
                 return $"{who}: the bake's ringEntries {h.ringEntries}, samples {h.samples} or vertexSampleEntries " +
                        $"{h.vertexSampleEntries} is negative";
-            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 2L * h.samples, h.samples, h.samples,
+            long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 3L * h.samples, 3L * h.samples, h.samples,
                               3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
@@ -268,18 +268,22 @@ namespace Kisekae
             }
             at += n;
             int ns = h.samples;
-            for (int i = 0; i < 2 * ns; i++)
+            for (int i = 0; i < 3 * ns; i++)
                 if (data[at + i] >= (uint)n)
-                    return $"{who}: sample end id {data[at + i]} is outside the garment's {n} vertices";
-            at += 2 * ns;
+                    return $"{who}: sample corner id {data[at + i]} is outside the garment's {n} vertices";
+            at += 3 * ns;
             for (int i = 0; i < ns; i++)
             {
-                float t = BitConverter.ToSingle(raw, 4 * (at + i));
-                float c = BitConverter.ToSingle(raw, 4 * (at + ns + i));
-                if (!(t > 0f && t < 1f) || !(c >= 0f) || float.IsInfinity(c))
-                    return $"{who}: edge sample {i} has t {t} (must lie in (0, 1)) or chord {c} m (finite, >= 0)";
+                float w0 = BitConverter.ToSingle(raw, 4 * (at + 3 * i));
+                float w1 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 1));
+                float w2 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 2));
+                float c = BitConverter.ToSingle(raw, 4 * (at + 3 * ns + i));
+                if (!(w0 >= 0f && w1 >= 0f && w2 >= 0f) || !(Math.Abs(w0 + w1 + w2 - 1f) < 1e-5f) || !(c >= 0f) ||
+                    float.IsInfinity(c))
+                    return $"{who}: sample {i} has weights ({w0}, {w1}, {w2}) (must be >= 0 and sum to 1) or " +
+                           $"chord {c} m (finite, >= 0)";
             }
-            at += 2 * ns;
+            at += 4 * ns;
             for (int i = 0; i < 3 * ns * Candidates; i++)
                 if (data[at + i] >= (uint)nb)
                     return $"{who}: sample candidate corner id {data[at + i]} is outside the body's {nb} vertices";
@@ -291,8 +295,8 @@ namespace Kisekae
                     return $"{who}: vertexSamplePtr decreases at vertex {i}";
             at += n + 1;
             for (int i = 0; i < h.vertexSampleEntries; i++)
-                if (data[at + i] >= 2u * (uint)ns)
-                    return $"{who}: vertex sample entry {data[at + i]} is outside 2 x {ns} samples";
+                if (data[at + i] >= 3u * (uint)ns)
+                    return $"{who}: vertex sample entry {data[at + i]} is outside 3 x {ns} samples";
             _data = data;
             _nGarment = n;
             _nBody = nb;
@@ -373,10 +377,10 @@ namespace Kisekae
             at += n;
             _chord = Upload(_data, at, n);  // float32 bits, read as StructuredBuffer<float>
             at += n;
-            _sampleEnds = Upload(_data, at, 2 * ns);
-            at += 2 * ns;
-            _sampleT = Upload(_data, at, ns);  // float32 bits
-            at += ns;
+            _sampleEnds = Upload(_data, at, 3 * ns);
+            at += 3 * ns;
+            _sampleWeights = Upload(_data, at, 3 * ns);  // float32 bits
+            at += 3 * ns;
             _sampleChord = Upload(_data, at, ns);  // float32 bits
             at += ns;
             _sampleCorners = Upload(_data, at, 3 * ns * Candidates);
@@ -625,11 +629,11 @@ namespace Kisekae
             }
             // the edge lift and unflip rounds, then the unflips (kisekae.fit.surface.surface_runtime's end)
             cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleT", _sampleT);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleWeights", _sampleWeights);
             cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleChord", _sampleChord);
             cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleCorners", _sampleCorners);
             cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleLiftRW", _sampleLift);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleT", _sampleT);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleWeights", _sampleWeights);
             cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleLift", _sampleLift);
             cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSamplePtr", _vertexSamplePtr);
             cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSampleIdx", _vertexSampleIdx);
