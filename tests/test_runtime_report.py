@@ -39,8 +39,8 @@ def test_runtime_rows_pictures_and_numbers(contact_avatar):
     assert len(by) == len(records) == len(RUNTIME_COLUMNS) * len(garments)
     pose = named_pose(av.skeleton, "crouch")
     for label, method in RUNTIME_COLUMNS:
-        moved = None if method is None else {g: x[0] for g, x in
-                                             runtime_pose(av, pose, garments, method=method).items()}
+        moved = None if method is None else {g: x[0] for g, x in  # worn as a stack, tights under the skirt
+                                             runtime_pose(av, pose, garments, method=method, layers=True).items()}
         for rec in check_pose(av, pose, garments, posed_garments=moved):
             assert by[(label, rec["garment"])] == {"pose": "crouch", "method": label, "garment": rec["garment"],
                                                    **{k: rec[k] for k in RUNTIME_FIELDS}}

@@ -73,7 +73,8 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
         scenes = {}
         for label, method in RUNTIME_COLUMNS:
             moved = {} if method is None else {g: res[0] for g, res in
-                                               runtime_pose(avatar, pose, garments, method=method).items()}
+                                               runtime_pose(avatar, pose, garments, method=method,
+                                                            layers=True).items()}
             for rec in check_pose(avatar, pose, garments, posed_garments=moved or None):
                 records.append({"pose": name, "method": label, "garment": rec["garment"],
                                 **{k: rec[k] for k in RUNTIME_FIELDS}})
@@ -107,8 +108,8 @@ def _bake(avatar) -> dict:
         garment_candidates(avatar, g)
         seconds[g] = time.perf_counter() - t
     pose = named_pose(avatar.skeleton, RUNTIME_POSES[0])
-    for _, method in RUNTIME_COLUMNS[1:]:  # the one-rings, chords and Numba's kernels
-        runtime_pose(avatar, pose, garments, method=method)
+    for _, method in RUNTIME_COLUMNS[1:]:  # the one-rings, chords, layer candidates and Numba's kernels
+        runtime_pose(avatar, pose, garments, method=method, layers=True)
     return seconds
 
 
@@ -155,8 +156,11 @@ def section_runtime(ctx) -> str:
             "out of whichever is nearer this frame: the cloth pops and single edges spike. The carried push, the "
             "default, starts each frame from the previous frame's correction (nine tenths of it), so each vertex stays "
             "on the side it was on; a single pose warms up along the path from the rest pose. Both end with the edge "
-            "lift and the unflip (points on the garment's long edges kept out of the body too, faces the push turned "
-            f"over turned back, at most {FINISH_STEP * 1e3:g} mm a vertex a frame), the default since 2026-12-04. "
+            "lift and the unflip (points on the garment's long edges and inside its large faces kept out of the body "
+            f"too, faces the push turned over turned back, at most {FINISH_STEP * 1e3:g} mm a vertex a frame), the "
+            "default since 2026-12-04. The garments are worn as a stack, tights under the skirt: the skirt is also "
+            "pushed out of the corrected tights (<code>runtime_pose(..., layers=True)</code>, the layer push), so "
+            "the tights do not show through it. "
             "Garment vertices inside the body, edges crossing it, "
             "flipped faces and stretch (strain against plain skinning) from <code>kisekae check</code>; "
             f"poke-through pixels (skin showing through the garments' outside at {CELL[0]}x{CELL[1]}) in magenta: "

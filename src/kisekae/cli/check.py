@@ -22,7 +22,9 @@ def register(sub):
     p.add_argument("--fix", action="store_true",
                    help="apply the push-out solver and report each (pose, garment) before and after")
     p.add_argument("--layered", action="store_true",
-                   help="treat the garments as one stack, innermost first (implies --fix)")
+                   help="treat the garments as one stack, innermost first (implies --fix); with --runtime the "
+                        "per-frame path also pushes each garment out of those beneath it (layer push) and reports "
+                        "under_lower_layers and layer_crossings")
     add_push_args(p)
     p.add_argument("--pixels", action="store_true",
                    help="also count poke-through pixels (skin showing through garments) from 9 views at 720p and "
@@ -174,9 +176,24 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
 
         corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
                                  edge_lift=args.edge_lift,
-                                 finish_step=FINISH_STEP if args.finish_step is None else args.finish_step.value)
-        stages.append(("runtime", {k: v[0] for k, v in corrected.items()}, {k: v[1] for k, v in corrected.items()}))
+                                 finish_step=FINISH_STEP if args.finish_step is None else args.finish_step.value,
+                                 layers=args.layered)
+        positions, metrics = {k: v[0] for k, v in corrected.items()}, {k: dict(v[1]) for k, v in corrected.items()}
+        if args.layered:
+            _add_layer_stats(avatar, garments, positions, metrics)
+        stages.append(("runtime", positions, metrics))
     return stages
+
+
+def _add_layer_stats(avatar, garments, positions, metrics) -> None:
+    """Per garment, ``layer_stats`` against the garments before it (innermost first), into ``metrics``."""
+    from ..fit.fix import THICKNESS
+    from ..fit.layers import LayerSurface, layer_stats
+
+    beneath = []
+    for name in garments:
+        metrics[name].update(layer_stats(positions[name], avatar.part(name).mesh.edges, beneath), layered=True)
+        beneath.append(LayerSurface(positions[name], avatar.part(name).mesh.faces, THICKNESS, name=name))
 
 
 def _stage_records(args, avatar, pose, garments, stage, positions, metrics, previous: dict) -> list:

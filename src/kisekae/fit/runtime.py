@@ -118,6 +118,8 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
 
 #: Version of the surface-candidate bake in its disk-cache key: raise it whenever the bake's method changes.
 CANDIDATES_BAKE_VERSION = 2
+#: Version of the layer-candidate bake (:func:`layer_candidates`) in its disk-cache key.
+LAYER_BAKE_VERSION = 1
 #: Seed of the bake's range-of-motion poses.
 BAKE_SEED = 0
 #: Range-of-motion poses (the bake's first ones) whose posed body and garment enter the cache key.
@@ -226,7 +228,7 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
                  method: str = "carried", state: CarryState | None = None, edge_lift: bool = True,
-                 finish_step: float | None = FINISH_STEP) -> dict:
+                 finish_step: float | None = FINISH_STEP, layers: bool = False) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -246,6 +248,10 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         frame (:func:`kisekae.fit.surface.surface_runtime`'s ``finish_step``; the carry takes the rest up in the next
         frames; default :data:`~kisekae.fit.surface.FINISH_STEP`, 4 mm, which keeps the tights' pops under 5 mm);
         None: no cap
+    layers : bool, for ``"carried"`` and ``"surface"``: the garments are worn together, innermost first, and each
+        frame ends by pushing every garment out of the corrected garments beneath it
+        (:func:`kisekae.fit.layer_push.layer_push`, with candidates of each pair baked once:
+        :func:`layer_candidates`); False: each garment is corrected against the body alone
 
     Returns
     -------
@@ -257,6 +263,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
                            "runtime method")
     m = pose.skinning_matrices(avatar.skeleton)
+    if layers and method == "capsules":
+        raise KisekaeError("the capsule method corrects each garment alone; layers need 'carried' or 'surface'",
+                           "runtime method")
     if method != "capsules":
         # the surface methods work in the frame of the first bone's skinning translation, so where the body stands in
         # the world changes nothing but the final float32 rounding (float32 skinning 10 m away would add 1e-6 m of
@@ -266,9 +275,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         local[:, :3, 3] -= origin
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step)
+                           finish_step, layers)
         else:
-            out = _surface(avatar, local, garments, params, edge_lift, finish_step)
+            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
@@ -297,34 +306,95 @@ def _setup(avatar: Avatar, garments, params, edge_lift: bool) -> dict:
             for name in garments}
 
 
-def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None) -> dict:
+def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None,
+                  layers: bool = False) -> dict:
     """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
     corrected (N, 3) float64, push (N,), milliseconds the garment's correction took); ``starts``: callable
     (name, skinned) -> where the first push starts, or None: the skinned positions; ``finish_step`` as
-    :func:`kisekae.fit.surface.surface_runtime`'s."""
+    :func:`kisekae.fit.surface.surface_runtime`'s; ``layers``: the garments of ``setup`` are worn together, innermost
+    first, and each is pushed out of the corrected garments before it between its stretch limit and its edge lift
+    (:func:`_beneath`)."""
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
     out = {}
     for name, (p, cand, ring, chord, lift, gfaces) in setup.items():
         x = avatar.part(name).posed(m).astype(np.float64)
+        between = _beneath(avatar, name, p, ring, out) if layers and out else None
         t0 = time.perf_counter()
         start = None if starts is None else starts(name, x)
         new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
-                                    faces=gfaces, finish_step=finish_step)
+                                    faces=gfaces, finish_step=finish_step, between=between)
         out[name] = (x, new, push, (time.perf_counter() - t0) * 1e3)
     return out
 
 
-def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None) -> dict:
+def _beneath(avatar: Avatar, name: str, params: PushParams, ring, done: dict):
+    """The ``between`` stage of garment ``name`` worn over the garments in ``done`` (name -> :func:`_surface_step`'s
+    result, innermost first): :func:`kisekae.fit.layer_push.layer_push` out of each of them in turn. The baked
+    data is fetched here, before the frame's timing starts."""
+    from .layer_push import layer_push
+
+    data = [(result[1], avatar.part(inner).mesh, layer_candidates(avatar, name, inner), layer_lift(avatar, name, inner))
+            for inner, result in done.items()]
+
+    def stage(points):
+        for inner_points, mesh, cand, lift in data:
+            points = layer_push(points, cand, ring, inner_points, mesh.faces, params, inner_weld=mesh.weld,
+                                lift=lift)[0]
+        return points
+
+    return stage
+
+
+def layer_lift(avatar: Avatar, outer: str, inner: str):
+    """The edge lift data of garment ``outer`` against garment ``inner``: ``(EdgeSamples, their candidates on the
+    inner triangles, vertex_samples table)`` (:func:`kisekae.fit.layer_push.layer_push`'s ``lift``), or None when the
+    outer garment has no samples; cached like :func:`layer_candidates`."""
+    from .edge_lift import garment_edge_samples, vertex_samples
+
+    mesh = avatar.part(outer).mesh
+    samples = garment_edge_samples(mesh)
+    if len(samples) == 0:
+        return None
+    cand = layer_candidates(avatar, outer, inner, samples=samples)
+    return samples, cand, vertex_samples(samples, mesh.weld)
+
+
+def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
+                     progress: bool = False) -> SurfaceCandidates:
+    """The triangles of garment ``inner`` near each vertex of garment ``outer`` over the range of motion
+    (:func:`kisekae.fit.layer_push.bake_layer_candidates`), cached on the avatar and on disk; with ``samples``
+    (:class:`~kisekae.fit.edge_lift.EdgeSamples` of ``outer``) those of the samples instead."""
+    from .layer_push import bake_layer_candidates
+
+    def make():
+        # the outer garment's key (body, skeleton, settings, probe poses) and the inner garment's own entries
+        key = ["layer-candidates", LAYER_BAKE_VERSION, *candidates_cache_key(avatar, outer)[1:],
+               *candidates_cache_key(avatar, inner)[11:]]
+        if samples is not None:
+            key += [samples.ends, samples.bary]
+        arrays = cached_arrays("candidates", key, lambda: {
+            "layer": bake_layer_candidates(avatar, outer, inner, k=CANDIDATES, n_poses=BAKE_POSES, seed=BAKE_SEED,
+                                           progress=progress,
+                                           points_of=None if samples is None else samples.points).triangles})
+        return SurfaceCandidates(np.ascontiguousarray(arrays["layer"], dtype=np.int32),
+                                 len(avatar.part(inner).mesh.faces))
+
+    return _cached(avatar, "_kisekae_layer_candidates", (outer, inner, samples is not None), make)
+
+
+def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
+             layers: bool = False) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
-    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift), finish_step=finish_step)
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift), finish_step=finish_step,
+                         layers=layers)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift,
                                      finish_step=finish_step)) for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
-             finish_step: float | None = None) -> dict:
+             finish_step: float | None = None, layers: bool = False) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
@@ -333,7 +403,8 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: 
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
-                             lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep), finish_step)
+                             lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep), finish_step,
+                             layers)
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
                                finish_step=finish_step)

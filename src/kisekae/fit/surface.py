@@ -635,7 +635,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                     passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
                     stretch: float = STRETCH_LIMIT, start=None, lift=None, faces=None,
-                    finish_step: float | None = None):
+                    finish_step: float | None = None, between=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
     ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; then, if given,
     :data:`~kisekae.fit.edge_lift.LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) and the unflip
@@ -666,6 +666,9 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         frame, which starts from this one's correction, :mod:`kisekae.fit.carry`); None: no cap. Measured on the
         built-in tights over stand -> lunge at 30 fps with the edge lift: the largest pop 5.14 -> 2.63 mm at 2 mm
         (docs/fit.md)
+    between : callable or None, ``(N, 3) -> (N, 3)`` applied after the stretch-limit passes and before the edge lift
+        and unflip, e.g. the push out of a garment worn beneath (:func:`kisekae.fit.layer_push.layer_push`), so that
+        the stages against the body keep the last word
 
     Returns
     -------
@@ -692,6 +695,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
         new = _limit_passes_numpy(new, x, args, chord, ring, stretch, limit_passes)
+        new = new if between is None else _f64(between(new), x.shape, "positions between the stages")
         new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget)
     else:
         # the body's spheres and curvature are the same for every push: made once
@@ -705,6 +709,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
         new = _limit_passes(new, x, push, ring, stretch, limit_passes)
+        new = new if between is None else _f64(between(new), x.shape, "positions between the stages")
         new = _finish(new, x, push, chord, lift, faces, ring, stretch, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)

@@ -1245,6 +1245,47 @@ TOL_CORRECTIVE = 1e-5
 TOL_FEATURE = 5e-5
 
 
+def layer_push_checks(poses=SURFACE_POSES, inner: str = "tights", outer: str = "skirt"):
+    """The layer push (:mod:`kisekae.fit.layer_push`) is ``KisekaeSurfacePush`` with the garment beneath in the
+    body's place: the skinned skirt, and a copy jittered by about 5 mm, pushed out of the skinned tights (their
+    welded vertex normals, the skirt's candidates on the tights baked over :data:`SURFACE_BAKE_POSES` poses, reach
+    :data:`~kisekae.fit.layer_push.LAYER_REACH`, the skirt's parameters) against
+    :func:`kisekae.fit.surface.surface_push_numpy` (ties and points at the reach left out)."""
+    from ..avatar.poses import named_pose
+    from ..fit.fix import params_for
+    from ..fit.layer_push import LAYER_REACH, bake_layer_candidates, inner_normals
+    from ..fit.surface import SurfaceCandidates, surface_push_numpy
+    from ..geom.closest import closest_point_triangles_numpy
+
+    av = _memo("surface avatar", _surface_avatar)
+    cand = _memo(("layer candidates", outer, inner),
+                 lambda: bake_layer_candidates(av, outer, inner, n_poses=SURFACE_BAKE_POSES))
+    params = params_for(outer, None)
+    faces = np.asarray(av.part(inner).mesh.faces)
+    checks = []
+    for pose in poses:
+        m = named_pose(av.skeleton, pose).skinning_matrices(av.skeleton)
+        lower = av.part(inner).posed(m).astype(np.float32).astype(np.float64)
+        normals = inner_normals(lower, faces, av.part(inner).mesh.weld).astype(np.float32).astype(np.float64)
+        rng = np.random.default_rng([9, zlib.crc32(f"{pose}/{outer}/{inner}".encode())])
+        x = av.part(outer).posed(m).astype(np.float64)
+        pts = np.concatenate([x, x + rng.normal(0, 0.005, x.shape)]).astype(np.float32).astype(np.float64)
+        tri = np.concatenate([cand.triangles, cand.triangles])
+        n, k = tri.shape
+        corners = faces[tri]
+        q, _, dist = closest_point_triangles_numpy(np.repeat(pts, k, axis=0),
+                                                   *(lower[corners[:, :, c]].reshape(-1, 3) for c in range(3)))
+        d_best, tie = _nearest_ties(q.reshape(n, k, 3), dist.reshape(n, k))
+        ok = ~tie & (np.abs(d_best - LAYER_REACH) > SURFACE_TIE)
+        ref, rpush, _ = surface_push_numpy(pts, SurfaceCandidates(tri, len(faces)), lower, normals, faces, params,
+                                           reach=LAYER_REACH)
+        got, push, _ = X.gpu_surface_push(pts, corners, lower, normals, params, reach=LAYER_REACH)
+        label = f"layer push {pose} {outer} over {inner} ({int((rpush[ok] > 0).sum())} pushed)"
+        checks.append(Check(label + " positions", _err(got[ok], ref[ok]), TOL_SURFACE, int(ok.sum())))
+        checks.append(Check(label + " push length", _err(push[ok], rpush[ok]), TOL_SURFACE, int(ok.sum())))
+    return checks
+
+
 def corrective_analytic_checks():
     """Analytic features: a joint turned 60° about x against centres 30°, 90° and 150° about x and one 60° about y
     (30°, 30°, 90° and 2 acos(cos² 30°) = 82.8° apart), width 0.5 rad, from ``exp(-(θ/σ)²)`` with the angles written
@@ -1328,7 +1369,7 @@ def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     return (surface_sheet_checks() + smooth_strip_checks() + stretch_pair_checks() + surface_chord_checks()
             + edge_lift_plane_checks() + unflip_analytic_checks() + finish_step_checks()
             + surface_avatar_checks(poses, garments)
-            + edge_lift_avatar_checks(poses, garments))
+            + edge_lift_avatar_checks(poses, garments) + layer_push_checks(poses))
 
 
 def run_checks(sources=("constants",), poses=POSES, core_dir=None):
