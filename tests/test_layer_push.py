@@ -172,3 +172,26 @@ def test_check_cli_runtime_layered(tmp_path):
     by = {r["garment"]: r for r in recs}
     assert by["tights"]["under_lower_layers"] == 0 and by["tights"]["layered"] is True
     assert by["skirt"]["under_lower_layers"] < 20 and by["skirt"]["layer_crossings"] < 20
+
+
+def test_fit_layered_writes_the_layer_bake(tmp_path):
+    """kisekae fit --layered writes OUTER.over.INNER.surface.json + .bytes: the skirt's candidates and its samples'
+    candidates on the tights' triangles, loadable with the tights as the body."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.cli import main
+    from kisekae.fit.edge_lift import garment_edge_samples
+    from kisekae.shaders import surface_bake as sb
+
+    assert main(["fit", "--pose", "stand", "--garment", "tights", "--garment", "skirt", "--layered",
+                 "-o", str(tmp_path)]) == 0
+    head, binary = sb.layer_bake_paths(tmp_path, "skirt", "tights")
+    assert head.name == "skirt.over.tights.surface.json" and binary.exists()
+    assert not (tmp_path / "tights.over.skirt.surface.json").exists()
+    av = load_builtin_avatar()
+    tights, skirt = av.part("tights").mesh, av.part("skirt").mesh
+    bake = sb.load_surface_bake(head, skirt.n_vertices, tights.n_vertices)
+    assert bake["corners"].shape[0] == skirt.n_vertices and bake["corners"].max() < tights.n_vertices
+    assert bake["n_body_triangles"] == len(tights.faces)
+    assert len(bake["sample_chord"]) == len(garment_edge_samples(skirt))
+    with pytest.raises(KisekaeError, match="baked for a body of 2674 vertices"):
+        sb.load_surface_bake(head, skirt.n_vertices, av.body.mesh.n_vertices)

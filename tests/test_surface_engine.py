@@ -482,7 +482,8 @@ def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
 # point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
 _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeSurfacePushFirst",
                   "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeSampleLifts",
-                  "KisekaeEdgeLifts", "KisekaeLiftApply", "KisekaeUnflips", "KisekaeFinish", "KisekaeGarmentNormals")
+                  "KisekaeEdgeLifts", "KisekaeLiftApply", "KisekaeUnflips", "KisekaeFinish", "KisekaeGarmentNormals",
+                  "KisekaeLayerPush", "KisekaeLayerPushAgain")
 
 
 def _has_surface_core() -> bool:
@@ -522,8 +523,28 @@ def test_compute_kernels_declared_and_dispatched():
     assert 'cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeCorrectionRW", _correction)' in cs
     assert "public void ResetCarry()" in cs
     assert '"_KisekaeStretchLimit", stretchLimit' in cs
-    assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", _chord' in cs
-    assert '"_KisekaeBodyCurvature", _bodyCurvature' in cs and '"chord"' in cs
+    assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", chord' in cs
+    assert "BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);" in cs
+    assert '"_KisekaeBodyCurvature", curvature' in cs and '"chord"' in cs
+    # the layer push (beneath): its constants are kisekae's, its stage between the stretch limit and the edge lift,
+    # on the garment beneath, and the body bound again after it
+    from kisekae.fit import layer_push as lp
+
+    assert f"public const float LayerReach = {lp.LAYER_REACH}f;" in cs
+    assert f"public const float LayerFade = {lp.LAYER_FADE}f;" in cs
+    assert f"public const int LayerSmooth = {lp.LAYER_SMOOTH};" in cs
+    assert f"public const int LayerLiftPasses = {lp.LAYER_LIFT_PASSES};" in cs
+    assert "BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord);" in cs
+    record = cs[cs.index("void Record(CommandBuffer cmd)"):]
+    assert record.index("cmd.DispatchCompute(cs, _kStretchLimit, ") < record.index("RecordLayer(cmd, ref src, ref dst)") \
+        < record.index("cmd.DispatchCompute(cs, _kSampleLifts, ")
+    layer = cs[cs.index("void RecordLayer("):cs.index("void Record(CommandBuffer cmd)")]
+    order = [layer.index(f"cmd.DispatchCompute(cs, {k}, ") for k in ("_kBodyCurvatures", "_kLayerPush", "_kSmooth",
+                                                                        "_kLayerPushAgain", "_kSampleLifts",
+                                                                        "_kEdgeLifts", "_kLiftApply")]
+    assert order == sorted(order)
+    assert layer.rindex("BindSurface(cmd, _bodyPositions") > layer.rindex("cmd.DispatchCompute(")
+    assert "foreach (KisekaeSurfacePush outer in _above) outer.RunFrame();" in cs
     assert f"#define KISEKAE_SURFACE_CANDIDATES {CANDIDATES}" in text
     assert f"public const int Candidates = {CANDIDATES};" in cs
     assert f"public const int BakeVersion = {sb.SURFACE_BAKE_VERSION};" in cs
@@ -531,12 +552,12 @@ def test_compute_kernels_declared_and_dispatched():
     assert f"public int limitPasses = {LIMIT_PASSES};" in cs and f"public float stretchLimit = {STRETCH_LIMIT}f;" in cs
     assert "public int limitPasses;" in cs and "public float stretchLimit;" in cs  # the header's entries
     # the order of the dispatches: push, smoothing, push, stretch limit, finish, normals
-    order = [cs.index(f"cmd.DispatchCompute(cs, {k}, ") for k in ("_kPushFirst", "_kSmooth", "_kPushSecond",
+    order = [record.index(f"cmd.DispatchCompute(cs, {k}, ") for k in ("_kPushFirst", "_kSmooth", "_kPushSecond",
                                                                      "_kStretchLimit", "_kFinish", "_kGarmentNormals")]
     assert order == sorted(order)
     assert "pass < limitPasses" in cs
     # the edge lift and unflip after the stretch limit, before the finish; kisekae's counts as the defaults
-    order = [cs.index(f"cmd.DispatchCompute(cs, {k}, ") for k in ("_kStretchLimit", "_kSampleLifts", "_kEdgeLifts",
+    order = [record.index(f"cmd.DispatchCompute(cs, {k}, ") for k in ("_kStretchLimit", "_kSampleLifts", "_kEdgeLifts",
                                                                      "_kLiftApply", "_kUnflips", "_kFinish")]
     assert order == sorted(order)
     assert f"public int liftPasses = {LIFT_PASSES};" in cs and f"public int unflipPasses = {UNFLIP_PASSES};" in cs
@@ -546,8 +567,8 @@ def test_compute_kernels_declared_and_dispatched():
     assert "edgeLift && pass < liftPasses + unflipPasses" in cs
     # then the stretch limit again (the last _kStretchLimit dispatch after the unflips), before the finish
     assert f"public int liftLimitPasses = {LIFT_LIMIT_PASSES};" in cs and "public int liftLimitPasses;" in cs
-    assert cs.index("cmd.DispatchCompute(cs, _kUnflips, ") < cs.rindex("cmd.DispatchCompute(cs, _kStretchLimit, ") \
-        < cs.index("cmd.DispatchCompute(cs, _kFinish, ")
+    assert record.index("cmd.DispatchCompute(cs, _kUnflips, ") < record.rindex("cmd.DispatchCompute(cs, _kStretchLimit, ") \
+        < record.index("cmd.DispatchCompute(cs, _kFinish, ")
     assert "pass < liftLimitPasses" in cs
     for macro in ("KISEKAE_LOAD_SAMPLE_TRIANGLE", "KISEKAE_LOAD_SAMPLE_ENDS", "KISEKAE_LOAD_SAMPLE_WEIGHTS",
                   "KISEKAE_LOAD_SAMPLE_LIFT", "KISEKAE_LOAD_VERTEX_SAMPLE_RANGE", "KISEKAE_LOAD_VERTEX_SAMPLE",
@@ -672,14 +693,16 @@ class _Kernel:
 
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
-                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None):
+                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None):
     """KisekaeSurfacePush.cs's frame: the thirteen kernels with its bindings, its ping-pong (the smoothing, the second
     push, the stretch-limit passes, the edge lift and unflip rounds and the unflips, from the bake's counts) and its
     stride-40 skinned buffers (position, normal,
     tangent). Returns (positions + push, normals, body positions, body normals), float32
     (N, 4) each, world space, and the body curvature (Nb,). ``carry``: (previous correction (N, 3) world m, keep) in
     the correction buffer and _KisekaeCarryKeep (None: zeros, keep 0), and then the correction buffer after the
-    frame (N, 4) is returned last. ``finish_step``: metres in _KisekaeFinishStep (None: -1, no cap)."""
+    frame (N, 4) is returned last. ``finish_step``: metres in _KisekaeFinishStep (None: -1, no cap). ``layer``: the
+    garment beneath (KisekaeSurfacePush.beneath, RecordLayer): dict of its world ``positions`` and ``normals`` (M, 3),
+    ``triangles`` and the layer ``bake`` (load_surface_bake of OUTER.over.INNER)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -785,6 +808,9 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         kernels["KisekaeStretchLimits"].run(n, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
                                                      "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
         src_i = 1 - src_i
+    if layer is not None:  # KisekaeSurfacePush.RecordLayer
+        src_i = _unity_layer(kernels, layer, uni, bufs, buf, f4, u32, vertex_faces, disp, src_i, sample_lift, lifts,
+                             n, ns, textures)
     for r in range(bake["lift_passes"] + bake["unflip_passes"]):
         if r < bake["lift_passes"] and ns:
             kernels["KisekaeSampleLifts"].run(ns, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
@@ -816,6 +842,51 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         b.release()
     tex.release()
     return out
+
+
+def _unity_layer(kernels, layer, uni, bufs, buf, f4, u32, vertex_faces, disp, src_i, sample_lift, lifts, n, ns,
+                 textures):
+    """The layer push's dispatches with their bindings (KisekaeSurfacePush.RecordLayer); returns the ping-pong index
+    of the displacement after it."""
+    from kisekae.fit.layer_push import LAYER_FADE, LAYER_LIFT_PASSES, LAYER_REACH, LAYER_SMOOTH
+
+    tris = np.asarray(layer["triangles"])
+    ni = len(layer["positions"])
+    inner_pos = f4(np.c_[layer["positions"], np.zeros(ni)])
+    inner_nrm = f4(np.c_[layer["normals"], np.zeros(ni)])
+    iptr, ifaces = vertex_faces(tris, ni, np.arange(ni))
+    kv = buf(reserve=ni * 4)
+    kernels["KisekaeBodyCurvatures"].run(ni, {**uni, "_KisekaeBodyCount": np.uint32(ni)}, {
+        **bufs, "_KisekaeBodyPositions": inner_pos, "_KisekaeBodyNormals": inner_nrm, "_KisekaeBodyTriangles": u32(tris),
+        "_KisekaeBodyVertexFacePtr": u32(iptr), "_KisekaeBodyVertexFaces": u32(ifaces), "_KisekaeBodyCurvatureRW": kv})
+    luni = {**uni, "_KisekaeReach": np.float32(LAYER_REACH), "_KisekaeLayerFade": np.float32(LAYER_FADE),
+            "_KisekaeFinishStep": np.float32(-1.0)}
+    common = {**bufs, "_KisekaeBodyPositions": inner_pos, "_KisekaeBodyNormals": inner_nrm,
+              "_KisekaeBodyCurvature": kv, "_KisekaeSurfaceCorners": u32(layer["bake"]["corners"]),
+              "_KisekaeSurfaceChord": buf(np.zeros(n, np.float32).tobytes()),
+              "_KisekaeSampleCorners": u32(layer["bake"]["sample_corners"])}
+    steps = [buf(reserve=n * 16), buf(reserve=n * 16)]
+    kernels["KisekaeLayerPush"].run(n, luni, {**common, "_KisekaeDisplacementIn": disp[src_i],
+                                              "_KisekaeDisplacementOut": steps[0]}, textures)
+    a = 0
+    for _ in range(LAYER_SMOOTH):
+        kernels["KisekaeSmooth"].run(n, luni, {**bufs, "_KisekaeDisplacementIn": steps[a],
+                                               "_KisekaeDisplacementOut": steps[1 - a]})
+        a = 1 - a
+    kernels["KisekaeLayerPushAgain"].run(n, luni, {**common, "_KisekaeLift": steps[a],
+                                                   "_KisekaeDisplacementIn": disp[src_i],
+                                                   "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
+    src_i = 1 - src_i
+    for _ in range(LAYER_LIFT_PASSES if ns else 0):
+        kernels["KisekaeSampleLifts"].run(ns, luni, {**common, "_KisekaeDisplacementIn": disp[src_i],
+                                                     "_KisekaeSampleLiftRW": sample_lift}, textures)
+        kernels["KisekaeEdgeLifts"].run(n, luni, {**bufs, "_KisekaeSampleLift": sample_lift,
+                                                  "_KisekaeDisplacementOut": lifts[0]})
+        kernels["KisekaeLiftApply"].run(n, luni, {**common, "_KisekaeLift": lifts[0],
+                                                  "_KisekaeDisplacementIn": disp[src_i],
+                                                  "_KisekaeDisplacementOut": disp[1 - src_i]}, textures)
+        src_i = 1 - src_i
+    return src_i
 
 
 def _garment_faces(mesh):
@@ -950,3 +1021,57 @@ def test_unity_kernels_carry_the_correction_from_frame_to_frame(avatar, baked, t
         previous = out[-1][:, :3].astype(np.float64)
     stateless = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
     assert np.abs(stateless - ref).max() > 1e-3  # the memory matters in the second frame
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_push_the_skirt_out_of_the_tights(baked, tmp_path):
+    """KisekaeSurfacePush.beneath: the skirt's frame with the layer stage (RecordLayer's dispatches, the tights'
+    kernel output bound as the body, the skirt-over-tights bake) equals surface_runtime with
+    kisekae.fit.layer_push.layer_push between its stretch limit and its edge lift, fed the same tights (stand, where
+    the skinned skirt lies under the tights at the waist)."""
+    from kisekae.fit.layer_push import bake_layer_candidates, layer_push
+    from kisekae.fit.layers import LayerSurface, layer_stats
+
+    av, tcand, tring, tdoc, thead, tbinary, tlift = baked
+    tights, skirt, faces = av.part("tights").mesh, av.part("skirt").mesh, av.body.mesh.faces
+    nb = av.body.mesh.n_vertices
+    cand = bake_surface_candidates(av, "skirt", n_poses=40)
+    ring = one_ring(skirt.n_vertices, skirt.edges, skirt.weld)
+    samples = garment_edge_samples(skirt)
+    table = vertex_samples(samples, skirt.weld)
+    lift = (samples, bake_sample_candidates(av, "skirt", samples, n_poses=40), table)
+    chord = garment_chords(skirt)
+    bake = sb.load_surface_bake(sb.surface_bake(cand, ring, faces, "skirt", chord=chord, n_body_vertices=nb,
+                                                weld=skirt.weld, lift=lift), skirt.n_vertices, nb)
+    lcand = bake_layer_candidates(av, "skirt", "tights", n_poses=40)
+    llift = (samples, bake_layer_candidates(av, "skirt", "tights", n_poses=40, points_of=samples.points), table)
+    lbake = sb.load_surface_bake(sb.surface_bake(lcand, ring, tights.faces, "skirt", chord=chord,
+                                                 n_body_vertices=tights.n_vertices, weld=skirt.weld, lift=llift),
+                                 skirt.n_vertices, tights.n_vertices)
+    m = named_pose(av.skeleton, "stand").skinning_matrices(av.skeleton)
+    body = av.body.posed(m).astype(np.float64)
+    normals = vertex_normals(body, faces).astype(np.float64)
+    xt = av.part("tights").posed(m).astype(np.float64)
+    xs = av.part("skirt").posed(m).astype(np.float64)
+    (tmp_path / "tights").mkdir()
+    (tmp_path / "skirt").mkdir()
+    tpos, tnrm = unity_frame(tmp_path / "tights", body, xt, np.eye(4), np.eye(4), _load(thead, av), faces,
+                             tights.faces, params_for("tights", None))[:2]
+    inner = tpos[:, :3].astype(np.float64)
+    params = params_for("skirt", None)
+    layer = {"positions": inner, "normals": tnrm[:, :3], "triangles": tights.faces, "bake": lbake}
+    pos = unity_frame(tmp_path / "skirt", body, xs, np.eye(4), np.eye(4), bake, faces, skirt.faces, params,
+                      layer=layer)[0]
+
+    def between(p):
+        return layer_push(p, lcand, ring, inner, tights.faces, params, inner_weld=tights.weld, lift=llift,
+                          numpy=True)[0]
+
+    kw = dict(numpy=True, chord=chord, lift=lift, faces=_garment_faces(skirt))
+    ref = surface_runtime(xs, cand, ring, body, normals, faces, params, between=between, **kw)[0]
+    alone = surface_runtime(xs, cand, ring, body, normals, faces, params, **kw)[0]
+    under = LayerSurface(inner, tights.faces)
+    before, after = (layer_stats(p, skirt.edges, [under])["under_lower_layers"] for p in (alone, ref))
+    assert before > 30 and after < before // 4, (before, after)  # the layer push matters here
+    err = np.linalg.norm(pos[:, :3] - ref, axis=1)
+    assert (err > 1e-5).sum() <= 0.01 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]

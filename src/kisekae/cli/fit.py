@@ -42,7 +42,7 @@ def run(args) -> int:
     from ..qa.penetration import BodyQuery
     from ..shaders.corrective_bake import corrective_bake, corrective_bake_paths
     from ..shaders.covered_bake import covered_bake_path
-    from ..shaders.surface_bake import surface_bake_paths
+    from ..shaders.surface_bake import layer_bake_paths, surface_bake_paths
 
     avatar, garments = load_avatar(args)
     poses = load_poses(args, avatar)
@@ -52,10 +52,13 @@ def run(args) -> int:
     contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
     corrective_paths = corrective_bake_paths(out) if _correctives(avatar) is not None else ()
     surface_paths = {name: surface_bake_paths(out, name) for name in garments}
+    layer_paths = {(outer, inner): layer_bake_paths(out, outer, inner) for i, outer in enumerate(garments)
+                   for inner in garments[:i]} if args.layered else {}
     covered_paths = {name: covered_bake_path(out, name) for name in garments}
     # a pose given twice (or two names that read the same in a file name) is refused here, not half-way
     check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []), *corrective_paths,
                    *(p for pair in surface_paths.values() for p in pair), *covered_paths.values(),
+                   *(p for pair in layer_paths.values() for p in pair),
                    *(p for _, p in obj_list)], force=args.force, folders=[out])
     objs = dict(obj_list)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,6 +77,7 @@ def run(args) -> int:
         corrective_paths[0].write_text(json.dumps(doc))
         corrective_paths[1].write_bytes(blob)
     _write_garment_bakes(avatar, surface_paths, covered_paths)
+    _write_layer_bakes(avatar, layer_paths)
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
                                                            body.skin.weights, sk.rest, rest_query),
@@ -99,6 +103,7 @@ def run(args) -> int:
               else "")
     extra += (f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes) and covered-skin culling lists "
               "(*.covered.json)")
+    extra += (f", {len(layer_paths)} layer push bakes (OUTER.over.INNER.surface.json + .bytes)" if layer_paths else "")
     print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json{extra} "
           f"to {out}")
     return 0
@@ -123,6 +128,21 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> No
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])
+
+
+def _write_layer_bakes(avatar, layer_paths: dict) -> None:
+    """Per (outer, inner) garment pair of ``--layered``, the layer push's data: the outer garment's candidates and its
+    samples' candidates on the inner garment's triangles (:func:`kisekae.fit.runtime.layer_candidates`), as a
+    surface bake whose "body" is the inner garment (KisekaeSurfacePush.beneath in Unity)."""
+    from ..fit.runtime import garment_chord, garment_ring, layer_candidates, layer_lift
+    from ..shaders.surface_bake import surface_bake, write_surface_bake
+
+    for (outer, inner), (head_path, bin_path) in layer_paths.items():
+        mesh, under = avatar.part(outer).mesh, avatar.part(inner).mesh
+        doc = surface_bake(layer_candidates(avatar, outer, inner, progress=True), garment_ring(avatar, outer),
+                           under.faces, outer, chord=garment_chord(avatar, outer), n_body_vertices=under.n_vertices,
+                           weld=mesh.weld, lift=layer_lift(avatar, outer, inner))
+        write_surface_bake(doc, head_path, bin_path)
 
 
 def _contact(avatar):

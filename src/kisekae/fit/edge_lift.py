@@ -256,7 +256,7 @@ def _choose_numpy(lift, samples: EdgeSamples, table, n: int):
 
 def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates, table, body, body_normals,
                     body_faces, params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                    chord: bool = True):
+                    chord: bool = True, reach: float | None = None):
     """One edge lift, NumPy reference.
 
     Parameters
@@ -267,6 +267,7 @@ def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCand
     table : :func:`vertex_samples` of the garment
     body, body_normals, body_faces, params, tightness, softness, up : as :func:`kisekae.fit.surface.surface_push`
     chord : bool, give each sample the chord allowance of its sub-segment (``samples.chord``)
+    reach : float or None, metres: candidates farther than this from a sample are ignored (default ``max_push``)
 
     Returns
     -------
@@ -278,7 +279,7 @@ def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCand
     _check(samples, sample_candidates, table, n)
     ps = samples.points(p)
     pushed = surface_push_numpy(ps, sample_candidates, body, body_normals, body_faces, params,
-                                samples.mask(tightness), samples.mask(softness), up,
+                                samples.mask(tightness), samples.mask(softness), up, reach=reach,
                                 chord=samples.chord if chord else None)[0]
     lift, moved = _choose_numpy(pushed - ps, samples, table, n)
     return p + lift, moved
@@ -318,12 +319,12 @@ def lift_frame(samples: EdgeSamples, tightness, softness, n: int) -> tuple:
             np.ascontiguousarray(samples.shares()))
 
 
-def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up):
+def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up, reach=None):
     """Numba edge lift of validated float64 inputs: new points, moved."""
     ts, ss, share = sframe
     ps = samples.points(p)
     pushed = _push(ps, np.arange(len(ps), dtype=np.int64), cand, v, nb, frame, samples.chord, ts, ss, params, up,
-                   None)[0]
+                   reach)[0]
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
     ptr, idx = table
@@ -332,7 +333,8 @@ def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up):
 
 
 def edge_lift(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates, table, body, body_normals,
-              body_faces, params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0)):
+              body_faces, params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
+              reach: float | None = None):
     """:func:`edge_lift_numpy` with the Numba surface push kernel and a Numba gather (one core)."""
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, None, body, body_normals, body_faces, tightness, softness)
@@ -341,4 +343,4 @@ def edge_lift(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates
     frame = _body_frame(v, nb, f, True)
     table = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in table)
     return _lift(p, samples, sample_candidates, table, v, nb, frame, lift_frame(samples, t, s, len(p)), params,
-                 np.asarray(up, dtype=np.float64))
+                 np.asarray(up, dtype=np.float64), reach)

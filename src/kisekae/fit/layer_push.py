@@ -10,18 +10,26 @@ The outer garment is pushed out of the inner one with the body push's own law an
 corrected positions and welded vertex normals take the place of the posed body (``KisekaeSurfacePush`` in the shader
 core reads them through the same buffers), and each outer vertex has its own candidate triangles *of the inner
 garment*, baked once over the range of motion as the body candidates are (:func:`bake_layer_candidates`). Per frame,
-after both garments' correction (:func:`layer_push`):
+after the inner garment's correction and between the outer garment's stretch limit and its edge lift
+(:func:`kisekae.fit.surface.surface_runtime`'s ``between``, so that the stages against the body keep the last word;
+:func:`layer_push`):
 
 1. push every outer vertex out of its inner candidates (margin, stiffness, maxPush and skirt bias of the outer
-   garment's :class:`~kisekae.fit.pushout.PushParams`);
-2. :data:`LAYER_SMOOTH` one-ring passes over that push's displacement (:func:`kisekae.fit.surface.smooth_push`), so
-   the neighbours of a pushed vertex rise with it instead of leaving a spike;
-3. push the moved vertices again, so the push has the last word.
+   garment's :class:`~kisekae.fit.pushout.PushParams`; candidates farther than :data:`LAYER_REACH` ignored; no chord
+   allowance);
+2. :data:`LAYER_SMOOTH` one-ring passes over that push's steps (:func:`kisekae.fit.surface.smooth_push`), so the
+   neighbours of a pushed vertex rise with it instead of leaving a spike;
+3. push the moved vertices again; the whole move of a vertex faded past :data:`LAYER_FADE` (a move of centimetres
+   marks a fold of the inner garment);
+4. :data:`LAYER_LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) of the outer garment's samples
+   against the inner garment (their own candidates on it, the same reach), each followed by the push of what it
+   lifted.
 
-The inner garment is outside the body, so what moves out of it moves away from the body too. A vertex farther than
-maxPush from every inner candidate is left alone (a skirt's hem far from the legs). Several layers: each garment is
-pushed out of every garment beneath it, innermost first (:func:`kisekae.fit.runtime.runtime_pose` with
-``layers=True``).
+The inner garment is outside the body, so what moves out of it moves away from the body too. Several layers: each
+garment is pushed out of every garment beneath it, innermost first (:func:`kisekae.fit.runtime.runtime_pose` with
+``layers=True``). In Unity: ``KisekaeSurfacePush.beneath`` and the layer bake of ``kisekae fit --layered``
+(``OUTER.over.INNER.surface.json``), the same kernels with the inner garment bound as the body
+(``KisekaeLayerPush``, ``KisekaeLayerPushAgain``); measured in docs/fit.md ("Layers in the per-frame path").
 """
 
 from __future__ import annotations
@@ -161,6 +169,6 @@ def layer_push(points, candidates: SurfaceCandidates, ring, inner_points, inner_
         lift_fn = edge_lift_numpy if numpy else edge_lift
         for _ in range(lift_passes):
             lifted = lift_fn(new, samples, sample_candidates, table, inner, normals, inner_faces, params, tightness,
-                             softness, up)[0]
+                             softness, up, reach=LAYER_REACH)[0]
             new = push_some(lifted, np.linalg.norm(lifted - new, axis=1) > LIFT_EPS)
     return new, np.linalg.norm(new - y, axis=1)

@@ -683,9 +683,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     """
     params = params or PushParams()
     x = _f64(points, (len(points), 3), "garment vertices")
-    if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
-        raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
-    _check_stretch(stretch)
+    _check_limit_passes(limit_passes, stretch)
     budget = step_budget(finish_step, len(x))
     y0 = x if start is None else _f64(start, x.shape, "start positions")
     if numpy:
@@ -694,8 +692,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
-        new = _limit_passes_numpy(new, x, args, chord, ring, stretch, limit_passes)
-        new = new if between is None else _f64(between(new), x.shape, "positions between the stages")
+        new = _between(between, _limit_passes_numpy(new, x, args, chord, ring, stretch, limit_passes))
         new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget)
     else:
         # the body's spheres and curvature are the same for every push: made once
@@ -708,11 +705,21 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
-        new = _limit_passes(new, x, push, ring, stretch, limit_passes)
-        new = new if between is None else _f64(between(new), x.shape, "positions between the stages")
+        new = _between(between, _limit_passes(new, x, push, ring, stretch, limit_passes))
         new = _finish(new, x, push, chord, lift, faces, ring, stretch, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
+
+
+def _check_limit_passes(limit_passes, stretch) -> None:
+    if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
+        raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
+    _check_stretch(stretch)
+
+
+def _between(between, new):
+    """:func:`surface_runtime`'s ``between`` stage applied to ``new`` (N, 3), its output checked."""
+    return new if between is None else _f64(between(new), new.shape, "positions between the stages")
 
 
 def _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget=None):

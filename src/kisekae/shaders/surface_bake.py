@@ -266,6 +266,13 @@ def surface_bake_paths(folder, garment_name: str) -> tuple:
     return folder / f"{safe}.surface.json", folder / f"{safe}.surface.bytes"
 
 
+def layer_bake_paths(folder, outer: str, inner: str) -> tuple:
+    """``(header, binary)`` paths ``kisekae fit --layered`` writes for garment ``outer`` worn over ``inner``: a surface
+    bake whose "body" is the inner garment (the layer push, :mod:`kisekae.fit.layer_push`)."""
+    head, binary = surface_bake_paths(folder, f"{outer}.over.{inner}")
+    return head, binary
+
+
 def write_surface_bake(doc: dict, header_path, binary_path=None) -> tuple:
     """Write the bake as a JSON header and a binary file of little-endian uint32 (float32 for the chords) next to it
     (by default).

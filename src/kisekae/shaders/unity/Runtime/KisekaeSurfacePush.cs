@@ -30,6 +30,13 @@
 // _KisekaeSurfaceNormals: Kisekae/ClothURP with "Surface Push" on (keyword KISEKAE_SURFACE_PUSH) draws them by
 // SV_VertexID instead of its own capsule push. Units: metres; the renderers' spaces are mapped to world with
 // Renderer.localToWorldMatrix, the matrix their own shaders draw the skinned vertices with.
+// Layers (kisekae.fit.layer_push, runtime_pose(..., layers=True)): with `beneath` set to the KisekaeSurfacePush of a
+// garment worn under this one and its layer bake (OUTER.over.INNER.surface.json + .bytes from `kisekae fit --layered`:
+// this garment's candidates and samples' candidates on the inner garment's triangles), this garment is also pushed out
+// of the inner garment's corrected result between its stretch limit and its edge lift (KisekaeLayerPush, 3
+// KisekaeSmooth passes of its steps, KisekaeLayerPushAgain, 2 rounds of the edge lift against it), the inner
+// garment's positions and normals bound as the body; the inner garment's frame runs first (this component runs its
+// own frame from the inner one's).
 // A bake that is not for these meshes (vertex counts, body triangle count, ids out of range, a truncated or longer
 // binary, another version or candidate count) is refused with an error naming the object, and the component disables
 // itself. Not compiled or run in kisekae's CI (no Unity there); the kernels are compiled with glslang there.
@@ -135,12 +142,25 @@ namespace Kisekae
                  "(kisekae check --finish-step; 0.004, kisekae's default, keeps most of what the lift clears and " +
                  "the tights' pops under 5 mm); < 0: no cap")]
         public float finishStep = 0.004f;
+        [Tooltip("Optional: the KisekaeSurfacePush of a garment worn under this one; this garment is then also pushed " +
+                 "out of it each frame (kisekae runtime_pose layers=True), and that one's frame runs first")]
+        public KisekaeSurfacePush beneath;
+        [Tooltip("With beneath: OUTER.over.INNER.surface.json from kisekae fit --layered")]
+        public TextAsset layerHeader;
+        [Tooltip("With beneath: OUTER.over.INNER.surface.bytes from kisekae fit --layered")]
+        public TextAsset layerData;
+
+        public const float LayerReach = 0.01f;  // = kisekae.fit.layer_push.LAYER_REACH (m)
+        public const float LayerFade = 0.005f;  // = kisekae.fit.layer_push.LAYER_FADE (m)
+        public const int LayerSmooth = 3;       // = kisekae.fit.layer_push.LAYER_SMOOTH
+        public const int LayerLiftPasses = 2;   // = kisekae.fit.layer_push.LAYER_LIFT_PASSES
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
 
         int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
-            _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals;
+            _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals, _kLayerPush,
+            _kLayerPushAgain;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
         GraphicsBuffer _sampleEnds, _sampleWeights, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
@@ -151,6 +171,10 @@ namespace Kisekae
         GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals, _correction,
             _finishBudget;
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
+        GraphicsBuffer _layerCorners, _layerSampleCorners, _layerChord, _layerCurvature, _innerTriangles,
+            _innerFacePtr, _innerFaces, _stepA, _stepB;  // the layer push (with beneath)
+        uint[] _layerData;
+        int _nInner, _layerSampleAt;
         bool _contactUploaded;
         int _nBody, _nGarment, _nSamples, _nSampleEntries, _nRing;
         uint[] _data;
@@ -306,6 +330,88 @@ namespace Kisekae
             return null;
         }
 
+        // Null when there is no garment beneath or its layer bake fits this garment and that one, else the message
+        // that refuses it. Reads the layer bake's candidates into _layerData.
+        public string LayerProblem()
+        {
+            string who = $"KisekaeSurfacePush on '{name}'";
+            if (beneath == null) return null;
+            if (beneath == this || beneath.garment == garment)
+                return $"{who}: a garment cannot be worn beneath itself";
+            if (beneath.garment == null || beneath.garment.sharedMesh == null || beneath.body != body)
+                return $"{who}: beneath ('{beneath.name}') needs its garment and the same body as this one";
+            if (layerHeader == null || layerData == null)
+                return $"{who}: beneath is set, so it needs the layer bake (OUTER.over.INNER.surface.json and " +
+                       ".surface.bytes from kisekae fit --layered)";
+            KisekaeSurfaceBakeHeader h;
+            try
+            {
+                h = JsonUtility.FromJson<KisekaeSurfaceBakeHeader>(layerHeader.text);
+            }
+            catch (ArgumentException e)
+            {
+                return $"{who}: '{layerHeader.name}' is not a JSON surface bake header ({e.Message})";
+            }
+            Mesh inner = beneath.garment.sharedMesh;
+            int ni = inner.vertexCount, nt = inner.triangles.Length / 3;
+            if (h == null || h.format != BakeFormat || h.version != BakeVersion || h.candidates != Candidates)
+                return $"{who}: '{layerHeader.name}' is not a version-{BakeVersion} kisekae surface bake of " +
+                       $"{Candidates} candidates (write it again with kisekae fit --layered)";
+            if (h.vertices != _nGarment || h.samples != _nSamples || h.bodyVertices != ni || h.bodyTriangles != nt)
+                return $"{who}: the layer bake '{layerHeader.name}' is for {h.vertices} vertices and {h.samples} " +
+                       $"samples over {h.bodyVertices} vertices and {h.bodyTriangles} triangles; this garment has " +
+                       $"{_nGarment} and {_nSamples}, '{beneath.garment.name}' {ni} and {nt}";
+            if (h.layout == null || h.layout.Length != Layout.Length)
+                return $"{who}: the layer bake's layout is not {string.Join(", ", Layout)}";
+            long expected = 0, sampleAt = 0;
+            for (int i = 0; i < Layout.Length; i++)
+            {
+                if (h.layout[i].name != Layout[i] || h.layout[i].count < 0)
+                    return $"{who}: the layer bake's layout is not {string.Join(", ", Layout)}";
+                if (Layout[i] == "sampleCorners") sampleAt = expected;
+                expected += h.layout[i].count;
+            }
+            long corners = 3L * _nGarment * Candidates, sampleCorners = 3L * _nSamples * Candidates;
+            if (h.layout[0].count != corners || h.layout[Array.IndexOf(Layout, "sampleCorners")].count != sampleCorners)
+                return $"{who}: the layer bake's layout disagrees with its counts (corners, sampleCorners)";
+            byte[] raw = layerData.bytes;
+            if (raw.Length != 4L * expected)
+                return $"{who}: '{layerData.name}' has {raw.Length} bytes, its header says {4L * expected}";
+            var data = new uint[expected];
+            Buffer.BlockCopy(raw, 0, data, 0, raw.Length);
+            for (long i = 0; i < corners; i++)
+                if (data[i] >= (uint)ni)
+                    return $"{who}: layer candidate corner id {data[i]} is outside '{beneath.garment.name}''s {ni} vertices";
+            for (long i = 0; i < sampleCorners; i++)
+                if (data[sampleAt + i] >= (uint)ni)
+                    return $"{who}: layer sample corner id {data[sampleAt + i]} is outside '{beneath.garment.name}''s " +
+                           $"{ni} vertices";
+            _layerData = data;
+            _layerSampleAt = (int)sampleAt;
+            _nInner = ni;
+            return null;
+        }
+
+        // The layer bake's buffers (with beneath), and this garment registered to run right after beneath's.
+        void UploadLayer()
+        {
+            int n = _nGarment;
+            _layerCorners = Upload(_layerData, 0, 3 * n * Candidates);
+            _layerSampleCorners = Upload(_layerData, _layerSampleAt, 3 * _nSamples * Candidates);
+            _layerData = null;
+            _layerChord = Make(n, 4);
+            _layerChord.SetData(new float[n]);  // the layer push has no chord allowance
+            _layerCurvature = Make(_nInner, 4);
+            int[] innerTris = beneath.garment.sharedMesh.triangles;
+            VertexFaces(innerTris, _nInner, i => i, out int[] innerPtr, out int[] innerFaces);
+            _innerTriangles = Upload(innerTris);
+            _innerFacePtr = Upload(innerPtr);
+            _innerFaces = Upload(innerFaces);
+            _stepA = Make(n, 16);
+            _stepB = Make(n, 16);
+            if (!beneath._above.Contains(this)) beneath._above.Add(this);
+        }
+
         GraphicsBuffer Make(int count, int stride)
         {
             var b = new GraphicsBuffer(GraphicsBuffer.Target.Structured, Math.Max(count, 1), stride);
@@ -340,7 +446,7 @@ namespace Kisekae
 
         void OnEnable()
         {
-            string problem = BakeProblem();
+            string problem = BakeProblem() ?? LayerProblem();
             if (problem != null)
             {
                 Debug.LogError(problem, this);
@@ -362,6 +468,8 @@ namespace Kisekae
             _kUnflips = compute.FindKernel("KisekaeUnflips");
             _kFinish = compute.FindKernel("KisekaeFinish");
             _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
+            _kLayerPush = compute.FindKernel("KisekaeLayerPush");
+            _kLayerPushAgain = compute.FindKernel("KisekaeLayerPushAgain");
 
             int n = _nGarment, nb = _nBody, e = _nRing, ns = _nSamples;
             int at = 0;
@@ -435,6 +543,7 @@ namespace Kisekae
                     Debug.LogWarning($"KisekaeSurfacePush on '{name}': material '{m.name}' of '{garment.name}' " +
                                      $"does not have Surface Push ({Keyword}) on, so it does not draw the " +
                                      "corrected garment", this);
+            if (beneath != null) UploadLayer();
             _cmd = new CommandBuffer { name = $"KisekaeSurfacePush {garment.name}" };
             RenderPipelineManager.beginContextRendering += OnBeginContextRendering;
         }
@@ -472,6 +581,8 @@ namespace Kisekae
         void OnDisable()
         {
             RenderPipelineManager.beginContextRendering -= OnBeginContextRendering;
+            if (beneath != null) beneath._above.Remove(this);
+            _layerCorners = null;  // released with the others below
             if (garment != null && _block != null) garment.SetPropertyBlock(null);  // the material's buffers go away
             _cmd?.Release();
             _cmd = null;
@@ -513,7 +624,15 @@ namespace Kisekae
 
         static int Groups(int n) => (n + Group - 1) / Group;
 
+        readonly List<KisekaeSurfacePush> _above = new List<KisekaeSurfacePush>();  // worn over this garment
+
         void OnBeginContextRendering(ScriptableRenderContext context, List<Camera> cameras)
+        {
+            // a garment worn over another runs right after it (RunFrame below), on the inner garment's result
+            if (beneath == null || !beneath.isActiveAndEnabled) RunFrame();
+        }
+
+        void RunFrame()
         {
             if (_cmd == null || body == null || garment == null) return;
             // Unity has skinned both renderers for this frame by now (PostLateUpdate); null until the first skinning.
@@ -531,6 +650,92 @@ namespace Kisekae
             _garmentVertices = garmentVertices;
             Record(_cmd);
             Graphics.ExecuteCommandBuffer(_cmd);  // before the context's draws, which run when it is submitted
+            foreach (KisekaeSurfacePush outer in _above) outer.RunFrame();  // on this frame's result
+        }
+
+        // What the kernels that push read as the surface to push out of: the body (or, for the layer push, the
+        // garment beneath: its positions, normals, curvature and this garment's candidates on it) and the chords.
+        void BindSurface(CommandBuffer cmd, GraphicsBuffer positions, GraphicsBuffer normals, GraphicsBuffer curvature,
+                         GraphicsBuffer corners, GraphicsBuffer chord)
+        {
+            ComputeShader cs = compute;
+            Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
+            foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit, _kSampleLifts, _kLiftApply, _kUnflips,
+                                      _kLayerPush, _kLayerPushAgain })  // the kernels that push
+            {
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentSkinned", _garmentVertices);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyPositions", positions);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyNormals", normals);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceCorners", corners);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceChord", chord);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyCurvature", curvature);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentUV", _uv);
+                cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
+            }
+        }
+
+        // The layer push (kisekae.fit.layer_push.layer_push) out of beneath's corrected garment, between the
+        // stretch limit and the edge lift: its curvature, KisekaeLayerPush, LayerSmooth passes of the steps,
+        // KisekaeLayerPushAgain, LayerLiftPasses rounds of the edge lift against it; then the body bound again.
+        void RecordLayer(CommandBuffer cmd, ref GraphicsBuffer src, ref GraphicsBuffer dst)
+        {
+            ComputeShader cs = compute;
+            cmd.SetComputeIntParam(cs, "_KisekaeBodyCount", _nInner);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyPositions", beneath._positions);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyNormals", beneath._normals);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyTriangles", _innerTriangles);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyVertexFacePtr", _innerFacePtr);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyVertexFaces", _innerFaces);
+            cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyCurvatureRW", _layerCurvature);
+            cmd.DispatchCompute(cs, _kBodyCurvatures, Groups(_nInner), 1, 1);
+            cmd.SetComputeIntParam(cs, "_KisekaeBodyCount", _nBody);
+            BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord);
+            cmd.SetComputeFloatParam(cs, "_KisekaeReach", LayerReach);
+            cmd.SetComputeFloatParam(cs, "_KisekaeLayerFade", LayerFade);
+            cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", -1f);  // the finish cap is for the stages after
+            cmd.SetComputeBufferParam(cs, _kLayerPush, "_KisekaeDisplacementIn", src);
+            cmd.SetComputeBufferParam(cs, _kLayerPush, "_KisekaeDisplacementOut", _stepA);
+            cmd.DispatchCompute(cs, _kLayerPush, Groups(_nGarment), 1, 1);
+            GraphicsBuffer a = _stepA, b = _stepB;
+            for (int pass = 0; pass < LayerSmooth; pass++)
+            {
+                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
+                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ringIdx);
+                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementIn", a);
+                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementOut", b);
+                cmd.DispatchCompute(cs, _kSmooth, Groups(_nGarment), 1, 1);
+                (a, b) = (b, a);
+            }
+            cmd.SetComputeBufferParam(cs, _kLayerPushAgain, "_KisekaeLift", a);
+            cmd.SetComputeBufferParam(cs, _kLayerPushAgain, "_KisekaeDisplacementIn", src);
+            cmd.SetComputeBufferParam(cs, _kLayerPushAgain, "_KisekaeDisplacementOut", dst);
+            cmd.DispatchCompute(cs, _kLayerPushAgain, Groups(_nGarment), 1, 1);
+            (src, dst) = (dst, src);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleWeights", _sampleWeights);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleChord", _sampleChord);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleCorners", _layerSampleCorners);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleLiftRW", _sampleLift);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleWeights", _sampleWeights);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleLift", _sampleLift);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSamplePtr", _vertexSamplePtr);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSampleIdx", _vertexSampleIdx);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeDisplacementOut", _liftA);
+            cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeLift", _liftA);  // no smoothing of these lifts
+            cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeFinishBudgetRW", _finishBudget);
+            for (int pass = 0; _nSamples > 0 && pass < LayerLiftPasses; pass++)
+            {
+                cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeDisplacementIn", src);
+                cmd.DispatchCompute(cs, _kSampleLifts, Groups(_nSamples), 1, 1);
+                cmd.DispatchCompute(cs, _kEdgeLifts, Groups(_nGarment), 1, 1);
+                cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeDisplacementIn", src);
+                cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeDisplacementOut", dst);
+                cmd.DispatchCompute(cs, _kLiftApply, Groups(_nGarment), 1, 1);
+                (src, dst) = (dst, src);
+            }
+            BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
+            cmd.SetComputeFloatParam(cs, "_KisekaeReach", reach > 0f ? reach : maxPush);
+            cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
         }
 
         void Record(CommandBuffer cmd)
@@ -586,19 +791,7 @@ namespace Kisekae
             cmd.SetComputeIntParam(cs, "_KisekaeSampleCount", _nSamples);
             cmd.SetComputeFloatParam(cs, "_KisekaeTurnStart", turnStart);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
-            Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
-            foreach (int k in new[] { _kPushFirst, _kPushSecond, _kStretchLimit, _kSampleLifts, _kLiftApply, _kUnflips })
-                // the kernels that push
-            {
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentSkinned", _garmentVertices);
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyPositions", _bodyPositions);
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyNormals", _bodyNormals);
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceCorners", _corners);
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceChord", _chord);
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyCurvature", _bodyCurvature);
-                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentUV", _uv);
-                cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
-            }
+            BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
             cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction);  // last frame's
             foreach (int k in new[] { _kPushFirst, _kLiftApply, _kUnflips })  // set, then spent by the finish
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeFinishBudgetRW", _finishBudget);
@@ -627,6 +820,8 @@ namespace Kisekae
                 cmd.DispatchCompute(cs, _kStretchLimit, Groups(_nGarment), 1, 1);
                 (src, dst) = (dst, src);
             }
+            if (_layerCorners != null && beneath != null && beneath.isActiveAndEnabled)
+                RecordLayer(cmd, ref src, ref dst);
             // the edge lift and unflip rounds, then the unflips (kisekae.fit.surface.surface_runtime's end)
             cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
             cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleWeights", _sampleWeights);
