@@ -674,6 +674,31 @@ namespace Kisekae
             }
         }
 
+        // The samples' arrays of the edge lift's two passes (KisekaeSampleLifts, KisekaeEdgeLifts), with the candidates
+        // `corners` (on the body, or on the garment beneath for the layer push); the gathered lifts go to _liftA.
+        void BindSamples(CommandBuffer cmd, GraphicsBuffer corners)
+        {
+            ComputeShader cs = compute;
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleWeights", _sampleWeights);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleChord", _sampleChord);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleCorners", corners);
+            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleLiftRW", _sampleLift);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleWeights", _sampleWeights);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleLift", _sampleLift);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSamplePtr", _vertexSamplePtr);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSampleIdx", _vertexSampleIdx);
+            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeDisplacementOut", _liftA);
+        }
+
+        // One dispatch of kernel k over `count` threads from `src` (_KisekaeDisplacementIn) into `dst` (...Out).
+        void Pass(CommandBuffer cmd, int k, GraphicsBuffer src, GraphicsBuffer dst, int count)
+        {
+            cmd.SetComputeBufferParam(compute, k, "_KisekaeDisplacementIn", src);
+            cmd.SetComputeBufferParam(compute, k, "_KisekaeDisplacementOut", dst);
+            cmd.DispatchCompute(compute, k, Groups(count), 1, 1);
+        }
+
         // The layer push (kisekae.fit.layer_push.layer_push) out of beneath's corrected garment, between the
         // stretch limit and the edge lift: its curvature, KisekaeLayerPush, LayerSmooth passes of the steps,
         // KisekaeLayerPushAgain, LayerLiftPasses rounds of the edge lift against it; then the body bound again.
@@ -693,34 +718,19 @@ namespace Kisekae
             cmd.SetComputeFloatParam(cs, "_KisekaeReach", LayerReach);
             cmd.SetComputeFloatParam(cs, "_KisekaeLayerFade", LayerFade);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", -1f);  // the finish cap is for the stages after
-            cmd.SetComputeBufferParam(cs, _kLayerPush, "_KisekaeDisplacementIn", src);
-            cmd.SetComputeBufferParam(cs, _kLayerPush, "_KisekaeDisplacementOut", _stepA);
-            cmd.DispatchCompute(cs, _kLayerPush, Groups(_nGarment), 1, 1);
+            Pass(cmd, _kLayerPush, src, _stepA, _nGarment);
             GraphicsBuffer a = _stepA, b = _stepB;
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ringIdx);
             for (int pass = 0; pass < LayerSmooth; pass++)
             {
-                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
-                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ringIdx);
-                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementIn", a);
-                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementOut", b);
-                cmd.DispatchCompute(cs, _kSmooth, Groups(_nGarment), 1, 1);
+                Pass(cmd, _kSmooth, a, b, _nGarment);
                 (a, b) = (b, a);
             }
             cmd.SetComputeBufferParam(cs, _kLayerPushAgain, "_KisekaeLift", a);
-            cmd.SetComputeBufferParam(cs, _kLayerPushAgain, "_KisekaeDisplacementIn", src);
-            cmd.SetComputeBufferParam(cs, _kLayerPushAgain, "_KisekaeDisplacementOut", dst);
-            cmd.DispatchCompute(cs, _kLayerPushAgain, Groups(_nGarment), 1, 1);
+            Pass(cmd, _kLayerPushAgain, src, dst, _nGarment);
             (src, dst) = (dst, src);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleWeights", _sampleWeights);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleChord", _sampleChord);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleCorners", _layerSampleCorners);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleLiftRW", _sampleLift);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleWeights", _sampleWeights);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleLift", _sampleLift);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSamplePtr", _vertexSamplePtr);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSampleIdx", _vertexSampleIdx);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeDisplacementOut", _liftA);
+            BindSamples(cmd, _layerSampleCorners);
             cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeLift", _liftA);  // no smoothing of these lifts
             cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeFinishBudgetRW", _finishBudget);
             for (int pass = 0; _nSamples > 0 && pass < LayerLiftPasses; pass++)
@@ -728,9 +738,7 @@ namespace Kisekae
                 cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeDisplacementIn", src);
                 cmd.DispatchCompute(cs, _kSampleLifts, Groups(_nSamples), 1, 1);
                 cmd.DispatchCompute(cs, _kEdgeLifts, Groups(_nGarment), 1, 1);
-                cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeDisplacementIn", src);
-                cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeDisplacementOut", dst);
-                cmd.DispatchCompute(cs, _kLiftApply, Groups(_nGarment), 1, 1);
+                Pass(cmd, _kLiftApply, src, dst, _nGarment);
                 (src, dst) = (dst, src);
             }
             BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
@@ -823,16 +831,7 @@ namespace Kisekae
             if (_layerCorners != null && beneath != null && beneath.isActiveAndEnabled)
                 RecordLayer(cmd, ref src, ref dst);
             // the edge lift and unflip rounds, then the unflips (kisekae.fit.surface.surface_runtime's end)
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleEnds", _sampleEnds);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleWeights", _sampleWeights);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleChord", _sampleChord);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleCorners", _sampleCorners);
-            cmd.SetComputeBufferParam(cs, _kSampleLifts, "_KisekaeSampleLiftRW", _sampleLift);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleWeights", _sampleWeights);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeSampleLift", _sampleLift);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSamplePtr", _vertexSamplePtr);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeVertexSampleIdx", _vertexSampleIdx);
-            cmd.SetComputeBufferParam(cs, _kEdgeLifts, "_KisekaeDisplacementOut", _liftA);
+            BindSamples(cmd, _sampleCorners);
             cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeLift", _liftB);
             cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeGarmentTriangles", _garmentTriangles);
             cmd.SetComputeBufferParam(cs, _kUnflips, "_KisekaeGarmentVertexFacePtr", _garmentFacePtr);
