@@ -34,15 +34,14 @@ garment is pushed out of every garment beneath it, innermost first (:func:`kisek
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.normals import vertex_normals
 from .pushout import PushParams
-from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, _most_frequent, smooth_push, smooth_push_numpy,
-                      surface_push, surface_push_numpy)
+from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, bake_surface_candidates, smooth_push,
+                      smooth_push_numpy, surface_push, surface_push_numpy)
 
 #: One-ring smoothing passes over the layer push's displacement (step 2).
 LAYER_SMOOTH = 3
@@ -81,29 +80,10 @@ def bake_layer_candidates(avatar, outer: str, inner: str, poses=None, k: int = C
     SurfaceCandidates of ``outer``'s vertices (or points) on ``inner``'s triangles: in every pose the inner triangle
     nearest to each skinned outer point, the most frequent first
     """
-    from ..avatar.pose import Pose
-    from ..avatar.poses import range_of_motion_poses
-    from ..geom.bvh import build_bvh, refit
-    from ..geom.closest import surface_distance
-
     if outer == inner:
         raise KisekaeError(f"a garment cannot be a layer beneath itself ({outer!r})", "layers")
-    if not (isinstance(k, (int, np.integer)) and 1 <= k <= 64):
-        raise KisekaeError(f"must be an integer from 1 to 64, got {k!r}", "candidates")
-    sk, out_part, in_part = avatar.skeleton, avatar.part(outer), avatar.part(inner)
-    if poses is None:
-        poses = [Pose.rest(sk)] + range_of_motion_poses(sk, n_poses, seed)
-    faces = np.asarray(in_part.mesh.faces)
-    tree = build_bvh(in_part.mesh.vertices, faces)
-    points_of = points_of or (lambda x: x)
-    found = np.empty((len(poses), len(points_of(out_part.mesh.vertices))), dtype=np.int64)
-    for i, pose in enumerate(poses):
-        m = pose.skinning_matrices(sk)
-        state = refit(tree, in_part.posed(m), faces)
-        found[i] = surface_distance(points_of(out_part.posed(m)), tree, state)[1] if found.shape[1] else found[i]
-        if progress and (i + 1) % 50 == 0:
-            print(f"  layer candidates of {outer} on {inner}: {i + 1}/{len(poses)} poses", file=sys.stderr)
-    return SurfaceCandidates(_most_frequent(found, k), len(faces))
+    return bake_surface_candidates(avatar, outer, poses, k, n_poses=n_poses, seed=seed, progress=progress,
+                                   points_of=points_of, onto=inner)
 
 
 def inner_normals(inner_points, inner_faces, weld=None) -> np.ndarray:

@@ -249,7 +249,7 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         frames; default :data:`~kisekae.fit.surface.FINISH_STEP`, 4 mm, which keeps the tights' pops under 5 mm);
         None: no cap
     layers : bool, for ``"carried"`` and ``"surface"``: the garments are worn together, innermost first, and each
-        frame ends by pushing every garment out of the corrected garments beneath it
+        garment is also pushed out of the corrected garments beneath it, between its stretch limit and its edge lift
         (:func:`kisekae.fit.layer_push.layer_push`, with candidates of each pair baked once:
         :func:`layer_candidates`); False: each garment is corrected against the body alone
 
@@ -350,15 +350,17 @@ def _beneath(avatar: Avatar, name: str, params: PushParams, ring, done: dict):
 def layer_lift(avatar: Avatar, outer: str, inner: str):
     """The edge lift data of garment ``outer`` against garment ``inner``: ``(EdgeSamples, their candidates on the
     inner triangles, vertex_samples table)`` (:func:`kisekae.fit.layer_push.layer_push`'s ``lift``), or None when the
-    outer garment has no samples; cached like :func:`layer_candidates`."""
+    outer garment has no samples; made once and cached on the avatar (the candidates also on disk)."""
     from .edge_lift import garment_edge_samples, vertex_samples
 
-    mesh = avatar.part(outer).mesh
-    samples = garment_edge_samples(mesh)
-    if len(samples) == 0:
-        return None
-    cand = layer_candidates(avatar, outer, inner, samples=samples)
-    return samples, cand, vertex_samples(samples, mesh.weld)
+    def make():
+        mesh = avatar.part(outer).mesh
+        samples = garment_edge_samples(mesh)
+        if len(samples) == 0:
+            return None
+        return samples, layer_candidates(avatar, outer, inner, samples=samples), vertex_samples(samples, mesh.weld)
+
+    return _cached(avatar, "_kisekae_layer_lift", (outer, inner), make)
 
 
 def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,

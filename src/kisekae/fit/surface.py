@@ -89,7 +89,7 @@ class SurfaceCandidates:
 
 
 def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, *, n_poses: int = BAKE_POSES,
-                            seed: int = 0, progress: bool = False, points_of=None, hits: bool = False):
+                            seed: int = 0, progress: bool = False, points_of=None, hits: bool = False, onto=None):
     """The candidate body triangles of garment ``name``.
 
     Parameters
@@ -105,6 +105,8 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
     points_of : callable or None, the points to bake from the skinned garment ((N, 3) -> (M, 3)), e.g. the
         samples on its edges (:func:`kisekae.fit.edge_lift.bake_sample_candidates`); None: its vertices
     hits : bool, also return the nearest triangle of every point in every pose
+    onto : str or None, a garment of ``avatar`` whose triangles are the candidates instead of the body's (the layer
+        push, :func:`kisekae.fit.layer_push.bake_layer_candidates`)
 
     Returns
     -------
@@ -117,7 +119,8 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
 
     if not (isinstance(k, (int, np.integer)) and 1 <= k <= 64):
         raise KisekaeError(f"must be an integer from 1 to 64, got {k!r}", "candidates")
-    sk, part, body = avatar.skeleton, avatar.part(name), avatar.body
+    sk, part = avatar.skeleton, avatar.part(name)
+    body = avatar.body if onto is None else avatar.part(onto)
     if poses is None:
         poses = [Pose.rest(sk)] + range_of_motion_poses(sk, n_poses, seed)
     faces = body.mesh.faces
@@ -130,7 +133,8 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
         state = refit(tree, body.posed(m), faces)
         found[i] = surface_distance(points_of(part.posed(m)), tree, state)[1] if n else found[i]
         if progress and (i + 1) % 50 == 0:
-            print(f"  surface candidates of {name}: {i + 1}/{len(poses)} poses", file=sys.stderr)
+            print(f"  surface candidates of {name}{'' if onto is None else ' on ' + onto}: {i + 1}/{len(poses)} "
+                  "poses", file=sys.stderr)
     cand = SurfaceCandidates(_most_frequent(found, k), len(faces))
     return (cand, found, poses) if hits else cand
 
