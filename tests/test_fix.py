@@ -175,6 +175,22 @@ def test_layered_stand(avatar):
     assert fixed["tights"].metrics["under_lower_layers"] == 0
 
 
+def test_defects_count_the_edges_through_the_layers_beneath(avatar):
+    """A layer whose triangles cut the garment's edges adds those crossings to the visible defects."""
+    from kisekae.fit.fix import _defects
+
+    pose = named_pose(avatar.skeleton, "stand")
+    m = pose.skinning_matrices(avatar.skeleton)
+    q = BodyQuery(body_topology(avatar), avatar.body.posed(m))
+    part = avatar.part("skirt")
+    x = part.posed(m).astype(np.float64)
+    alone = _defects(q, part, x, x)
+    across = LayerSurface(x + np.array([0.0, 0.012, 0.0]), part.mesh.faces, name="across")
+    n_cross = int(across.crossing_edges(x, part.mesh.edges).sum())
+    assert n_cross > 0  # the skirt moved 12 mm up: its sloped triangles cut the skirt's edges
+    assert _defects(q, part, x, x, [across])[0] == alone[0] + n_cross
+
+
 def test_cli_check_fix_json(tmp_path, capsys):
     from kisekae.cli import main
 

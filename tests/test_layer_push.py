@@ -195,3 +195,27 @@ def test_fit_layered_writes_the_layer_bake(tmp_path):
     assert len(bake["sample_chord"]) == len(garment_edge_samples(skirt))
     with pytest.raises(KisekaeError, match="baked for a body of 2674 vertices"):
         sb.load_surface_bake(head, skirt.n_vertices, av.body.mesh.n_vertices)
+
+
+def test_layered_auto_starts_from_the_layered_per_frame_result(contact_avatar):
+    """Over a fixed inner garment, ``auto`` starts from the per-frame path worn as a stack (the layer push out of
+    the inner garment's per-frame result), pushed once more out of the fixed inner garment: in the stand that is
+    clean, so it is the result."""
+    from kisekae.avatar.poses import named_pose
+    from kisekae.fit.fix import fix_pose, params_for
+    from kisekae.fit.layer_push import layer_push
+    from kisekae.fit.runtime import garment_ring, layer_candidates, layer_lift, runtime_pose
+
+    av = contact_avatar
+    pose = named_pose(av.skeleton, "stand")
+    fixed = fix_pose(av, pose, ["tights", "skirt"], layered=True)
+    assert fixed["tights"].metrics["fix_method"] == "runtime"
+    assert fixed["skirt"].metrics["fix_method"] == "runtime-layered"
+    shown = runtime_pose(av, pose, ["tights", "skirt"], layers=True)
+    np.testing.assert_allclose(fixed["tights"].positions, shown["tights"][0], atol=1e-6)
+    tights = av.part("tights").mesh
+    want = layer_push(shown["skirt"][0], layer_candidates(av, "skirt", "tights"), garment_ring(av, "skirt"),
+                      shown["tights"][0], tights.faces, params_for("skirt", None), inner_weld=tights.weld,
+                      lift=layer_lift(av, "skirt", "tights"))[0]
+    np.testing.assert_allclose(fixed["skirt"].positions, want, atol=1e-5)
+    assert fixed["skirt"].metrics["layer_crossings"] == 0

@@ -96,8 +96,9 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     query : BodyQuery, optional, the posed body if already built
     method : ``"auto"`` (default), ``"exact"``, ``"shape"``, ``"path"`` or ``"runtime"`` (:data:`METHODS`;
         ``"path"``: the garment carried from the rest pose, :mod:`kisekae.fit.path_fix`, ``"runtime"``: the per-frame
-        path's result, each then finished by the shape-preserving and the exact solver where it still clips;
-        ``"runtime"`` refuses layers beneath and per-vertex masks, ``"auto"`` then goes without it)
+        path's result, each then finished by the shape-preserving and the exact solver where it still clips; over
+        layers the per-frame result of the stack, :func:`_runtime_layered`; ``"runtime"`` refuses per-vertex masks,
+        ``"auto"`` then goes without it)
 
     Returns
     -------
@@ -112,15 +113,15 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     thickness = thickness or {}
     out = {}
     fixed_layers = []
+    stack = {name: params_for(name, params.get(name) if isinstance(params, dict) else params) for name in garments}
     for name in garments:
         part = avatar.part(name)
-        p = params.get(name) if isinstance(params, dict) else params
-        p = params_for(name, p)
+        p = stack[name]
         t0 = time.perf_counter()
         x = part.posed(m)
         mk = masks.get(name, {})
         dirs = skinned_normals(part, m)
-        new, info = _fix_garment(avatar, pose, name, query, x, p, dirs, mk, method, fixed_layers)
+        new, info = _fix_garment(avatar, pose, name, query, x, p, dirs, mk, method, fixed_layers, stack)
         out[name] = _result(new, x, info, t0)
         if layered:
             fixed_layers.append(LayerSurface(new, part.mesh.faces, thickness.get(name, THICKNESS), name=name,
@@ -132,27 +133,33 @@ def fix_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = 
     return out
 
 
-def _fix_garment(avatar, pose, name, query, x, params, directions, masks, method, fixed_layers):
-    """One garment's ``(positions, info)`` by ``method`` (:data:`METHODS`), against the body and ``fixed_layers``."""
+def _fix_garment(avatar, pose, name, query, x, params, directions, masks, method, fixed_layers, stack=None):
+    """One garment's ``(positions, info)`` by ``method`` (:data:`METHODS`), against the body and ``fixed_layers``
+    (``stack``: name -> PushParams of every garment worn, for the layered per-frame start)."""
     part = avatar.part(name)
     started = None
-    if method in ("runtime", "auto") and not fixed_layers and not masks:
-        started = _runtime(avatar, pose, name, query, part, x, params, directions, masks)
-        if method == "runtime" or _clean(query, part, started[0], []):
+    if method in ("runtime", "auto") and not masks:
+        if fixed_layers:
+            started = _runtime_layered(avatar, pose, name, query, part, x, directions, fixed_layers, stack or {})
+        else:
+            started = _runtime(avatar, pose, name, query, part, x, params, directions, masks)
+        if method == "runtime" or _clean(query, part, started[0], fixed_layers):
             return started
     if method == "runtime":
-        raise KisekaeError("the per-frame start takes no layers beneath and no per-vertex masks; use method 'auto' "
-                           "or 'shape'", "method")
+        raise KisekaeError("the per-frame start takes no per-vertex masks; use method 'auto' or 'shape'", "method")
     if method == "path":
         return _path(avatar, pose, name, query, part, x, params, directions, masks)
     if method in ("shape", "auto"):
         shaped = _shape(query, part, x, params, directions, masks, fixed_layers)
         if method == "shape" or _clean(query, part, shaped[0], fixed_layers):
-            return _best(query, part, x, [shaped] + ([started] if started is not None else []))
+            return _best(query, part, x, [shaped] + ([started] if started is not None else []), fixed_layers)
     exact = _push(query, part.mesh, x, params, directions, masks)
     exact[1]["method"] = "exact"
     if fixed_layers:
-        return _exact_layers(query, part, x, *exact, params, directions, fixed_layers)
+        exact = _exact_layers(query, part, x, *exact, params, directions, fixed_layers)
+        if method == "exact":
+            return exact
+        return _best(query, part, x, [exact, shaped] + ([started] if started is not None else []), fixed_layers)
     if method == "exact":
         return exact
     # auto, where the shape solve (and the per-frame start) still clip: every candidate, the fewest defects
@@ -161,20 +168,21 @@ def _fix_garment(avatar, pose, name, query, x, params, directions, masks, method
     return _best(query, part, x, [finished, carried, shaped] + ([started] if started is not None else []))
 
 
-def _best(query, part, skinned, candidates):
+def _best(query, part, skinned, candidates, layers=()):
     """The ``(positions, info)`` of ``candidates`` with the fewest defects (:func:`_score`; the earlier on ties)."""
     if len(candidates) == 1:
         return candidates[0]
-    scores = [_score(query, part, skinned, c) for c in candidates]
+    scores = [_score(query, part, skinned, c, layers) for c in candidates]
     return candidates[min(range(len(candidates)), key=lambda k: scores[k])]
 
 
-def _score(query, part, skinned, candidate):
+def _score(query, part, skinned, candidate, layers=()):
     """:func:`_defects` of a ``(positions, info)`` candidate, computed once and kept in ``info["defects"]`` (a
-    candidate meets several comparisons; its positions never change after it is made)."""
+    candidate meets several comparisons; its positions never change after it is made; one garment's candidates all
+    meet the same ``layers``)."""
     positions, info = candidate
     if "defects" not in info:
-        info["defects"] = _defects(query, part, skinned, positions)
+        info["defects"] = _defects(query, part, skinned, positions, layers)
     return info["defects"]
 
 
@@ -218,6 +226,53 @@ def _runtime(avatar, pose, name, query, part, x, params, directions, masks):
     return best
 
 
+def _runtime_layered(avatar, pose, name, query, part, x, directions, fixed_layers, stack):
+    """The per-frame path's result for garment ``name`` worn over the garments of ``fixed_layers`` (innermost first;
+    :func:`kisekae.fit.runtime.runtime_pose` with ``layers=True``: the layer push against each inner garment's
+    per-frame result, which is what ``auto`` keeps for the inner garment wherever that is clean), capped at
+    ``max_push``; where it still clips the body or crosses a fixed layer beneath, also the shape-preserving solve with
+    the layers from it and the exact layer pass from it: the one with the fewest defects, layer crossings counted.
+
+    On the crouch the layered per-frame skirt has no flipped face and a largest strain of 0.55 where the
+    shape-preserving solve from the skinned skirt flips 29 faces at a strain of 3.9 (docs/fit.md)."""
+    from .runtime import runtime_pose
+
+    names = [layer.name for layer in fixed_layers] + [name]
+    params = stack.get(name) or params_for(name, None)
+    y = runtime_pose(avatar, pose, names, {n: stack.get(n) or params_for(n, None) for n in names}, layers=True)[name][0]
+    y = _over_fixed(avatar, name, y.astype(np.float64), params, fixed_layers)
+    best = (cap_displacement(y, x, params.max_push),
+            {"contact": np.zeros(len(x), dtype=bool), "method": "runtime-layered"})
+    if _clean(query, part, best[0], fixed_layers):
+        best[1]["unresolved"] = query.inside(best[0])
+        return best
+    shaped, info = _shape(query, part, best[0].astype(np.float32), params, directions, {}, fixed_layers)
+    info["method"] = "runtime-layered+shape"
+    tried = [best, (cap_displacement(shaped.astype(np.float64), x, params.max_push), info)]
+    fin, info = _push(query, part.mesh, best[0].astype(np.float32), params, directions, {})
+    info["method"] = "runtime-layered+exact"
+    tried.append(_exact_layers(query, part, x, fin, info, params, directions, fixed_layers))
+    best = _best(query, part, x, tried, fixed_layers)
+    best[1]["unresolved"] = query.inside(best[0])
+    return best
+
+
+def _over_fixed(avatar, name, points, params, fixed_layers):
+    """The per-frame layer push (:func:`kisekae.fit.layer_push.layer_push`, the pair's baked candidates and edge lift)
+    of garment ``name``'s ``points`` out of each fixed layer in turn, once more: it takes up what the per-frame layer
+    push left (on the stand the skirt's last 3 edges through the tights, which made the fix fall back to the
+    shape-preserving solve) and follows an inner garment that the fix finished where its per-frame result clipped."""
+    from .layer_push import layer_push
+    from .runtime import garment_ring, layer_candidates, layer_lift
+
+    ring = garment_ring(avatar, name)
+    for layer in fixed_layers:
+        inner = avatar.part(layer.name).mesh
+        points = layer_push(points, layer_candidates(avatar, name, layer.name), ring, layer.vertices, inner.faces,
+                            params, inner_weld=inner.weld, lift=layer_lift(avatar, name, layer.name))[0]
+    return points
+
+
 def _finished(query, part, x, params, directions, masks, start, label):
     """``start`` capped at ``max_push`` from skinning; where it still clips, also the shape-preserving solve from it
     (its shape terms keep the start's shape), the exact solver from it and, where the shape result still clips, the
@@ -257,7 +312,7 @@ def _finish(query, part, x, params, directions, masks, shaped, exact):
     return exact
 
 
-def _defects(query, part, skinned, pos) -> tuple:
+def _defects(query, part, skinned, pos, layers=()) -> tuple:
     """(visible defects, largest edge strain, vertices inside) of fixed positions, for choosing between fixes: the
     smaller tuple wins.
 
@@ -268,7 +323,7 @@ def _defects(query, part, skinned, pos) -> tuple:
     another. Counting the vertices inside first instead picked, on the packaged clip's last frame, an exact finish
     with 0 inside but 21 flipped faces and a strain of 4 over the shape solve's 2 vertices inside, 14 crossings and 2
     flipped faces at a strain of 0.2: a fix that clears the last vertex by crumpling the cloth looks worse than the
-    clipping it removes."""
+    clipping it removes. With ``layers`` beneath, the edges through each of them count too."""
     mesh = part.mesh
     faces = np.asarray(mesh.weld)[mesh.faces]
     flipped, _turned, strain = flips_and_strain(mesh.vertices, skinned, pos, faces, mesh.edges)
@@ -276,6 +331,7 @@ def _defects(query, part, skinned, pos) -> tuple:
     inside = int(query.inside(pos).sum())
     shards = zero_area_faces(np.asarray(pos, dtype=np.float64), faces)
     visible = inside + crossings + int(flipped.sum()) + int((strain > SPIKE_STRAIN).sum()) + shards
+    visible += sum(int(layer.crossing_edges(pos, mesh.edges).sum()) for layer in layers)
     return visible, float(strain.max(initial=0.0)), inside
 
 
