@@ -68,8 +68,8 @@ from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
 from kisekae.fit.surface import (FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, SurfaceCandidates,  # noqa: E402
                                  bake_surface_candidates, one_ring, smooth_push, stretch_limit, surface_push, surface_runtime)
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
-from kisekae.fit.edge_lift import (LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates,  # noqa: E402
-                                   garment_edge_samples, vertex_samples)
+from kisekae.fit.edge_lift import LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates, vertex_samples  # noqa: E402
+from kisekae.fit.runtime import garment_samples  # noqa: E402
 from kisekae.fit.unflip import UNFLIP_PASSES, vertex_faces  # noqa: E402
 
 GARMENTS = ("tights", "skirt")
@@ -185,7 +185,7 @@ def surface_setup(avatar, gv, gf, gskin, bake_poses: int):
     contact.add_garment(SkinnedMesh(Mesh(gv, gf, name="dense"), gskin))
     cand = bake_surface_candidates(contact, "dense", n_poses=bake_poses)
     mesh = contact.part("dense").mesh
-    samples = garment_edge_samples(mesh)
+    samples = garment_samples(contact, "dense")  # spaced by the longest skinning makes each edge, as the runtime's
     lift = None if len(samples) == 0 else (
         samples, bake_sample_candidates(contact, "dense", samples, n_poses=bake_poses), vertex_samples(samples, mesh.weld))
     faces = (mesh.faces.astype(np.int64), vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld))

@@ -172,6 +172,54 @@ def test_kernel_equals_reference_on_random_garment():
     np.testing.assert_array_equal(a[1], b[1])
 
 
+def test_stretched_lengths_widen_the_chord_not_the_count():
+    """With ``lengths`` (the longest skinning makes each edge) the samples stay where the rest length puts them and
+    each one's chord allowance is the stretched edge's spacing; a length below the rest length changes nothing."""
+    v = np.array([[0, 0, 0], [0.05, 0, 0], [0.05, 0.01, 0]], dtype=np.float64)
+    rest = edge_samples(v, [[0, 1], [1, 2]], spacing=0.02)
+    s = edge_samples(v, [[0, 1], [1, 2]], spacing=0.02, lengths=[0.15, 0.001])
+    np.testing.assert_array_equal(s.ends, rest.ends)
+    np.testing.assert_array_equal(s.bary, rest.bary)
+    np.testing.assert_allclose(s.chord, [0.15 / 3] * 2)  # 2 samples cut the 15 cm edge into thirds
+    np.testing.assert_allclose(edge_samples(v, [[0, 1]], spacing=0.02, lengths=[0.01]).chord, [0.05 / 3] * 2)
+    for bad in ([0.1], [np.nan, 0.1], [-1.0, 0.1]):
+        with pytest.raises(KisekaeError, match="edge sample lengths"):
+            edge_samples(v, [[0, 1], [1, 2]], spacing=0.02, lengths=bad)
+
+
+def test_skinned_edge_lengths_is_the_longest_over_the_poses():
+    """Analytic: a part whose pose scales x by s; each edge's result is its rest length times the largest s (or its
+    rest length when every pose shrinks it)."""
+    from types import SimpleNamespace
+
+    from kisekae.fit.edge_lift import skinned_edge_lengths
+
+    v = np.array([[0, 0, 0], [0.03, 0, 0], [0.03, 0.02, 0]], dtype=np.float64)
+    mesh = SimpleNamespace(vertices=v, edges=np.array([[0, 1], [1, 2]]))
+    part = SimpleNamespace(mesh=mesh, posed=lambda scale: v * np.array([scale, 1.0, 1.0]))
+    np.testing.assert_allclose(skinned_edge_lengths(part, [0.5, 3.0, 2.0]), [0.09, 0.02])
+    np.testing.assert_allclose(skinned_edge_lengths(part, [0.5]), [0.03, 0.02])
+    with pytest.raises(KisekaeError, match="non-finite"):
+        skinned_edge_lengths(part, [np.nan])
+
+
+def test_garment_samples_take_the_chord_from_the_range_of_motion(avatar):
+    """The runtime's samples of the built-in tights: the rest samples, with a chord at least the rest one, wider
+    where skinning stretches the edge (the crotch, the hip creases), and equal to the stretched spacing."""
+    from kisekae.avatar.poses import named_pose
+    from kisekae.fit.runtime import garment_edge_lengths, garment_samples
+
+    mesh = avatar.part("tights").mesh
+    rest, s = garment_edge_samples(mesh), garment_samples(avatar, "tights")
+    np.testing.assert_array_equal(s.ends, rest.ends)
+    assert np.all(s.chord >= rest.chord - 1e-12) and np.sum(s.chord > 1.5 * rest.chord) > 100
+    lengths = garment_edge_lengths(avatar, "tights")
+    crouch = avatar.part("tights").posed(named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton))
+    e = mesh.edges
+    posed = np.linalg.norm(crouch[e[:, 0]] - crouch[e[:, 1]], axis=1)
+    assert np.mean(posed <= lengths * 1.01) > 0.999  # the range of motion covers a named pose it was not drawn for
+
+
 def test_bad_input_is_named():
     with pytest.raises(KisekaeError, match="spacing"):
         edge_samples(np.zeros((2, 3)), [[0, 1]], spacing=-1.0)

@@ -10,7 +10,8 @@ from kisekae.avatar.builtin import load_builtin_avatar
 from kisekae.avatar.contact import GAP, apply_contact
 from kisekae.avatar.poses import range_of_motion_poses
 from kisekae.avatar.pose import Pose
-from kisekae.fit.edge_lift import garment_edge_samples, vertex_samples
+from kisekae.fit.edge_lift import vertex_samples
+from kisekae.fit.runtime import garment_samples
 from kisekae.fit.fix import params_for
 from kisekae.fit.followed_bake import FOLLOW_REACH, bake_followed_candidates
 from kisekae.fit.surface import bake_surface_candidates, garment_chords, one_ring, surface_runtime
@@ -50,7 +51,7 @@ def test_with_no_reach_the_bake_is_pass_one(skirt_bakes):
     av, params, followed, first = skirt_bakes
     vertex, sample = bake_followed_candidates(av, "skirt", params, n_poses=POSES, reach=0.0)
     np.testing.assert_array_equal(vertex.triangles, first.triangles)
-    samples = garment_edge_samples(av.part("skirt").mesh)
+    samples = garment_samples(av, "skirt")
     np.testing.assert_array_equal(sample.triangles,
                                   bake_surface_candidates(av, "skirt", n_poses=POSES,
                                                           points_of=samples.points).triangles)
@@ -65,7 +66,7 @@ def test_added_triangles_are_where_the_corrected_cloth_lies(skirt_bakes):
     added = [(v, int(t)) for v in range(mesh.n_vertices)
              for t in set(vertex.triangles[v].tolist()) - set(first.triangles[v].tolist())]
     assert added, "pass 2 added no triangle"
-    samples = garment_edge_samples(mesh)
+    samples = garment_samples(av, "skirt")
     s_first = bake_surface_candidates(av, "skirt", n_poses=POSES, points_of=samples.points)
     lift = (samples, s_first, vertex_samples(samples, mesh.weld))
     gfaces = (np.asarray(mesh.faces, dtype=np.int64), vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld))

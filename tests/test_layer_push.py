@@ -179,7 +179,7 @@ def test_fit_layered_writes_the_layer_bake(tmp_path):
     candidates on the tights' triangles, loadable with the tights as the body."""
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.cli import main
-    from kisekae.fit.edge_lift import garment_edge_samples
+    from kisekae.fit.runtime import garment_samples
     from kisekae.shaders import surface_bake as sb
 
     assert main(["fit", "--pose", "stand", "--garment", "tights", "--garment", "skirt", "--layered",
@@ -192,7 +192,7 @@ def test_fit_layered_writes_the_layer_bake(tmp_path):
     bake = sb.load_surface_bake(head, skirt.n_vertices, tights.n_vertices)
     assert bake["corners"].shape[0] == skirt.n_vertices and bake["corners"].max() < tights.n_vertices
     assert bake["n_body_triangles"] == len(tights.faces)
-    assert len(bake["sample_chord"]) == len(garment_edge_samples(skirt))
+    assert len(bake["sample_chord"]) == len(garment_samples(av, "skirt"))
     with pytest.raises(KisekaeError, match="baked for a body of 2674 vertices"):
         sb.load_surface_bake(head, skirt.n_vertices, av.body.mesh.n_vertices)
 

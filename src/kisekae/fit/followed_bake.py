@@ -50,11 +50,12 @@ def bake_followed_candidates(avatar, name: str, params, *, k: int = CANDIDATES, 
     """
     from ..geom.bvh import build_bvh, refit
     from ..geom.closest import surface_distance
-    from .edge_lift import garment_edge_samples, vertex_samples
+    from .edge_lift import vertex_samples
+    from .runtime import garment_samples
     from .unflip import vertex_faces
 
     mesh, body = avatar.part(name).mesh, avatar.body
-    samples = garment_edge_samples(mesh)
+    samples = garment_samples(avatar, name)
     kw = dict(k=k, n_poses=n_poses, seed=seed, progress=progress, hits=True)
     cand, v_hits, poses = bake_surface_candidates(avatar, name, **kw)
     lift = s_hits = s_cand = None

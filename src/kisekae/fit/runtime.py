@@ -93,7 +93,6 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
     -------
     (SurfaceCandidates of the vertices, SurfaceCandidates of the edge samples or None)
     """
-    from .edge_lift import garment_edge_samples
     from .followed_bake import FOLLOW_REACH, bake_followed_candidates
 
     params = params_for(name, None)
@@ -104,8 +103,8 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
         return {"vertex": vertex.triangles, **({} if sample is None else {"sample": sample.triangles})}
 
     def make():
-        samples = garment_edge_samples(avatar.part(name).mesh)
-        key = candidates_cache_key(avatar, name) + [samples.ends, samples.bary, FOLLOW_REACH,
+        samples = garment_samples(avatar, name)
+        key = candidates_cache_key(avatar, name) + [samples.ends, samples.bary, samples.chord, FOLLOW_REACH,
                                                     sorted(vars(params).items())]
         arrays = cached_arrays("candidates", key, bake)
         nf = len(avatar.body.mesh.faces)
@@ -122,6 +121,9 @@ CANDIDATES_BAKE_VERSION = 2
 LAYER_BAKE_VERSION = 1
 #: Seed of the bake's range-of-motion poses.
 BAKE_SEED = 0
+#: Range-of-motion poses over which each garment edge's longest skinned length is taken (:func:`garment_edge_lengths`;
+#: the candidate bake's :data:`~kisekae.fit.surface.BAKE_POSES` and seed).
+LENGTH_POSES = 300
 #: Range-of-motion poses (the bake's first ones) whose posed body and garment enter the cache key.
 KEY_PROBE_POSES = 3
 
@@ -147,6 +149,33 @@ def candidates_cache_key(avatar: Avatar, name: str) -> list:
     return key
 
 
+def garment_samples(avatar: Avatar, name: str):
+    """The garment's edge and face samples (:func:`kisekae.fit.edge_lift.garment_edge_samples`), each edge sample's
+    chord allowance from the longest skinning makes its edge over the range of motion
+    (:func:`garment_edge_lengths`), cached on the avatar. Every stage that uses samples (the edge lift, its candidate
+    bake, the layer lift, the surface bake, the conformance checks) takes them from here."""
+    from .edge_lift import garment_edge_samples
+
+    return _cached(avatar, "_kisekae_samples", name,
+                   lambda: garment_edge_samples(avatar.part(name).mesh, lengths=garment_edge_lengths(avatar, name)))
+
+
+def garment_edge_lengths(avatar: Avatar, name: str) -> np.ndarray:
+    """(E,) the longest each garment edge gets under skinning over the rest pose and :data:`LENGTH_POSES`
+    range-of-motion poses (the candidate bake's, :data:`BAKE_SEED`; :func:`kisekae.fit.edge_lift.skinned_edge_lengths`),
+    metres, cached on the avatar. Its own constant, so that a bake made over fewer poses (a test's) keeps the
+    samples every other stage uses."""
+    from ..avatar.poses import range_of_motion_poses
+    from .edge_lift import skinned_edge_lengths
+
+    def make():
+        part, sk = avatar.part(name), avatar.skeleton
+        mats = (pose.skinning_matrices(sk) for pose in range_of_motion_poses(sk, LENGTH_POSES, seed=BAKE_SEED))
+        return skinned_edge_lengths(part, mats)
+
+    return _cached(avatar, "_kisekae_edge_lengths", name, make)
+
+
 def garment_ring(avatar: Avatar, name: str):
     """The garment's welded one-ring (:func:`kisekae.fit.surface.one_ring`), cached."""
     mesh = avatar.part(name).mesh
@@ -162,11 +191,11 @@ def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
     """The garment's edge lift data ``(EdgeSamples, sample candidates, vertex_samples table)``
     (:mod:`kisekae.fit.edge_lift`), baked with the vertex candidates (:func:`followed_candidates`) and cached; None
     when no edge is longer than the sample spacing (the stage then has nothing to do)."""
-    from .edge_lift import garment_edge_samples, vertex_samples
+    from .edge_lift import vertex_samples
 
     def make():
         mesh = avatar.part(name).mesh
-        samples = garment_edge_samples(mesh)
+        samples = garment_samples(avatar, name)
         if len(samples) == 0:
             return None
         return samples, followed_candidates(avatar, name, progress=progress)[1], vertex_samples(samples, mesh.weld)
@@ -351,11 +380,11 @@ def layer_lift(avatar: Avatar, outer: str, inner: str):
     """The edge lift data of garment ``outer`` against garment ``inner``: ``(EdgeSamples, their candidates on the
     inner triangles, vertex_samples table)`` (:func:`kisekae.fit.layer_push.layer_push`'s ``lift``), or None when the
     outer garment has no samples; made once and cached on the avatar (the candidates also on disk)."""
-    from .edge_lift import garment_edge_samples, vertex_samples
+    from .edge_lift import vertex_samples
 
     def make():
         mesh = avatar.part(outer).mesh
-        samples = garment_edge_samples(mesh)
+        samples = garment_samples(avatar, outer)
         if len(samples) == 0:
             return None
         return samples, layer_candidates(avatar, outer, inner, samples=samples), vertex_samples(samples, mesh.weld)

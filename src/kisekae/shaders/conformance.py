@@ -1181,9 +1181,9 @@ def edge_lift_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     (about 1 cm, so that many samples are inside or in the margin), their pushes (ties left out as for the surface
     push), each vertex's gathered lift, and one unflip pass of the pushed garment jittered by about 1 cm (hundreds
     of faces turned)."""
-    from ..fit.edge_lift import (_choose_numpy, bake_sample_candidates, garment_edge_samples,
-                                 vertex_samples)
+    from ..fit.edge_lift import _choose_numpy, bake_sample_candidates, vertex_samples
     from ..fit.pushout import PushParams
+    from ..fit.runtime import garment_samples
     from ..fit.surface import body_curvature, surface_push_numpy
     from ..fit.unflip import TURN_START, unflip_numpy, vertex_faces
     from ..geom.closest import closest_point_triangles_numpy
@@ -1192,7 +1192,7 @@ def edge_lift_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     av = _memo("surface avatar", _surface_avatar)
     for garment in garments:
         mesh = av.part(garment).mesh
-        samples = _memo(("edge samples", garment), lambda: garment_edge_samples(mesh))
+        samples = _memo(("edge samples", garment), lambda: garment_samples(av, garment))
         cand = _memo(("sample candidates", garment),
                      lambda: bake_sample_candidates(av, garment, samples, n_poses=SURFACE_BAKE_POSES))
         table = vertex_samples(samples, mesh.weld)
