@@ -277,6 +277,26 @@ def test_unflip_ignores_degenerate_skinned_faces_and_equals_reference():
     np.testing.assert_array_equal(a[1], b[1])
 
 
+def test_unflip_pass_reused_over_a_frame_equals_fresh_passes():
+    """The face-first pass, its skinned normals made once, gives the reference's result on every call, and leaves a
+    garment with no turned face as it is."""
+    from kisekae.fit.unflip import TURN_START, UnflipPass
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(40, 3))
+    faces = rng.integers(0, 40, size=(70, 3)).astype(np.int64)
+    table = vertex_faces(faces, 40)
+    run = UnflipPass(x, faces, table, TURN_START)
+    out, moved = np.empty_like(x), np.empty(40, dtype=np.bool_)
+    for scale in (0.5, 0.05, 0.0):
+        p = x + rng.normal(size=x.shape) * scale
+        run(p, out, moved)
+        ref, ref_moved = unflip_numpy(p, x, faces, table)
+        np.testing.assert_allclose(out, ref, atol=1e-12)
+        np.testing.assert_array_equal(moved, ref_moved)
+    assert not moved.any() and np.array_equal(out, p)  # scale 0: the skinned garment, nothing turned
+
+
 def test_vertex_faces_weld_and_bad_ids():
     faces = np.array([[0, 1, 2], [3, 4, 2]])
     ptr, idx = vertex_faces(faces, 5, weld=np.array([0, 1, 2, 1, 4]))

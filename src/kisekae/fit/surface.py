@@ -531,6 +531,31 @@ def clamp_step(step, budget) -> np.ndarray:
     return step * scale[:, None]
 
 
+@numba.njit(cache=True)
+def _step_kernel(points, d, is_target, budget, capped, eps2, out, moved):
+    """:func:`clamp_step` and the moved test of :func:`_finish`'s rounds in one pass: the step is ``d`` or, with
+    ``is_target``, ``d - points``; with ``capped`` it is shortened to ``budget`` (spent in place); ``out`` gets
+    ``points`` plus the step (the target itself when uncapped); ``moved`` whether a vertex moved more than
+    ``sqrt(eps2)``."""
+    for v in range(points.shape[0]):
+        if is_target:
+            sx, sy, sz = d[v, 0] - points[v, 0], d[v, 1] - points[v, 1], d[v, 2] - points[v, 2]
+        else:
+            sx, sy, sz = d[v, 0], d[v, 1], d[v, 2]
+        if capped:
+            length = np.sqrt(sx * sx + sy * sy + sz * sz)
+            scale = budget[v] / max(length, 1e-300) if length > budget[v] else 1.0
+            budget[v] = max(budget[v] - length * scale, 0.0)
+            sx, sy, sz = sx * scale, sy * scale, sz * scale
+        if is_target and not capped:
+            out[v, 0], out[v, 1], out[v, 2] = d[v, 0], d[v, 1], d[v, 2]
+        else:
+            out[v, 0], out[v, 1], out[v, 2] = points[v, 0] + sx, points[v, 1] + sy, points[v, 2] + sz
+        if is_target:
+            sx, sy, sz = out[v, 0] - points[v, 0], out[v, 1] - points[v, 1], out[v, 2] - points[v, 2]
+        moved[v] = sx * sx + sy * sy + sz * sz > eps2
+
+
 def _ring_arrays(ring, n: int) -> tuple:
     """``(ptr, idx)`` int64 of the one-ring ``ring`` of ``n`` vertices."""
     ptr, idx = (np.asarray(a, dtype=np.int64) for a in ring)
@@ -771,7 +796,7 @@ def _finish(new, x, push, chord, lift, faces, ring, stretch, budget=None):
     ``push`` as :func:`_push`'s arguments after the points and ids; ``budget``: :func:`step_budget` of
     ``finish_step``."""
     from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, _lift, lift_frame
-    from .unflip import TURN_START, UNFLIP_PASSES, _unflip_kernel
+    from .unflip import TURN_START, UNFLIP_PASSES, UnflipPass
 
     if lift is not None:
         samples, cand, table = lift
@@ -780,23 +805,25 @@ def _finish(new, x, push, chord, lift, faces, ring, stretch, budget=None):
         # the samples' chord allowance follows the vertices': the frame's curvature is 0 without chords
         sframe = lift_frame(samples, push[5], push[6], len(x))
     if faces is not None:
-        f = np.ascontiguousarray(faces[0], dtype=np.int64)
-        fptr, fidx = (np.ascontiguousarray(a, dtype=np.int64) for a in faces[1])
+        unflip_pass = UnflipPass(x, np.ascontiguousarray(faces[0], dtype=np.int64),
+                                 tuple(np.ascontiguousarray(a, dtype=np.int64) for a in faces[1]), TURN_START)
         turned, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
 
-    def push_moved(points, step):
-        return _push(points, np.flatnonzero(np.einsum("ij,ij->i", step, step) > LIFT_EPS ** 2), *push)[0]
+    spend = np.zeros(0) if budget is None else budget
+    stepped, took = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
+
+    def push_moved(points, d, is_target):
+        """Take the step (``d``, or to the target ``d``) capped by the budget, then push what it moved."""
+        _step_kernel(points, d, is_target, spend, budget is not None, LIFT_EPS ** 2, stepped, took)
+        return _push(stepped, np.flatnonzero(took), *push)[0]
 
     def lift_round(points):
         lifted = _lift(points, samples, cand, table, push[1], push[2], push[3], sframe, push[7], push[8])[0]
-        lift_d = smooth_push(lifted - points, ring, LIFT_SMOOTH)
-        lift_d = lift_d if budget is None else clamp_step(lift_d, budget)
-        return push_moved(points + lift_d, lift_d)
+        return push_moved(points, smooth_push(lifted - points, ring, LIFT_SMOOTH), False)
 
     def unflip_round(points):
-        _unflip_kernel(points, x, f, fptr, fidx, TURN_START, turned, moved)
-        target = turned if budget is None else points + clamp_step(turned - points, budget)
-        return push_moved(target, target - points)
+        unflip_pass(points, turned, moved)
+        return push_moved(points, turned, True)
 
     for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
         if lift is not None:
