@@ -64,6 +64,25 @@ def test_one_pass_equals_the_stages_and_their_references(default):
     np.testing.assert_allclose(b.posed(rest), b.mesh.vertices, atol=1e-7)
 
 
+def test_float32_rest_and_weights_give_the_float64_result_bit_for_bit(default):
+    """The one pass reads a float32 rest mesh and float32 weights as they are (no float64 copies a frame); every
+    product promotes them exactly, so the result equals the one from float64 copies bit for bit."""
+    from types import SimpleNamespace
+
+    av, _, corr, planes = default
+    b, sk = av.body, av.skeleton
+    assert b.mesh.vertices.dtype == np.float32 and b.skin.weights.dtype == np.float32  # the case that is spared
+    # Skin keeps float32 weights; a stand-in with float64 ones is what the kernels read after a float64 copy
+    wide = SimpleNamespace(indices=b.skin.indices, weights=b.skin.weights.astype(np.float64),
+                           n_vertices=b.skin.n_vertices)
+    m = named_pose(sk, "crouch").skinning_matrices(sk)
+    f = corr.features(sk, m)
+    for kw in ({"correctives": corr, "features": f, "planes": planes}, {}):
+        got = posed_body_frame(b.mesh.vertices, b.skin, m, **kw)
+        want = posed_body_frame(b.mesh.vertices.astype(np.float64), wide, m, **kw)
+        assert np.array_equal(got, want)
+
+
 def test_one_pass_refuses_bad_input(default):
     av, _, corr, planes = default
     b, sk = av.body, av.skeleton

@@ -31,10 +31,17 @@ def _offset_skin_kernel(rest, idx, w, m, ptr, joint, coef, f, live, out):  # pra
         out[i, 0], out[i, 1], out[i, 2] = lbs_point(rest[i, 0] + dx, rest[i, 1] + dy, rest[i, 2] + dz, i, idx, w, m)
 
 
-def _check(rest, skin, skin_matrices, correctives, features, planes, gap, band):
+def _float_dtype(a):
+    """float32 for a float32 array, else float64: the kernels read float32 rest positions and weights as they are
+    (each product with a float64 matrix or offset promotes them exactly), which spares two float64 copies of the
+    body a frame and gives the same result bit for bit."""
+    return np.float32 if getattr(a, "dtype", None) == np.float32 else np.float64
+
+
+def _check(rest, skin, skin_matrices, correctives, features, planes, gap, band, keep_float32: bool = False):
     from ..validate import as_points
 
-    x = np.ascontiguousarray(as_points(rest, "body rest vertices"), dtype=np.float64)
+    x = as_points(rest, "body rest vertices", dtype=_float_dtype(rest) if keep_float32 else np.float64)
     m = np.ascontiguousarray(skin_matrices, dtype=np.float64)
     if m.ndim != 3 or m.shape[1:] != (4, 4) or not np.all(np.isfinite(m)):
         raise KisekaeError(f"expected finite (B, 4, 4) skinning matrices, got {m.shape}", "skinning matrices")
@@ -71,9 +78,9 @@ def posed_body_frame(rest_vertices, skin, skin_matrices, *, correctives: PoseCor
     -------
     (N, 3) float32 posed positions, metres; equal to :func:`posed_body_frame_numpy` within 1e-6 m.
     """
-    x, m = _check(rest_vertices, skin, skin_matrices, correctives, features, planes, gap, band)
+    x, m = _check(rest_vertices, skin, skin_matrices, correctives, features, planes, gap, band, keep_float32=True)
     idx = np.ascontiguousarray(skin.indices, dtype=np.int32)
-    w = np.ascontiguousarray(skin.weights, dtype=np.float64)
+    w = np.ascontiguousarray(skin.weights, dtype=_float_dtype(skin.weights))
     out = np.empty((len(x), 3))
     if correctives is None:
         _lbs_kernel(x, idx, w, m, out)
