@@ -215,11 +215,12 @@ def test_cli_contact_reports_both_bodies(capsys):
 
 
 def test_demo_section_pictures_and_numbers(tmp_path):
-    from kisekae.app.contact_report import CONTACT_POSES, body_contact_rows, section_body_contact
+    from kisekae.app.contact_report import CONTACT_POSES, CONTACT_VIEWS, body_contact_rows, section_body_contact
 
     av = load_builtin_avatar()
+    assert CONTACT_VIEWS == ("knees", "hips", "armpits")  # issue 14: the knee, the groin and the armpit
     rows, records = body_contact_rows(av, size=(160, 90))
-    assert len(rows) == len(CONTACT_POSES) and all(len(r) == 4 for r in rows)
+    assert len(rows) == len(CONTACT_POSES) and all(len(r) == 2 * len(CONTACT_VIEWS) for r in rows)
     for row in rows:  # plain and contact pictures differ where the contact moved the body
         assert row[0].shape == (90, 160, 3) and np.abs(row[0].astype(int) - row[1]).sum() > 0
     by = {(r["pose"], r["body"]): r for r in records}

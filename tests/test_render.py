@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from kisekae.errors import KisekaeError
-from kisekae.render import (EGL_PACKAGES, RESOLUTIONS, VIEWS, Camera, DrawItem, Renderer, create_context, draw,
-                            fit_camera, materials, named_camera, resolution)
+from kisekae.render import (ALL_VIEWS, EGL_PACKAGES, RESOLUTIONS, VIEWS, Camera, DrawItem, Renderer, create_context,
+                            draw, fit_camera, materials, named_camera, resolution)
+from kisekae.render.camera import CLOSE_UPS
 from kisekae.geom.edges import unique_edges
 from kisekae.geom.normals import vertex_normals
 from kisekae.render.materials import colormap_table
@@ -43,14 +44,14 @@ def test_camera_matrices_match_definition():
         Camera(eye=(0, np.nan, 1), target=(0, 0, 0))
 
 
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", ALL_VIEWS)
 def test_named_views_frame_the_points(view):
     rng = np.random.default_rng(3)
     pts = rng.uniform([-0.3, 0.0, -0.15], [0.3, 1.7, 0.15], size=(3000, 3))
     aspect = 16 / 9
     cam = named_camera(view, pts, aspect, margin=0.05)
     ndc = _project(cam, pts, aspect)
-    if view in ("knees", "hips", "waist"):
+    if view in CLOSE_UPS:
         assert np.linalg.norm(np.subtract(cam.eye, cam.target)) < 2.0
         seen = pts[np.all(np.abs(ndc[:, :2]) <= 1, axis=1)]
         assert len(seen) > 100 and np.ptp(seen[:, 1]) < 0.8  # a close-up, not the whole 1.7 m body
@@ -68,6 +69,7 @@ def test_views_look_from_the_documented_side():
     assert eye["three_quarter"][0] > 0.5 and eye["three_quarter"][2] > 0.5
     with pytest.raises(KisekaeError, match="unknown view"):
         named_camera("top", pts, 1.0)
+    assert len(VIEWS) == 9 and "armpits" not in VIEWS and "armpits" in ALL_VIEWS  # the poke check keeps its 9 views
     cam = fit_camera(pts, (0, 0.85, 0), (0, 0, 1), 1.0)
     assert cam.eye[2] > 0
 
@@ -205,6 +207,30 @@ def test_close_up_follows_landmarks():
     assert np.all(np.abs(ndc[:, :2]) < 0.5)  # anchors near the image centre
     with pytest.raises(KisekaeError, match="knees"):
         named_camera("knees", pts, 1.0, landmarks={"knees": [[9.0, 9.0, 9.0]]})
+
+
+def test_armpit_landmark_sits_below_the_shoulder_towards_the_chest(avatar):
+    """The armpit close-up's anchor is the weighted sum of the shoulder, elbow and upper chest joints: below the
+    shoulder joint and between it and the chest's centre line, with the arm down and raised; its close-up frames
+    it."""
+    from kisekae.avatar.poses import named_pose
+    from kisekae.render.scene import LANDMARK_BLENDS, avatar_landmarks
+
+    sk = avatar.skeleton
+    for name in ("stand", "arms_up"):
+        pose = named_pose(sk, name)
+        world = pose.world_matrices(sk)
+        joint = {b: world[sk.index[b]][:3, 3] for b, _ in LANDMARK_BLENDS["armpits"]}
+        want = sum(w * joint[b] for b, w in LANDMARK_BLENDS["armpits"])
+        got = avatar_landmarks(avatar, pose)["armpits"]
+        np.testing.assert_allclose(got, want[None], atol=1e-12)
+        shoulder, chest = joint["upperarm_l"], joint["spine_03"]
+        assert chest[0] < got[0, 0] < shoulder[0] + 0.03  # at most a little out of the shoulder with the arm up
+        if name == "stand":
+            assert shoulder[1] - 0.12 < got[0, 1] < shoulder[1] - 0.03
+        body = avatar.body.posed(pose.skinning_matrices(sk))
+        cam = named_camera("armpits", body, 16 / 9, landmarks={"armpits": got})
+        assert np.all(np.abs(_project(cam, got, 16 / 9)[:, :2]) < 0.5)
 
 
 def test_welded_normals_are_shared():

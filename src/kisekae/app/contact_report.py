@@ -1,7 +1,8 @@
 """Demo report section: the body against itself, plain skinning beside the joint-plane contact.
 
 Follows :mod:`kisekae.app.demo`'s section contract (``section_body_contact(ctx) -> str``). For the crouch and
-the sit, close-ups of the knees and hips show the body vertices buried inside another body part (the
+the sit, close-ups of the knees, hips (the groin) and the left armpit show the body vertices buried inside another
+body part (the
 ``body_buried`` measure of ``kisekae check --self-contact``) as a heat map, under plain linear blend skinning
 and with :mod:`kisekae.avatar.contact` applied, with the three self-contact numbers of each.
 """
@@ -19,7 +20,7 @@ from ..render.sheets import comparison_sheet
 
 #: Poses and close-up views of the section.
 CONTACT_POSES = ("crouch", "sit")
-CONTACT_VIEWS = ("knees", "hips")
+CONTACT_VIEWS = ("knees", "hips", "armpits")
 CELL = (480, 270)
 
 

@@ -67,7 +67,7 @@ class PreviewModel:
     pose : str, default ``"crouch"``
         Named pose (:mod:`kisekae.avatar.poses`).
     view : str, default ``"three_quarter"``
-        Named camera (:data:`kisekae.render.VIEWS`).
+        Named camera (:data:`kisekae.render.ALL_VIEWS`).
     size : (int, int), default (640, 480)
         Frame size, pixels.
     preset : str, default ``"realistic"``
@@ -80,7 +80,7 @@ class PreviewModel:
     def __init__(self, avatar=None, *, pose: str = "crouch", view: str = "three_quarter", size=(640, 480),
                  preset: str = "realistic", renderer=None, cull: bool = True):
         from ..avatar.poses import named_pose
-        from ..render.camera import VIEWS, resolution
+        from ..render.camera import ALL_VIEWS, resolution
         from ..render.materials import preset as _preset
         from ..render.renderer import default_renderer
 
@@ -88,8 +88,8 @@ class PreviewModel:
             from ..avatar.builtin import load_builtin_avatar
 
             avatar = load_builtin_avatar().with_body_contact()
-        if view not in VIEWS:
-            raise KisekaeError(f"unknown view {view!r}; known: {', '.join(VIEWS)}", "view")
+        if view not in ALL_VIEWS:
+            raise KisekaeError(f"unknown view {view!r}; known: {', '.join(ALL_VIEWS)}", "view")
         self.avatar = avatar
         self.pose = named_pose(avatar.skeleton, pose)
         self.view = view

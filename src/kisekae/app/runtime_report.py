@@ -1,7 +1,7 @@
 """Demo report section: the per-frame garment correction, skinned garments beside two per-frame methods.
 
 Follows :mod:`kisekae.app.demo`'s section contract (``section_runtime(ctx) -> str``). For the crouch and the sit,
-close-ups of the knees and hips show the body (as the avatar poses it) in the tights and the skirt: skinned
+close-ups of the knees, hips and the left armpit show the body (as the avatar poses it) in the tights and the skirt: skinned
 (no correction), corrected by the stateless surface push (:func:`kisekae.fit.runtime.runtime_pose` with
 ``method="surface"``) and by the same push carried from the previous frame (``method="carried"``, the default;
 each pose warms up from the rest pose), with the numbers of :func:`kisekae.qa.check.check_pose` for each.
@@ -22,7 +22,7 @@ from ..render.sheets import comparison_sheet
 
 #: Poses and close-up views of the section.
 RUNTIME_POSES = ("crouch", "sit")
-RUNTIME_VIEWS = ("knees", "hips")
+RUNTIME_VIEWS = ("knees", "hips", "armpits")
 CELL = (480, 270)
 #: Garments corrected and measured (those the avatar has).
 RUNTIME_GARMENTS = ("tights", "skirt")

@@ -36,15 +36,23 @@ BODY_VIEWS: dict[str, tuple[float, float]] = {
 #: Close-ups: (azimuth, elevation, landmark height as a fraction of the bounding-box height when no
 #: landmark is given, radius of the framed region around the landmarks in metres, half-width of the
 #: framed region without landmarks in metres). Fractions measured on the built-in avatar's joints:
-#: knees (calf heads) 0.27, hips (thigh heads) 0.52, waist (spine_02 head) 0.60.
+#: knees (calf heads) 0.27, hips (thigh heads) 0.52, waist (spine_02 head) 0.60, armpits (upper-arm heads) 0.81;
+#: the armpits are seen from the front-left and a little from below, between the arm and the chest.
 CLOSE_UPS: dict[str, tuple[float, float, float, float, float]] = {
     "knees": (25.0, 5.0, 0.27, 0.16, 0.30),
     "hips": (25.0, 5.0, 0.52, 0.17, 0.28),
     "waist": (25.0, 5.0, 0.60, 0.15, 0.25),
+    "armpits": (55.0, -20.0, 0.78, 0.10, 0.30),
 }
 
-#: Every named view, in report order (at least the 8 the poke-through check needs).
-VIEWS: tuple[str, ...] = tuple(BODY_VIEWS) + tuple(CLOSE_UPS)
+#: The close-ups of the poke-through check: with the six body views, the nine views of the seed note's verification.
+POKE_CLOSE_UPS: tuple[str, ...] = ("knees", "hips", "waist")
+
+#: The views of the poke-through check and the reports that pick a worst view, in report order.
+VIEWS: tuple[str, ...] = tuple(BODY_VIEWS) + POKE_CLOSE_UPS
+
+#: Every view :func:`named_camera` knows: :data:`VIEWS` and the close-ups outside the poke-through check.
+ALL_VIEWS: tuple[str, ...] = VIEWS + tuple(v for v in CLOSE_UPS if v not in POKE_CLOSE_UPS)
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,7 @@ def named_camera(view: str, points, aspect: float, *, landmarks: dict | None = N
     ----------
     view : str
         ``front``, ``three_quarter``, ``side`` (from the character's left, +X), ``three_quarter_back``,
-        ``back``, ``side_right``, or a close-up ``knees``, ``hips``, ``waist``.
+        ``back``, ``side_right``, or a close-up ``knees``, ``hips``, ``waist``, ``armpits`` (:data:`ALL_VIEWS`).
     points : (N,3) float
         Body points (metres) to frame; for close-ups, the points within the framed height band.
     aspect : float
@@ -247,7 +255,7 @@ def named_camera(view: str, points, aspect: float, *, landmarks: dict | None = N
         blo, bhi = region.min(axis=0), region.max(axis=0)
         box = np.array([[x, y, z] for x in (blo[0], bhi[0]) for y in (blo[1], bhi[1]) for z in (blo[2], bhi[2])])
         return fit_camera(box, (blo + bhi) / 2.0, _direction(az, el), aspect, fov_y=fov_y, margin=margin, name=view)
-    raise KisekaeError(f"unknown view {view!r}; known: {', '.join(VIEWS)}", "view")
+    raise KisekaeError(f"unknown view {view!r}; known: {', '.join(ALL_VIEWS)}", "view")
 
 
 def with_name(camera: Camera, name: str) -> Camera:

@@ -17,6 +17,10 @@ from .renderer import UP, DrawItem
 #: Bones whose posed heads anchor the close-up cameras (game_engine names; cmu_mb through the
 #: avatar package's aliases).
 LANDMARK_BONES = {"knees": ("calf_l", "calf_r"), "hips": ("thigh_l", "thigh_r"), "waist": ("spine_02",)}
+#: Close-up anchors that lie between joints: weighted sums of posed joint positions (all of the bones needed). The
+#: left armpit: 60 % shoulder joint, 20 % elbow, 20 % upper chest, which puts it 6-8 cm below the shoulder joint,
+#: towards the chest, with the arm down or raised.
+LANDMARK_BLENDS = {"armpits": (("upperarm_l", 0.6), ("lowerarm_l", 0.2), ("spine_03", 0.2))}
 
 #: Default garment colours (sRGB 0..1), cycled over garments.
 GARMENT_COLORS = ((0.22, 0.30, 0.55), (0.55, 0.20, 0.25), (0.25, 0.45, 0.30), (0.45, 0.40, 0.25))
@@ -33,7 +37,7 @@ def avatar_landmarks(avatar, pose) -> dict:
     Returns
     -------
     dict[str, (K,3) float64]
-        ``knees``, ``hips``, ``waist`` anchors in metres (bones missing from the rig are skipped).
+        ``knees``, ``hips``, ``waist``, ``armpits`` anchors in metres (bones missing from the rig are skipped).
     """
     from ..avatar.poses import resolve_bone
 
@@ -48,6 +52,11 @@ def avatar_landmarks(avatar, pose) -> dict:
                 continue
         if pts:
             out[view] = np.asarray(pts, dtype=np.float64)
+    for view, parts in LANDMARK_BLENDS.items():
+        try:
+            out[view] = sum(w * world[resolve_bone(avatar.skeleton, b, "landmarks")][:3, 3] for b, w in parts)[None]
+        except KisekaeError:
+            continue
     return out
 
 
