@@ -31,7 +31,7 @@ from .surface import (BAKE_POSES, CANDIDATES, SurfaceCandidates, _most_frequent,
 FOLLOW_REACH = 0.01
 
 
-def bake_followed_candidates(avatar, name: str, params, *, k: int = CANDIDATES, n_poses: int = BAKE_POSES,
+def bake_followed_candidates(avatar, name: str, params, *, samples, k: int = CANDIDATES, n_poses: int = BAKE_POSES,
                              seed: int = 0, reach: float = FOLLOW_REACH, progress: bool = False) -> tuple:
     """Candidates of a garment's vertices and edge samples from both passes.
 
@@ -40,6 +40,7 @@ def bake_followed_candidates(avatar, name: str, params, *, k: int = CANDIDATES, 
     avatar : kisekae.avatar.Avatar, posed as the runtime poses it (with its body contact, if any)
     name : str, a garment of ``avatar``
     params : PushParams, the push parameters of pass 2's correction (the garment's defaults at run time)
+    samples : EdgeSamples of the garment, as the runtime uses them (:func:`kisekae.fit.runtime.garment_samples`)
     k, n_poses, seed, progress : as :func:`kisekae.fit.surface.bake_surface_candidates`
     reach : float, metres: pass 2 counts the nearest triangle of a corrected point only within this distance
 
@@ -51,11 +52,9 @@ def bake_followed_candidates(avatar, name: str, params, *, k: int = CANDIDATES, 
     from ..geom.bvh import build_bvh, refit
     from ..geom.closest import surface_distance
     from .edge_lift import vertex_samples
-    from .runtime import garment_samples
     from .unflip import vertex_faces
 
     mesh, body = avatar.part(name).mesh, avatar.body
-    samples = garment_samples(avatar, name)
     kw = dict(k=k, n_poses=n_poses, seed=seed, progress=progress, hits=True)
     cand, v_hits, poses = bake_surface_candidates(avatar, name, **kw)
     lift = s_hits = s_cand = None

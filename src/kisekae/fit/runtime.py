@@ -97,16 +97,16 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
 
     params = params_for(name, None)
 
-    def bake():
-        vertex, sample = bake_followed_candidates(avatar, name, params, k=CANDIDATES, n_poses=BAKE_POSES,
-                                                  seed=BAKE_SEED, progress=progress)
+    def bake(samples):
+        vertex, sample = bake_followed_candidates(avatar, name, params, samples=samples, k=CANDIDATES,
+                                                  n_poses=BAKE_POSES, seed=BAKE_SEED, progress=progress)
         return {"vertex": vertex.triangles, **({} if sample is None else {"sample": sample.triangles})}
 
     def make():
         samples = garment_samples(avatar, name)
         key = candidates_cache_key(avatar, name) + [samples.ends, samples.bary, samples.chord, FOLLOW_REACH,
                                                     sorted(vars(params).items())]
-        arrays = cached_arrays("candidates", key, bake)
+        arrays = cached_arrays("candidates", key, lambda: bake(samples))
         nf = len(avatar.body.mesh.faces)
         out = [SurfaceCandidates(np.ascontiguousarray(arrays[k], dtype=np.int32), nf) if k in arrays else None
                for k in ("vertex", "sample")]
