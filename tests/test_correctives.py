@@ -138,6 +138,39 @@ def test_packaged_bake_keeps_body_parts_apart_in_poses_it_never_saw(avatar, buil
     np.testing.assert_array_equal(both.body.posed(stand), planes.body.posed(stand))
 
 
+def test_training_poses_add_arms_at_the_sides_with_the_rest_of_the_body_at_rest(avatar):
+    from kisekae.avatar.poses import ARMS_AT_SIDES, Z, resolve_bone, rest_elevation
+
+    sk = avatar.skeleton
+    poses = C.training_poses(sk, 4, 30, seed=3)
+    assert len(poses) == 34
+    rom = range_of_motion_poses(sk, 4, seed=3)
+    for p, q in zip(poses[:4], rom):
+        np.testing.assert_array_equal(p.skinning_matrices(sk), q.skinning_matrices(sk))
+    moved = {resolve_bone(sk, e[0], "test") for e in ARMS_AT_SIDES}
+    arm = resolve_bone(sk, "upperarm_l", "test")
+    child = int(np.flatnonzero(np.asarray(sk.parents) == arm)[0])
+    def chain(b):
+        while b >= 0:
+            yield b
+            b = int(sk.parents[b])
+
+    down = []
+    for p in poses[4:]:
+        m = p.skinning_matrices(sk)
+        for b in range(sk.n_bones):
+            if not any(a in moved for a in chain(b)):
+                np.testing.assert_allclose(m[b], np.eye(4), atol=1e-12)
+        d = (m[child] @ sk.rest[child][:, 3])[:3] - (m[arm] @ sk.rest[arm][:, 3])[:3]
+        down.append(np.degrees(np.arctan2(np.hypot(d[0], d[2]), -d[1])))  # the upper arm's angle from hanging
+    assert max(down) < 70.0 and np.median(down) < 35.0  # the range of motion raises them to 120°
+    assert rest_elevation(sk, arm, Z) > 30.0  # the rest pose holds the arms out (A-pose): hanging is a turn away
+    assert len(C.training_poses(sk, 2, 0)) == 2
+    for bad in (-1, 1.5, True):
+        with pytest.raises(KisekaeError, match="corrective arm poses"):
+            C.training_poses(sk, 4, bad)
+
+
 def test_same_body_wherever_it_stands(avatar, builtin):
     from scipy.spatial.transform import Rotation
 
@@ -274,11 +307,12 @@ def test_cli_bake_and_check(tmp_path, capsys):
     from kisekae.cli import main
 
     out = tmp_path / "c.npz"
-    assert main(["bake-correctives", "--poses", "3", "-o", str(out)]) == 0
-    assert "from 3 poses" in capsys.readouterr().out
+    assert main(["bake-correctives", "--poses", "3", "--arm-poses", "2", "-o", str(out)]) == 0
+    assert "from 3 + 2 poses" in capsys.readouterr().out
     assert main(["bake-correctives", "--poses", "3", "-o", str(out)]) == 2  # no overwrite without --force
     assert "exists" in capsys.readouterr().err
-    assert C.load_correctives(out).settings["samples"] == 3
+    assert C.load_correctives(out).settings["samples"] == 5
+    assert C.load_correctives(out).settings["arm_poses"] == 2
     rc = main(["check", "--pose", "crouch", "--garment", "tights", "--correctives", "builtin", "--self-contact",
                "--json", str(tmp_path / "r.json")])
     assert rc in (0, 1)

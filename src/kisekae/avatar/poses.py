@@ -175,6 +175,19 @@ RANGE_OF_MOTION = (
     ("lowerarm_l", Y, -130.0, 0.0, "rest"), ("lowerarm_r", Y, 0.0, 130.0, "rest"),
 )
 
+#: Arms within reach of the torso, as walking and standing clips hold them: each upper arm from 8° across the body
+#: to 25° out from hanging, swung 50° forward to 40° back, with the clavicles and elbows over their whole range and
+#: the rest of the body at rest. :data:`RANGE_OF_MOTION` draws the arm's elevation over 125°, so an arm that hangs
+#: against the chest, where skinning buries it, is a small share of its draws; the body's correctives add these
+#: (:func:`kisekae.avatar.correctives.training_poses`). Legs and spine stay at rest, so their correctives' features
+#: are 0 in these poses and the fit of a vertex that only they move is unchanged.
+ARMS_AT_SIDES = (
+    ("upperarm_l", Z, -8.0, 25.0, "down"), ("upperarm_r", Z, -25.0, 8.0, "down"),
+    ("clavicle_l", Z, -10.0, 20.0, "rest"), ("clavicle_r", Z, -20.0, 10.0, "rest"),
+    ("upperarm_l", X, -50.0, 40.0, "rest"), ("upperarm_r", X, -50.0, 40.0, "rest"),
+    ("lowerarm_l", Y, -130.0, 0.0, "rest"), ("lowerarm_r", Y, 0.0, 130.0, "rest"),
+)
+
 
 def rest_elevation(skeleton: Skeleton, bone: int, axis) -> float:
     """Degrees by which ``bone`` (head to its first child's head) is turned about the world ``axis`` from
@@ -192,8 +205,9 @@ def rest_elevation(skeleton: Skeleton, bone: int, axis) -> float:
     return float(np.degrees(np.arctan2(np.cross(down, d) @ a, down @ d)))
 
 
-def range_of_motion_poses(skeleton: Skeleton, n: int, seed: int = 0) -> list:
-    """``n`` poses drawn from :data:`RANGE_OF_MOTION` (reproducible for a ``seed``).
+def range_of_motion_poses(skeleton: Skeleton, n: int, seed: int = 0, ranges=RANGE_OF_MOTION) -> list:
+    """``n`` poses drawn from ``ranges`` (default :data:`RANGE_OF_MOTION`; also :data:`ARMS_AT_SIDES`), reproducible
+    for a ``seed``.
 
     For bakes that must cover what a body can do rather than a list of poses (the garment's surface
     candidates, :func:`kisekae.fit.surface.bake_surface_candidates`). Bones the skeleton lacks (through
@@ -204,7 +218,7 @@ def range_of_motion_poses(skeleton: Skeleton, n: int, seed: int = 0) -> list:
         raise KisekaeError(f"must be a whole number of poses, got {n!r}", "poses")
     rng = np.random.default_rng(seed)
     bones = []
-    for bone, axis, lo, hi, frame in RANGE_OF_MOTION:
+    for bone, axis, lo, hi, frame in ranges:
         try:
             b = resolve_bone(skeleton, bone, "range of motion")
         except KisekaeError:

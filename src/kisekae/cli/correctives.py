@@ -10,7 +10,7 @@ from .common import add_body_arg, add_force_arg, check_outputs
 def register(sub):
     p = sub.add_parser("bake-correctives", help="learn pose-space correctives of the body (docs/contact.md)",
                        description="Solves the body's self-contact offline (the continuation from rest) in POSES "
-                                   "range-of-motion poses and fits corrective shapes that follow the joint rotations, "
+                                   "range-of-motion poses and M poses with the arms at the sides, and fits corrective shapes that follow the joint rotations, "
                                    "so the per-frame body keeps its parts apart (`--correctives FILE` on check, fit, "
                                    "tension, wound, demo). About a second a pose on one core.")
     p.add_argument("--avatar", metavar="FILE", help="avatar file (.glb/.gltf/.vrm) instead of the built-in one")
@@ -18,6 +18,9 @@ def register(sub):
     p.add_argument("--rig", choices=["game_engine", "cmu_mb"], default="game_engine",
                    help="rig of the built-in avatar (default: game_engine)")
     p.add_argument("--poses", type=int, default=None, metavar="N", help="range-of-motion poses to solve (default 360)")
+    p.add_argument("--arm-poses", type=int, default=None, metavar="M",
+                   help="poses with the arms at the sides solved besides (default 180; 0 for none): the range of "
+                        "motion rarely hangs an arm against the chest, where skinning buries it")
     p.add_argument("--seed", type=int, default=0, help="seed of the range-of-motion draw (default 0)")
     p.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
     p.add_argument("--half", action="store_true",
@@ -33,7 +36,7 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
-    from ..avatar.correctives import TRAIN_POSES, bake_correctives_parallel, save_correctives
+    from ..avatar.correctives import TRAIN_ARM_POSES, TRAIN_POSES, bake_correctives_parallel, save_correctives
     from ..errors import KisekaeError
     from .common import body_shape
 
@@ -42,6 +45,7 @@ def run(args) -> int:
         raise KisekaeError("the output must be an .npz file", str(out))
     check_outputs([out], force=args.force)
     n = TRAIN_POSES if args.poses is None else args.poses
+    arms = TRAIN_ARM_POSES if args.arm_poses is None else args.arm_poses
     if args.jobs < 1:
         raise KisekaeError(f"must be at least 1, got {args.jobs}", "--jobs")
     if args.avatar:
@@ -52,18 +56,18 @@ def run(args) -> int:
         from ..avatar.builtin import load_builtin_avatar
 
         avatar = load_builtin_avatar(args.rig, body_shape(args))
-    bar = tqdm(total=n, desc="contact solve", unit="pose", file=sys.stderr)
+    bar = tqdm(total=n + max(arms, 0), desc="contact solve", unit="pose", file=sys.stderr)
 
     def progress(done, total):
         bar.update(done - bar.n)
 
     try:
-        c = bake_correctives_parallel(avatar, n, args.seed, jobs=args.jobs, progress=progress)
+        c = bake_correctives_parallel(avatar, n, args.seed, arm_poses=arms, jobs=args.jobs, progress=progress)
     finally:
         bar.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     save_correctives(c, out, half=args.half)
     active = int((c.vertex_ptr[1:] > c.vertex_ptr[:-1]).sum())
     print(f"{out}: {len(c.joints)} joints x {c.centres.shape[1]} centres, {active} of {c.n_vertices} body vertices "
-          f"corrected, from {n} poses")
+          f"corrected, from {n} + {arms} poses")
     return 0
