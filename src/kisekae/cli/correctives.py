@@ -10,7 +10,8 @@ from .common import add_body_arg, add_force_arg, check_outputs
 def register(sub):
     p = sub.add_parser("bake-correctives", help="learn pose-space correctives of the body (docs/contact.md)",
                        description="Solves the body's self-contact offline (the continuation from rest) in POSES "
-                                   "range-of-motion poses and M poses with the arms at the sides, and fits corrective shapes that follow the joint rotations, "
+                                   "range-of-motion poses and M poses with the arms at the sides, and fits corrective "
+                                   "shapes that follow the joint rotations, "
                                    "so the per-frame body keeps its parts apart (`--correctives FILE` on check, fit, "
                                    "tension, wound, demo). About a second a pose on one core.")
     p.add_argument("--avatar", metavar="FILE", help="avatar file (.glb/.gltf/.vrm) instead of the built-in one")
