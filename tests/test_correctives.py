@@ -51,6 +51,27 @@ def _synthetic(avatar, n=40, seed=5):
     return mats, phi, first
 
 
+def test_arm_joints_get_their_own_width(avatar, avatar_cmu):
+    """The joints that the arms-at-the-sides poses turn take ``arm_sigma`` times their centres' median spacing,
+    every other joint ``sigma`` times it; on either rig."""
+    sk = avatar.skeleton
+    arms = C.arm_joints(sk)
+    assert {sk.names[b] for b in arms} == {f"{p}_{s}" for p in ("clavicle", "upperarm", "lowerarm") for s in "lr"}
+    assert len(C.arm_joints(avatar_cmu.skeleton)) == 6
+    mats, _, _ = _synthetic(avatar, n=40)
+    d = np.zeros((40, avatar.body.mesh.n_vertices, 3), np.float32)
+    d[:, 0, 0] = 1e-3 * np.arange(40)
+    one = C.fit_correctives(avatar, mats, d, centres=6, sigma=1.0, arm_sigma=1.0)
+    two = C.fit_correctives(avatar, mats, d, centres=6, sigma=1.0, arm_sigma=2.0)
+    np.testing.assert_array_equal(one.centres, two.centres)
+    want = np.array([2.0 if int(j) in arms else 1.0 for j in one.joints])
+    assert (want == 2.0).sum() >= 4  # the samples turn the arms
+    np.testing.assert_allclose(two.sigma / one.sigma, want, rtol=1e-12)
+    assert two.settings["arm_sigma"] == 2.0 and two.settings["sigma"] == 1.0
+    with pytest.raises(KisekaeError, match="arm_sigma"):
+        C.fit_correctives(avatar, mats, d, arm_sigma=0.0)
+
+
 def test_fit_recovers_a_known_corrective_model(avatar):
     """Offsets made by a known linear model of the features of the joints near each vertex are fitted back
     exactly (ridge 0), and predicted at poses the fit never saw."""
@@ -141,11 +162,12 @@ def test_packaged_bake_keeps_body_parts_apart_in_poses_it_never_saw(avatar, buil
 def test_packaged_bake_frees_arms_hanging_at_the_sides(avatar, builtin):
     """Arms hanging straight down (the rest A-pose's upper arms turned down by their rest elevation) bury the
     upper arm in the ribs under skinning. Buried / crossings: the planes alone 74 / 116; a bake without the
-    arms-at-the-sides training poses 47 / 82 (ratios 0.64 / 0.71), the packaged one with them 36 / 74."""
+    arms-at-the-sides training poses 47 / 82; one with them 36 / 74; with them and the arms' wider bases
+    (``arm_sigma``, the packaged bake) 9 / 12 (docs/contact.md, "Basis width")."""
     from kisekae.avatar.poses import Pose, Z, resolve_bone, rest_elevation
     from kisekae.qa.check import self_contact_pose
 
-    assert builtin.settings.get("arm_poses", 0) >= 100
+    assert builtin.settings.get("arm_poses", 0) >= 100 and builtin.settings["arm_sigma"] > builtin.settings["sigma"]
     sk = avatar.skeleton
     pose = Pose.rest(sk, "arms_hanging")
     for name in ("upperarm_l", "upperarm_r"):
@@ -154,8 +176,8 @@ def test_packaged_bake_frees_arms_hanging_at_the_sides(avatar, builtin):
     planes = avatar.with_body_contact()
     a = self_contact_pose(planes, pose)
     b = self_contact_pose(C.with_correctives(planes, builtin), pose)
-    assert b["body_buried"] < 0.55 * a["body_buried"], (a["body_buried"], b["body_buried"])
-    assert b["body_self_crossings"] < 0.68 * a["body_self_crossings"], (a["body_self_crossings"], b["body_self_crossings"])
+    assert b["body_buried"] < 0.3 * a["body_buried"], (a["body_buried"], b["body_buried"])
+    assert b["body_self_crossings"] < 0.3 * a["body_self_crossings"], (a["body_self_crossings"], b["body_self_crossings"])
 
 
 def test_training_poses_add_arms_at_the_sides_with_the_rest_of_the_body_at_rest(avatar):

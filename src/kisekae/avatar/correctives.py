@@ -18,7 +18,8 @@ follow the joint rotations. This module learns them from the solve:
    The second term makes every feature exactly 0 at the rest rotation (so the rest pose is unchanged), and
    both terms fade far from every centre, so a rotation outside what the samples covered gets no correction
    rather than the nearest centre's. Centres: ``K`` farthest-point picks of the samples' rotations, starting
-   from the one farthest from rest (the rest rotation is not a centre: its feature would vanish everywhere); ``σ`` = :data:`SIGMA` times the median distance from a centre to its nearest neighbour.
+   from the one farthest from rest (the rest rotation is not a centre: its feature would vanish everywhere); ``σ`` = :data:`SIGMA` times the median distance from a centre to its nearest neighbour, and
+   :data:`ARM_SIGMA` times it for the joints of the arms-at-the-sides draw (clavicles, upper and lower arms).
 3. **Fit** (:func:`fit_correctives`): each vertex's rest-space correction is a sum over the joints near it
    (the joints of the bones it is weighted to, their parents and children) of a linear function of those
    joints' features, fitted by ridge regression (``λ`` = :data:`RIDGE` times the mean diagonal of the Gram
@@ -51,6 +52,11 @@ from ..errors import KisekaeError
 CENTRES = 16
 #: Width of a basis function, in units of the median spacing of a joint's centres.
 SIGMA = 1.0
+#: The same for the joints that :data:`kisekae.avatar.poses.ARMS_AT_SIDES` turns (clavicles, upper and lower arms),
+#: chosen by measurement (docs/contact.md, "Basis width"): at 1.0 arms hanging at the sides stayed buried in the
+#: ribs (9 of 36 buried vertices left at 1.75); widening the legs' and spine's bases too changed their body by
+#: little and the per-frame garments in the deep knee bends for the worse.
+ARM_SIGMA = 1.75
 #: Ridge weight, relative to the mean diagonal of the Gram matrix of the features.
 RIDGE = 1e-2
 #: Joints that the samples turn by less than this (radians) get no features.
@@ -402,7 +408,7 @@ def _near_joints(skeleton, skin, joints, threshold: float = 0.01) -> list:
     return out
 
 
-def _check_fit_input(sk, n, mats, d, centres, sigma, ridge, active) -> None:
+def _check_fit_input(sk, n, mats, d, centres, sigma, arm_sigma, ridge, active) -> None:
     """Raise :class:`KisekaeError` for samples or settings :func:`fit_correctives` cannot use."""
     if mats.ndim != 4 or mats.shape[1:] != (sk.n_bones, 4, 4) or d.shape != (len(mats), n, 3):
         raise KisekaeError(f"expected (S, {sk.n_bones}, 4, 4) matrices and (S, {n}, 3) offsets, got {mats.shape} "
@@ -411,13 +417,27 @@ def _check_fit_input(sk, n, mats, d, centres, sigma, ridge, active) -> None:
         raise KisekaeError("needs at least two finite samples", "corrective samples")
     if isinstance(centres, bool) or not (isinstance(centres, (int, np.integer)) and centres >= 2):
         raise KisekaeError(f"must be an integer >= 2, got {centres!r}", "corrective centres")
-    for name, v in (("sigma", sigma), ("ridge", ridge), ("active", active)):
-        if not (np.isfinite(v) and v >= 0) or (name == "sigma" and v == 0):
+    for name, v in (("sigma", sigma), ("arm_sigma", arm_sigma), ("ridge", ridge), ("active", active)):
+        if not (np.isfinite(v) and v >= 0) or (name.endswith("sigma") and v == 0):
             raise KisekaeError(f"must be a finite number >= 0 (sigma > 0), got {v!r}", f"corrective {name}")
 
 
-def _joint_bases(q, k: int, sigma: float) -> tuple:
-    """(joints (J,), centres (J, k, 4), widths (J,)) from the samples' joint rotations ``q (S, B, 4)``."""
+def arm_joints(skeleton) -> set:
+    """Bone indices that :data:`kisekae.avatar.poses.ARMS_AT_SIDES` turns on ``skeleton`` (those it has)."""
+    from .poses import ARMS_AT_SIDES, resolve_bone
+
+    out = set()
+    for bone, *_ in ARMS_AT_SIDES:
+        try:
+            out.add(resolve_bone(skeleton, bone, "arm joints"))
+        except KisekaeError:
+            continue
+    return out
+
+
+def _joint_bases(q, k: int, sigma) -> tuple:
+    """(joints (J,), centres (J, k, 4), widths (J,)) from the samples' joint rotations ``q (S, B, 4)``;
+    ``sigma`` (B,) per bone."""
     turn = _angle(q, np.array([[0.0, 0.0, 0.0, 1.0]]))[..., 0].max(axis=0)
     joints = np.flatnonzero(turn > MIN_TURN)
     cen = np.array([_farthest_centres(q[:, j], k) for j in joints]).reshape(len(joints), k, 4)
@@ -425,7 +445,7 @@ def _joint_bases(q, k: int, sigma: float) -> tuple:
     for s in range(len(joints)):
         dc = _angle(cen[s], cen[s])
         np.fill_diagonal(dc, np.inf)
-        widths[s] = sigma * max(float(np.median(dc.min(axis=1))), 1e-3)
+        widths[s] = sigma[joints[s]] * max(float(np.median(dc.min(axis=1))), 1e-3)
     return joints, cen, widths
 
 
@@ -450,8 +470,9 @@ def _ridge_groups(phi, d, groups: dict, ridge: float, n: int) -> tuple:
     return ptr, entry_joint, coef.reshape(-1, k, 3)
 
 
-def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: float = SIGMA, ridge: float = RIDGE,
-                    active: float = ACTIVE, settings: dict | None = None) -> PoseCorrectives:
+def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: float = SIGMA,
+                    arm_sigma: float = ARM_SIGMA, ridge: float = RIDGE, active: float = ACTIVE,
+                    settings: dict | None = None) -> PoseCorrectives:
     """Fit :class:`PoseCorrectives` to sampled corrections (module docstring, step 3).
 
     Parameters
@@ -459,7 +480,8 @@ def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: flo
     avatar : Avatar
     mats : (S, B, 4, 4) skinning matrices of the samples
     offsets : (S, N, 3) rest-space corrections, metres (:func:`correction_samples`)
-    centres, sigma, ridge, active : the settings of the module docstring
+    centres, sigma, arm_sigma, ridge, active : the settings of the module docstring (``arm_sigma`` for the joints of
+        :func:`arm_joints`; equal to ``sigma`` for one width everywhere)
     settings : dict or None, stored in the bake as given (how the samples were made)
 
     Returns
@@ -470,9 +492,11 @@ def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: flo
     mats = np.asarray(mats, dtype=np.float64)
     d = np.asarray(offsets, dtype=np.float64)
     n = body.mesh.n_vertices
-    _check_fit_input(sk, n, mats, d, centres, sigma, ridge, active)
+    _check_fit_input(sk, n, mats, d, centres, sigma, arm_sigma, ridge, active)
     q = np.array([joint_quaternions(sk, m) for m in mats])  # (S, B, 4)
-    joints, cen, widths = _joint_bases(q, int(centres), sigma)
+    per_bone = np.full(sk.n_bones, float(sigma))
+    per_bone[sorted(arm_joints(sk))] = float(arm_sigma)
+    joints, cen, widths = _joint_bases(q, int(centres), per_bone)
     phi = joint_features(q[:, joints], cen, widths)  # (S, J, K)
     moved = np.linalg.norm(d, axis=2).max(axis=0) > active
     near = _near_joints(sk, body.skin, joints)
@@ -484,6 +508,7 @@ def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: flo
     out = PoseCorrectives(joints.astype(np.int64), cen, widths, ptr, entry_joint, coef, list(sk.names),
                           mesh_hash(body.mesh.vertices, body.mesh.faces, body.skin),
                           dict(settings or {}, samples=len(mats), centres=int(centres), sigma=float(sigma),
+                               arm_sigma=float(arm_sigma),
                                ridge=float(ridge), active=float(active)))
     out.check()
     return out
