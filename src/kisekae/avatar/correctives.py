@@ -53,9 +53,9 @@ CENTRES = 16
 #: Width of a basis function, in units of the median spacing of a joint's centres.
 SIGMA = 1.0
 #: The same for the joints that :data:`kisekae.avatar.poses.ARMS_AT_SIDES` turns (clavicles, upper and lower arms),
-#: chosen by measurement (docs/contact.md, "Basis width"): at 1.0 arms hanging at the sides stayed buried in the
-#: ribs (9 of 36 buried vertices left at 1.75); widening the legs' and spine's bases too changed their body by
-#: little and the per-frame garments in the deep knee bends for the worse.
+#: chosen by measurement (docs/contact.md, "Basis width"): at 1.0, arms hanging at the sides stayed buried in the
+#: ribs (36 buried body vertices; 9 at 1.75); widening the legs' and spine's bases too changed their body little
+#: and made the per-frame garments in the deep knee bends worse.
 ARM_SIGMA = 1.75
 #: Ridge weight, relative to the mean diagonal of the Gram matrix of the features.
 RIDGE = 1e-2
