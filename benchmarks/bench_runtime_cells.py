@@ -8,6 +8,7 @@ warmed up from rest as ``kisekae check --runtime`` does. Each *variant* is a set
 - ``default``: ``kisekae check --runtime`` as it ships (the edge lift and unflip, capped at ``FINISH_STEP`` a frame);
 - ``no-lift``: ``--no-edge-lift`` (the path before 2026-12-04);
 - ``uncapped``: ``--finish-step none``;
+- ``no-correctives``: ``--garment-correctives off`` (plain skinning as the start; the path before 2026-12-05);
 - ``step=M``: ``--finish-step M`` (metres), e.g. ``step=0.002``.
 
 Printed per variant: cells, the totals of vertices inside, edges through the body, flipped faces, folded pairs and
@@ -37,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMED = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_up", "arms_forward", "twist")
 SAMPLES = ROOT / "src" / "kisekae" / "data" / "samples"
 GARMENTS = ("tights", "skirt", str(SAMPLES / "female_casualsuit01.mhclo"), str(SAMPLES / "male_worksuit01.mhclo"))
-FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-step", "none"]}
+FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-step", "none"],
+         "no-correctives": ["--garment-correctives", "off"]}
 
 
 def variant_flags(name: str) -> list:
@@ -46,7 +48,7 @@ def variant_flags(name: str) -> list:
         return FIXED[name]
     if name.startswith("step="):
         return ["--finish-step", name[len("step="):]]
-    raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped or step=M)")
+    raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives or step=M)")
 
 
 def pose_flags(poses) -> list:

@@ -472,7 +472,7 @@ def _ridge_groups(phi, d, groups: dict, ridge: float, n: int) -> tuple:
 
 def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: float = SIGMA,
                     arm_sigma: float = ARM_SIGMA, ridge: float = RIDGE, active: float = ACTIVE,
-                    settings: dict | None = None) -> PoseCorrectives:
+                    settings: dict | None = None, part: str = "body") -> PoseCorrectives:
     """Fit :class:`PoseCorrectives` to sampled corrections (module docstring, step 3).
 
     Parameters
@@ -483,12 +483,14 @@ def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: flo
     centres, sigma, arm_sigma, ridge, active : the settings of the module docstring (``arm_sigma`` for the joints of
         :func:`arm_joints`; equal to ``sigma`` for one width everywhere)
     settings : dict or None, stored in the bake as given (how the samples were made)
+    part : ``"body"`` or a garment's name: the mesh the offsets belong to (its skin picks each vertex's joints and
+        its rest mesh and skin are hashed; :mod:`kisekae.fit.garment_correctives` fits garments so)
 
     Returns
     -------
     PoseCorrectives
     """
-    sk, body = avatar.skeleton, avatar.body
+    sk, body = avatar.skeleton, avatar.part(part)
     mats = np.asarray(mats, dtype=np.float64)
     d = np.asarray(offsets, dtype=np.float64)
     n = body.mesh.n_vertices
@@ -533,6 +535,30 @@ def training_poses(skeleton, n_poses: int = TRAIN_POSES, arm_poses: int = TRAIN_
             + range_of_motion_poses(skeleton, int(arm_poses), seed=seed + 1, ranges=ARMS_AT_SIDES))
 
 
+def chunk_bounds(total: int, size: int) -> list:
+    """``[(lo, hi), ...]``: ``range(total)`` in consecutive chunks of at most ``size``."""
+    return [(lo, min(lo + size, total)) for lo in range(0, total, size)]
+
+
+def pooled_samples(chunk, jobs_args: list, jobs: int, total: int, progress=None) -> tuple:
+    """``chunk(job)`` for each of ``jobs_args`` in ``jobs`` forked worker processes, in order.
+
+    Each call returns ``(mats (s, B, 4, 4), offsets (s, N, 3))`` for its ``s`` poses; returned concatenated along
+    the poses, so the result does not depend on ``jobs``. ``progress(done, total)`` is called after each chunk.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    parts, done = [], 0
+    with ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+        for part in pool.map(chunk, jobs_args):
+            parts.append(part)
+            done += len(part[0])
+            if progress is not None:
+                progress(done, total)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
 def _samples_chunk(job):
     avatar, n_poses, arm_poses, seed, lo, hi = job
     return correction_samples(avatar, training_poses(avatar.skeleton, n_poses, arm_poses, seed)[lo:hi])
@@ -553,25 +579,12 @@ def bake_correctives_parallel(avatar, n_poses: int = TRAIN_POSES, seed: int = 0,
     fit : settings passed to :func:`fit_correctives`
     """
     poses = training_poses(avatar.skeleton, n_poses, arm_poses, seed)
-    total = len(poses)
     if jobs <= 1:
         mats, offsets = correction_samples(avatar, poses, progress=progress)
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        size = 8
-        chunks = [(avatar, int(n_poses), int(arm_poses), seed, lo, min(lo + size, total))
-                  for lo in range(0, total, size)]
-        parts, done = [], 0
-        with ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
-            for part in pool.map(_samples_chunk, chunks):
-                parts.append(part)
-                done += len(part[0])
-                if progress is not None:
-                    progress(done, total)
-        mats = np.concatenate([p[0] for p in parts])
-        offsets = np.concatenate([p[1] for p in parts])
+        mats, offsets = pooled_samples(_samples_chunk, [(avatar, int(n_poses), int(arm_poses), seed, lo, hi)
+                                                        for lo, hi in chunk_bounds(len(poses), 8)],
+                                       jobs, len(poses), progress)
     return fit_correctives(avatar, mats, offsets, settings={"poses": "range_of_motion", "n_poses": int(n_poses),
                                                             "arm_poses": int(arm_poses), "seed": int(seed)}, **fit)
 

@@ -54,6 +54,13 @@ def register(sub):
                         "turned over turned back), the default: over 17 poses x 4 garments a third of the edges "
                         "through the body and of the flipped faces (docs/fit.md); --no-edge-lift ends it with the "
                         "stretch limit; records say edge_lift")
+    p.add_argument("--garment-correctives", action="append", metavar="auto|off|FILE",
+                   help="with --runtime-method carried or surface: start each frame from the skinned garment plus its "
+                        "pose-space correctives, learned from this path over the range of motion (auto, the default: "
+                        "the packaged ones of the built-in tights, else none; FILE, repeatable: a bake from "
+                        "`kisekae bake-correctives --garment`, for the garment it was made for, the others auto; "
+                        "docs/fit.md 'Garment correctives'), or from plain skinning (off); pop_mm, flips and strain "
+                        "are measured against plain skinning either way")
     p.add_argument("--finish-step", type=_finish_step, default=None, metavar="M|none",
                    help="with the edge lift: the most it and the unflip may move a garment vertex in one frame, "
                         "metres (default 0.004: the carry takes the rest up in the next frames, and the lift's pops "
@@ -100,6 +107,31 @@ def _finish_step(text: str) -> _Step:
     return _Step(value)
 
 
+def _garment_correctives(avatar, garments, values) -> str:
+    """Register the bakes that ``--garment-correctives`` names on ``avatar``; returns the runtime's choice."""
+    from ..avatar.correctives import load_correctives
+    from ..fit.garment_correctives import use_garment_correctives
+
+    if "off" in values:
+        if len(values) > 1:
+            raise KisekaeError("off turns every garment's correctives off; give it alone", "--garment-correctives")
+        return "off"
+    for value in values:
+        if value == "auto":
+            continue
+        try:
+            c = load_correctives(value)
+            name = c.settings.get("garment")
+            if name not in garments:
+                raise KisekaeError(f"made for garment {name!r}, which is not among --garment "
+                                   f"({', '.join(garments)})" if name else
+                                   "a body bake, not a garment's (`kisekae bake-correctives --garment`)", value)
+            use_garment_correctives(avatar, name, c)
+        except KisekaeError as exc:
+            raise KisekaeError(f"{exc}", "--garment-correctives") from None
+    return "auto"
+
+
 def run(args) -> int:
     from ..qa.check import format_table, json_record
 
@@ -110,6 +142,7 @@ def run(args) -> int:
         raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and the edge lift (on unless "
                            "--no-edge-lift)", "--finish-step")
     avatar, garments = load_avatar(args)
+    args.garment_correctives = _garment_correctives(avatar, garments, args.garment_correctives or ["auto"])
     poses = load_poses(args, avatar)
     if args.inbetweens > 1:
         from ..render.animation import inbetween
@@ -177,7 +210,7 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
                                  edge_lift=args.edge_lift,
                                  finish_step=FINISH_STEP if args.finish_step is None else args.finish_step.value,
-                                 layers=args.layered)
+                                 layers=args.layered, correctives=args.garment_correctives)
         positions, metrics = {k: v[0] for k, v in corrected.items()}, {k: dict(v[1]) for k, v in corrected.items()}
         if args.layered:
             _add_layer_stats(avatar, garments, positions, metrics)

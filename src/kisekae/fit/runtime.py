@@ -38,6 +38,7 @@ from .bound import bind_to_skin, push_out_runtime
 from .carry import CarryState, carry_start
 from .fitting import fit_capsules
 from .fix import params_for
+from .garment_correctives import corrected_skin, garment_correctives
 from .pushout import CapsulePushPlan, PushParams
 from .surface import (BAKE_POSES, CANDIDATES, FINISH_STEP, SurfaceCandidates, garment_chords,
                       one_ring, surface_runtime)
@@ -257,7 +258,7 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
                  method: str = "carried", state: CarryState | None = None, edge_lift: bool = True,
-                 finish_step: float | None = FINISH_STEP, layers: bool = False) -> dict:
+                 finish_step: float | None = FINISH_STEP, layers: bool = False, correctives: str = "auto") -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -281,6 +282,10 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         garment is also pushed out of the corrected garments beneath it, between its stretch limit and its edge lift
         (:func:`kisekae.fit.layer_push.layer_push`, with candidates of each pair baked once:
         :func:`layer_candidates`); False: each garment is corrected against the body alone
+    correctives : ``"auto"`` or ``"off"``, for ``"carried"`` and ``"surface"``: start from the skinned garment plus its
+        pose-space correctives where it has them (:func:`kisekae.fit.garment_correctives.garment_correctives`: the
+        packaged ones of the built-in garments, or those given with ``use_garment_correctives``), or from plain
+        skinning
 
     Returns
     -------
@@ -304,9 +309,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         local[:, :3, 3] -= origin
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step, layers)
+                           finish_step, layers, correctives)
         else:
-            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers)
+            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
@@ -326,19 +331,21 @@ def _metrics(push, ms: float, method: str, **extra) -> dict:
     return {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms, "runtime_method": method, **extra}
 
 
-def _setup(avatar: Avatar, garments, params, edge_lift: bool) -> dict:
+def _setup(avatar: Avatar, garments, params, edge_lift: bool, correctives: str = "off") -> dict:
     """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
-    faces)``, the baked parts made once and cached on the avatar."""
+    faces, pose-space correctives or None)``, the baked parts made once and cached on the avatar."""
     return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
-                   *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)))
+                   *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)),
+                   garment_correctives(avatar, name, correctives))
             for name in garments}
 
 
 def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None,
                   layers: bool = False) -> dict:
     """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
-    corrected (N, 3) float64, push (N,), milliseconds the garment's correction took); ``starts``: callable
+    corrected (N, 3) float64, push (N,) from plain skinning, milliseconds the garment's correction took; the skinned
+    positions include the garment's correctives, if it has them); ``starts``: callable
     (name, skinned) -> where the first push starts, or None: the skinned positions; ``finish_step`` as
     :func:`kisekae.fit.surface.surface_runtime`'s; ``layers``: the garments of ``setup`` are worn together, innermost
     first, and each is pushed out of the corrected garments before it between its stretch limit and its edge lift
@@ -347,12 +354,15 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
     out = {}
-    for name, (p, cand, ring, chord, lift, gfaces) in setup.items():
-        x = avatar.part(name).posed(m).astype(np.float64)
+    for name, (p, cand, ring, chord, lift, gfaces, gc) in setup.items():
+        plain = avatar.part(name).posed(m).astype(np.float64)
         between = _beneath(avatar, name, p, ring, out) if layers and out else None
         t0 = time.perf_counter()
-        start = None if starts is None else starts(name, x)
-        new, push = surface_runtime(x, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
+        # the correctives only move where the first push starts: smoothing, stretch limit and cap measure from plain
+        # skinning, so the cloth keeps its skinned edge lengths
+        x = corrected_skin(avatar, name, gc, m, plain)
+        start = x if starts is None else starts(name, x)
+        new, push = surface_runtime(plain, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
                                     faces=gfaces, finish_step=finish_step, between=between)
         out[name] = (x, new, push, (time.perf_counter() - t0) * 1e3)
     return out
@@ -416,21 +426,21 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
-             layers: bool = False) -> dict:
+             layers: bool = False, correctives: str = "off") -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
-    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift), finish_step=finish_step,
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives), finish_step=finish_step,
                          layers=layers)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift,
                                      finish_step=finish_step)) for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
-             finish_step: float | None = None, layers: bool = False) -> dict:
+             finish_step: float | None = None, layers: bool = False, correctives: str = "off") -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
     steps = state.path(avatar.skeleton, m)
-    setup = _setup(avatar, garments, params, edge_lift)
+    setup = _setup(avatar, garments, params, edge_lift, correctives)
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,

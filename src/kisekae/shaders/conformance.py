@@ -1331,30 +1331,44 @@ def corrective_analytic_checks():
 
 def corrective_avatar_checks(poses=SURFACE_POSES):
     """``KisekaeCorrectiveFeature`` and ``KisekaeCorrectiveOffset`` against :mod:`kisekae.avatar.correctives` with
-    the packaged bake of the built-in body, in ``poses``."""
+    the packaged bakes of the built-in body and of its tights (:mod:`kisekae.fit.garment_correctives`: the same
+    functions on a garment's buffers), in ``poses``."""
     from ..avatar.builtin import load_builtin_avatar
-    from ..avatar.correctives import (builtin_correctives_path, corrective_offsets_numpy, joint_features,
-                                      joint_quaternions, load_correctives)
-    from ..avatar.poses import named_pose
+    from ..avatar.correctives import builtin_correctives_path, load_correctives
+    from ..fit.garment_correctives import packaged_garment_path
 
     av = load_builtin_avatar()
-    c = _memo(("correctives",), lambda: load_correctives(builtin_correctives_path("game_engine")))
+    bakes = [("", lambda: load_correctives(builtin_correctives_path("game_engine")))]
+    bakes += [(f"{g} ", lambda g=g: load_correctives(str(packaged_garment_path("game_engine", g))))
+              for g in ("tights",)]
+    checks = []
+    for label, load in bakes:
+        c = _memo(("correctives", label), load)
+        checks += _corrective_bake_checks(av, c, label, poses)
+    return checks
+
+
+def _corrective_bake_checks(av, c, label: str, poses) -> list:
+    """The checks of :func:`corrective_avatar_checks` for one bake ``c``; ``label`` prefixes their names."""
+    from ..avatar.correctives import corrective_offsets_numpy, joint_features, joint_quaternions
+    from ..avatar.poses import named_pose
+
     checks = []
     for name in poses:
         m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
         q = joint_quaternions(av.skeleton, m)[c.joints]
         want = joint_features(q.astype(np.float32).astype(np.float64), c.centres, c.sigma)
         got = X.gpu_corrective_features(q, c.centres, c.sigma)
-        checks.append(Check(f"corrective features {name}", _err(got, want), TOL_FEATURE, want.size))
+        checks.append(Check(f"{label}corrective features {name}", _err(got, want), TOL_FEATURE, want.size))
         f32 = want.astype(np.float32).astype(np.float64)
         ref = corrective_offsets_numpy(c, f32)
-        checks.append(Check(f"corrective offsets {name} ({int((np.abs(ref).max(1) > 1e-3).sum())} over 1 mm)",
+        checks.append(Check(f"{label}corrective offsets {name} ({int((np.abs(ref).max(1) > 1e-3).sum())} over 1 mm)",
                             _err(X.gpu_corrective_offsets(c, f32), ref), TOL_CORRECTIVE, len(ref)))
         # the whole frame on the GPU (its own features) against the float64 reference of the pose
         full = corrective_offsets_numpy(c, joint_features(joint_quaternions(av.skeleton, m)[c.joints], c.centres,
                                                           c.sigma))
-        checks.append(Check(f"corrective frame {name}", _err(X.gpu_corrective_offsets(c, got), full), TOL_CORRECTIVE,
-                            len(full)))
+        checks.append(Check(f"{label}corrective frame {name}", _err(X.gpu_corrective_offsets(c, got), full),
+                            TOL_CORRECTIVE, len(full)))
     return checks
 
 
