@@ -175,3 +175,32 @@ def test_bake_does_not_depend_on_the_worker_count(contact_avatar):
     one = bake_garment_correctives(contact_avatar, "skirt", n_poses=20, arm_poses=2, seed=1)
     two = bake_garment_correctives(contact_avatar, "skirt", n_poses=20, arm_poses=2, seed=1, jobs=2)
     assert np.array_equal(one.vertex_ptr, two.vertex_ptr) and np.array_equal(one.coefficients, two.coefficients)
+
+
+def test_fit_exports_the_garment_correctives_for_the_engine(tmp_path, contact_avatar):
+    """``kisekae fit`` writes tights.correctives.json + .bytes (the packaged bake, in the body bake's format) and
+    nothing for the skirt, which has none; an engine reading the bake gets the offsets the per-frame path starts
+    from."""
+    import json
+
+    from kisekae.avatar.correctives import corrective_offsets_numpy
+    from kisekae.cli import main
+    from kisekae.shaders import corrective_bake as B
+
+    assert main(["fit", "--pose", "stand", "--garment", "tights", "--garment", "skirt", "-o", str(tmp_path)]) == 0
+    assert not B.corrective_bake_paths(tmp_path, "skirt")[0].exists()
+    head, blob = B.corrective_bake_paths(tmp_path, "tights")
+    sk = contact_avatar.skeleton
+    c, rest, parent_rest, parents = B.correctives_from_bake(json.loads(head.read_text()), blob.read_bytes(), sk.names)
+    packaged = garment_correctives(contact_avatar, "tights")
+    assert c.settings["garment"] == "tights" and c.n_vertices == contact_avatar.part("tights").mesh.n_vertices
+    np.testing.assert_array_equal(c.coefficients, packaged.coefficients.astype(np.float32))
+    m = named_pose(sk, "knee_bend").skinning_matrices(sk)
+    got = corrective_offsets_numpy(c, B.engine_features(c, rest, parent_rest, parents, m))
+    want = BodyCorrectives(packaged, sk, contact_avatar.part("tights").skin).rest_offsets(m)
+    assert np.abs(want).max() > 5e-3  # the knee bend asks for real offsets
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # the plain body has no garment correctives either
+    plain = tmp_path / "plain"
+    assert main(["fit", "--no-contact", "--pose", "stand", "--garment", "tights", "-o", str(plain)]) == 0
+    assert not B.corrective_bake_paths(plain, "tights")[0].exists()

@@ -480,7 +480,8 @@ def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
 
 # KisekaeStretchLimits, not KisekaeStretchLimit: a kernel named as the core function it calls is an overloaded entry
 # point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
-_PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeSurfacePushFirst",
+_PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeGarmentCorrectives",
+                  "KisekaeSurfacePushFirst",
                   "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeSampleLifts",
                   "KisekaeEdgeLifts", "KisekaeLiftApply", "KisekaeUnflips", "KisekaeFinish", "KisekaeGarmentNormals",
                   "KisekaeLayerPush", "KisekaeLayerPushAgain")
@@ -516,8 +517,14 @@ def test_compute_kernels_declared_and_dispatched():
     assert text.index("#define KISEKAE_LOAD_GARMENT_SKINNED") < text.index('#include "KisekaeCore.hlsl"')
     assert "KisekaeStretchLimit(v, _KisekaeStretchLimit, moved)" in text
     # the carried correction: read by the first push, written by the finish, its keep set, cleared on a reset
-    assert "KisekaeCarryStart(x, _KisekaeCorrectionRW[v].xyz, _KisekaeCarryKeep)" in text
-    assert "_KisekaeCorrectionRW[v] = float4(disp, 0.0);" in text
+    record = cs[cs.index("void Record(CommandBuffer cmd)"):]
+    assert re.search(r"KisekaeCarryStart\(x \+ _KisekaeGarmentCorrectiveRW\[v\]\.xyz, _KisekaeCorrectionRW\[v\]\.xyz,\s+"
+                     r"_KisekaeCarryKeep\)", text)
+    assert "_KisekaeCorrectionRW[v] = float4(disp - _KisekaeGarmentCorrectiveRW[v].xyz, 0.0);" in text
+    # the garment's correctives: computed before the first push, bound to it and to the finish
+    assert record.index("RecordCorrectives(cmd);") < record.index("cmd.DispatchCompute(cs, _kPushFirst, ")
+    assert "foreach (int k in new[] { _kPushFirst, _kFinish })" in cs and "public KisekaeBodyCorrectives garmentCorrectives;" in cs
+    assert "public const int SkinInfluences = 8;" in cs and "public const int CorrectiveCentres = 16;" in cs
     assert '"_KisekaeCarryKeep", carryKeep' in cs and f"public float carryKeep = {KEEP}f;" in cs
     assert 'cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction)' in cs
     assert 'cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeCorrectionRW", _correction)' in cs
@@ -698,7 +705,7 @@ class _Kernel:
 
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
-                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None):
+                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None, correctives=None):
     """KisekaeSurfacePush.cs's frame: the thirteen kernels with its bindings, its ping-pong (the smoothing, the second
     push, the stretch-limit passes, the edge lift and unflip rounds and the unflips, from the bake's counts) and its
     stride-40 skinned buffers (position, normal,
@@ -707,7 +714,10 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     the correction buffer and _KisekaeCarryKeep (None: zeros, keep 0), and then the correction buffer after the
     frame (N, 4) is returned last. ``finish_step``: metres in _KisekaeFinishStep (None: -1, no cap). ``layer``: the
     garment beneath (KisekaeSurfacePush.beneath, RecordLayer): dict of its world ``positions`` and ``normals`` (M, 3),
-    ``triangles`` and the layer ``bake`` (load_surface_bake of OUTER.over.INNER)."""
+    ``triangles`` and the layer ``bake`` (load_surface_bake of OUTER.over.INNER). ``correctives``: the garment's
+    pose-space correctives (KisekaeSurfacePush.garmentCorrectives): dict of the bake ``c``
+    (:class:`~kisekae.avatar.correctives.PoseCorrectives`), this frame's ``features`` (J, K), the garment's ``skin``
+    and the world ``skin_matrices`` (B, 4, 4), run through KisekaeGarmentCorrectives first (None: zero offsets)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -799,6 +809,12 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
                                                    "_KisekaeBodyNormals": body_nrm, "_KisekaeBodyCurvatureRW": body_kv})
     common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm,
               "_KisekaeBodyCurvature": body_kv}
+    offsets = buf(np.zeros((n, 4), np.float32).tobytes())
+    if correctives is not None:
+        kernels["KisekaeGarmentCorrectives"].run(n, uni, {**_corrective_buffers(correctives, n, buf, u32, f4),
+                                                          "_KisekaeGarmentCorrectiveRW": offsets})
+    bufs["_KisekaeGarmentCorrectiveRW"] = offsets
+    common["_KisekaeGarmentCorrectiveRW"] = offsets
     kernels["KisekaeSurfacePushFirst"].run(n, uni, {**common, "_KisekaeDisplacementOut": disp[0],
                                                     "_KisekaeCorrectionRW": correction}, textures)
     src_i = 0
@@ -847,6 +863,26 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         b.release()
     tex.release()
     return out
+
+
+def _corrective_buffers(correctives, n, buf, u32, f4) -> dict:
+    """KisekaeSurfacePush.UploadCorrectives' and RecordCorrectives' buffers for ``unity_frame``'s ``correctives``."""
+    c, skin = correctives["c"], correctives["skin"]
+    k = c.centres.shape[1]
+    assert k == 16  # KISEKAE_CORRECTIVE_CENTRES
+    ptr = np.asarray(c.vertex_ptr)
+    idx = np.zeros((n, 8), np.uint32)
+    w = np.zeros((n, 8), np.float32)
+    idx[:, :skin.indices.shape[1]] = skin.indices
+    w[:, :skin.weights.shape[1]] = skin.weights
+    m = np.asarray(correctives["skin_matrices"], np.float32)
+    coef = np.zeros((max(len(c.entry_joint), 1) * k, 4), np.float32)
+    coef[:len(c.entry_joint) * k, :3] = np.asarray(c.coefficients, np.float32).reshape(-1, 3)
+    return {"_KisekaeCorrectiveRange": u32(np.c_[ptr[:-1], np.diff(ptr)]), "_KisekaeCorrectiveJoint": u32(c.entry_joint),
+            "_KisekaeCorrectiveCoef": f4(coef),
+            "_KisekaeCorrectiveFeature": buf(np.asarray(correctives["features"], np.float32).tobytes()),
+            "_KisekaeGarmentBones": u32(idx), "_KisekaeGarmentWeights": buf(w.tobytes()),
+            "_KisekaeSkinRows": f4(m[:, :3, :].reshape(-1, 4))}
 
 
 def _unity_layer(kernels, layer, uni, bufs, buf, f4, u32, vertex_faces, disp, src_i, sample_lift, lifts, n, ns,
@@ -1080,3 +1116,40 @@ def test_unity_kernels_push_the_skirt_out_of_the_tights(baked, tmp_path):
     assert before > 30 and after < before // 4, (before, after)  # the layer push matters here
     err = np.linalg.norm(pos[:, :3] - ref, axis=1)
     assert (err > 1e-5).sum() <= 0.01 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_start_from_the_garment_correctives(avatar, baked, tmp_path):
+    """KisekaeSurfacePush.garmentCorrectives: two carried frames (crouch, then sit) with the packaged tights
+    correctives equal kisekae's runtime (kisekae.fit.runtime._surface_step): the first push starts from the corrected
+    skinning plus 0.9 of last frame's correction beyond it, while the smoothing, stretch limit and cap measure from
+    plain skinning; the carried buffer holds the correction beyond the corrected skinning."""
+    from kisekae.avatar.correctives import load_correctives
+    from kisekae.fit.carry import KEEP, carry_start
+    from kisekae.fit.garment_correctives import corrected_skin, packaged_garment_path
+
+    av, cand, ring, doc, head, binary, lift = baked
+    c = load_correctives(str(packaged_garment_path("game_engine", "tights")))
+    bake, mesh, faces = _load(head, av), avatar.part("tights").mesh, avatar.body.mesh.faces
+    params = params_for("tights", None)
+    previous = np.zeros((mesh.n_vertices, 3))  # beyond the corrected skinning
+    for pose in ("crouch", "sit"):
+        m = named_pose(avatar.skeleton, pose).skinning_matrices(avatar.skeleton)
+        body = avatar.body.posed(m).astype(np.float64)
+        x = avatar.part("tights").posed(m).astype(np.float64)
+        xc = corrected_skin(avatar, "tights", c, m, x)
+        assert np.linalg.norm(xc - x, axis=1).max() > 5e-3  # the correctives move the start here
+        normals = vertex_normals(body, faces).astype(np.float64)
+        ref, _ = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
+                                 start=carry_start(xc, previous, KEEP), lift=lift, faces=_garment_faces(mesh))
+        (tmp_path / pose).mkdir()
+        out = unity_frame(tmp_path / pose, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
+                          carry=(previous, KEEP), correctives={"c": c, "features": c.features(avatar.skeleton, m),
+                                                               "skin": avatar.part("tights").skin, "skin_matrices": m})
+        err = np.linalg.norm(out[0][:, :3] - ref, axis=1)
+        assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, (pose, np.sort(err)[-5:])
+        np.testing.assert_allclose(out[-1][:, :3], out[0][:, :3] - xc.astype(np.float32), atol=2e-6)
+        previous = out[-1][:, :3].astype(np.float64)
+    plain = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
+                            start=carry_start(x, previous, KEEP))[0]
+    assert np.abs(plain - ref).max() > 1e-3  # the correctives matter

@@ -14,7 +14,9 @@ def register(sub):
                                    "runs the exact-skin push-out for every (pose, garment) and writes the fixed "
                                    "garments as OBJ, with a JSON report (fit per bone, check before/after, draw "
                                    "order), the body contact (body_contact.json), the body's pose-space correctives "
-                                   "(body_correctives.json + .bytes, when the body has them) and, per garment, the surface "
+                                   "(body_correctives.json + .bytes, when the body has them), per garment its own pose-space "
+                                   "correctives where it has them (NAME.correctives.json + .bytes: the packaged ones "
+                                   "of the built-in tights on the default body) and the surface "
                                    "push's bake for the engine glue (NAME.surface.json + NAME.surface.bytes) and the "
                                    "body triangles it covers, which an engine culls while it is worn "
                                    "(NAME.covered.json).")
@@ -34,13 +36,14 @@ def run(args) -> int:
     import numpy as np
     from tqdm import tqdm
 
-    from ..fit.fitting import fit_capsules, fit_report
+    from ..fit.fitting import fit_report
+    from ..fit.garment_correctives import garment_correctives
     from ..fit.fix import fix_pose
     from ..fit.layers import draw_order
     from ..io.obj import write_obj
     from ..qa.check import body_topology, check_pose, format_table, json_record
     from ..qa.penetration import BodyQuery
-    from ..shaders.corrective_bake import corrective_bake, corrective_bake_paths
+    from ..shaders.corrective_bake import corrective_bake_paths
     from ..shaders.covered_bake import covered_bake_path
     from ..shaders.surface_bake import layer_bake_paths, surface_bake_paths
 
@@ -51,6 +54,8 @@ def run(args) -> int:
     rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
     contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
     corrective_paths = corrective_bake_paths(out) if _correctives(avatar) is not None else ()
+    garment_corrective_paths = {name: corrective_bake_paths(out, name) for name in garments
+                                if garment_correctives(avatar, name) is not None}
     surface_paths = {name: surface_bake_paths(out, name) for name in garments}
     layer_paths = {(outer, inner): layer_bake_paths(out, outer, inner) for i, outer in enumerate(garments)
                    for inner in garments[:i]} if args.layered else {}
@@ -59,23 +64,13 @@ def run(args) -> int:
     check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []), *corrective_paths,
                    *(p for pair in surface_paths.values() for p in pair), *covered_paths.values(),
                    *(p for pair in layer_paths.values() for p in pair),
+                   *(p for pair in garment_corrective_paths.values() for p in pair),
                    *(p for _, p in obj_list)], force=args.force, folders=[out])
     objs = dict(obj_list)
     out.mkdir(parents=True, exist_ok=True)
     body = avatar.body
     sk = avatar.skeleton
-    rig = fit_capsules(body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest, sk.names,
-                       faces=body.mesh.faces)
-    rig.save(rig_path)
-    vrm_path.write_text(json.dumps(rig.to_vrm_colliders(), indent=1))
-    if contact_path is not None:
-        from ..shaders.contact_bake import contact_bake
-
-        contact_path.write_text(json.dumps(contact_bake(_contact(avatar), sk.names)))
-    if corrective_paths:
-        doc, blob = corrective_bake(_correctives(avatar), sk)
-        corrective_paths[0].write_text(json.dumps(doc))
-        corrective_paths[1].write_bytes(blob)
+    rig = _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths)
     _write_garment_bakes(avatar, surface_paths, covered_paths)
     _write_layer_bakes(avatar, layer_paths)
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
@@ -98,15 +93,48 @@ def run(args) -> int:
     report["records"] = [json_record(r) for r in records]
     report_path.write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
     print(format_table(records))
-    extra = f", {contact_path.name} (the body contact for the engine glue)" if contact_path is not None else ""
-    extra += (f", {corrective_paths[0].name} + .bytes (the body's pose-space correctives)" if corrective_paths
-              else "")
-    extra += (f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes) and covered-skin culling lists "
-              "(*.covered.json)")
-    extra += (f", {len(layer_paths)} layer push bakes (OUTER.over.INNER.surface.json + .bytes)" if layer_paths else "")
+    extra = _summary(contact_path, corrective_paths, garment_corrective_paths, surface_paths, layer_paths)
     print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json{extra} "
           f"to {out}")
     return 0
+
+
+def _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths):
+    """Fit and write the capsule rig (JSON and VRM colliders), the body contact and the pose-space correctives of the
+    body and of the garments that have them; returns the rig."""
+    from ..fit.fitting import fit_capsules
+    from ..fit.garment_correctives import garment_correctives
+    from ..shaders.corrective_bake import corrective_bake
+
+    body, sk = avatar.body, avatar.skeleton
+    rig = fit_capsules(body.mesh.vertices, body.skin.indices, body.skin.weights, sk.rest, sk.names,
+                       faces=body.mesh.faces)
+    rig.save(rig_path)
+    vrm_path.write_text(json.dumps(rig.to_vrm_colliders(), indent=1))
+    if contact_path is not None:
+        from ..shaders.contact_bake import contact_bake
+
+        contact_path.write_text(json.dumps(contact_bake(_contact(avatar), sk.names)))
+    bakes = [(corrective_paths, _correctives(avatar))] if corrective_paths else []
+    bakes += [(paths, garment_correctives(avatar, name)) for name, paths in garment_corrective_paths.items()]
+    for (head, blob_path), correctives in bakes:
+        doc, blob = corrective_bake(correctives, sk)
+        head.write_text(json.dumps(doc))
+        blob_path.write_bytes(blob)
+    return rig
+
+
+def _summary(contact_path, corrective_paths, garment_corrective_paths, surface_paths, layer_paths) -> str:
+    """What ``kisekae fit`` wrote besides the rig, garments and report, for its last line."""
+    extra = f", {contact_path.name} (the body contact for the engine glue)" if contact_path is not None else ""
+    extra += (f", {corrective_paths[0].name} + .bytes (the body's pose-space correctives)" if corrective_paths
+              else "")
+    extra += (f", the pose-space correctives of {', '.join(garment_corrective_paths)} (GARMENT.correctives.json + "
+              ".bytes)" if garment_corrective_paths else "")
+    extra += (f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes) and covered-skin culling lists "
+              "(*.covered.json)")
+    return extra + (f", {len(layer_paths)} layer push bakes (OUTER.over.INNER.surface.json + .bytes)"
+                    if layer_paths else "")
 
 
 def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> None:

@@ -1345,6 +1345,24 @@ def corrective_avatar_checks(poses=SURFACE_POSES):
     for label, load in bakes:
         c = _memo(("correctives", label), load)
         checks += _corrective_bake_checks(av, c, label, poses)
+    return checks + _skinned_offset_checks(av, _memo(("correctives", bakes[1][0]), bakes[1][1]), "tights", poses)
+
+
+def _skinned_offset_checks(av, c, garment: str, poses) -> list:
+    """``KisekaeSkinnedOffset`` (the garment correctives' start, carried by the blended skinning rotation) against
+    :func:`kisekae.avatar.correctives.skinned_offsets` for the garment's offsets in ``poses``."""
+    from ..avatar.correctives import BodyCorrectives, skinned_offsets
+    from ..avatar.poses import named_pose
+
+    skin = av.part(garment).skin
+    checks = []
+    for name in poses:
+        m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
+        d = BodyCorrectives(c, av.skeleton, skin).rest_offsets(m).astype(np.float32).astype(np.float64)
+        want = skinned_offsets(skin, m.astype(np.float32).astype(np.float64), d)
+        got = X.gpu_skinned_offsets(d, skin.indices, skin.weights, m)
+        checks.append(Check(f"{garment} skinned corrective offsets {name} ({int((np.abs(want).max(1) > 1e-3).sum())} "
+                            "over 1 mm)", _err(got, want), TOL_CORRECTIVE, len(want)))
     return checks
 
 

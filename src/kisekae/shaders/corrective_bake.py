@@ -15,7 +15,9 @@
   builds them, since Unity applies blend shapes before skinning as the correctives need).
 
 :func:`corrective_bake` writes both (``kisekae fit`` saves them as ``body_correctives.json`` +
-``body_correctives.bytes``); :func:`correctives_from_bake` reads them back, checked.
+``body_correctives.bytes``, and a garment's pose-space correctives, where it has them, as ``GARMENT.correctives.json`` +
+``.bytes``: the same format, its ``settings`` naming the garment); :func:`correctives_from_bake` reads them back,
+checked.
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ BAKE_VERSION = 1
 MAX_BYTES = 256 * 2 ** 20
 
 
-def corrective_bake_paths(out) -> tuple:
-    """``(out/body_correctives.json, out/body_correctives.bytes)``."""
+def corrective_bake_paths(out, garment: str | None = None) -> tuple:
+    """``(out/body_correctives.json, out/body_correctives.bytes)``, or for ``garment`` its pose-space correctives
+    (:mod:`kisekae.fit.garment_correctives`, the same format over the garment's vertices):
+    ``(out/GARMENT.correctives.json, out/GARMENT.correctives.bytes)``."""
     out = Path(out)
-    return out / "body_correctives.json", out / "body_correctives.bytes"
+    stem = "body_correctives" if garment is None else f"{garment}.correctives"
+    return out / f"{stem}.json", out / f"{stem}.bytes"
 
 
 def corrective_bake(correctives: PoseCorrectives, skeleton) -> tuple:

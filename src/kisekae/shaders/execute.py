@@ -55,7 +55,11 @@ MODES = {
     "corrective_offset": 25,
     "corrective_feature": 26,
     "clamp_step": 27,
+    "skinned_offset": 28,
 }
+
+#: Bone influences a vertex that ``KisekaeSkinnedOffset`` reads in the harness (``KISEKAE_SKIN_INFLUENCES``).
+SKIN_INFLUENCES = 8
 
 #: Per-vertex textures of ``kisekae_source_vertex_textures.hlsl``: key -> (HLSL name, texture unit here).
 VERTEX_TEXTURES = {
@@ -1064,6 +1068,44 @@ def gpu_corrective_offsets(correctives, features):
         return np.concatenate([a, np.zeros((max(n - len(a), 0), 4), np.float32)])
 
     o0, _ = _run("corrective_offset", "constants", n, in1=ranges, in2=rows(entries), in3=rows(coef), in4=rows(feat))
+    return o0[:, :3]
+
+
+def gpu_skinned_offsets(rest_offsets, skin_indices, skin_weights, skin_matrices):
+    """``KisekaeSkinnedOffset`` on the GPU: rest-space offsets carried by each vertex's blended skinning rotation,
+    :func:`kisekae.avatar.correctives.skinned_offsets` (up to :data:`SKIN_INFLUENCES` a vertex; fewer are padded
+    with weight 0).
+
+    Parameters
+    ----------
+    rest_offsets : (N, 3) metres; skin_indices, skin_weights : (N, <= 8); skin_matrices : (B, 4, 4)
+
+    Returns
+    -------
+    (N, 3) float32 posed offsets, metres
+    """
+    d = np.asarray(rest_offsets, dtype=np.float32).reshape(-1, 3)
+    n = len(d)
+    idx = np.asarray(skin_indices).reshape(n, -1)
+    w = np.asarray(skin_weights, dtype=np.float32).reshape(n, -1)
+    m = np.asarray(skin_matrices, dtype=np.float32).reshape(-1, 4, 4)
+    if idx.shape[1] > SKIN_INFLUENCES or w.shape != idx.shape or (idx.size and (idx.min() < 0 or idx.max() >= len(m))):
+        raise KisekaeError(f"expected at most {SKIN_INFLUENCES} influences a vertex with bone ids in range", "skin")
+    if not n:
+        return np.zeros((0, 3), np.float32)
+    bones = np.zeros((n, SKIN_INFLUENCES), np.float32)
+    weights = np.zeros((n, SKIN_INFLUENCES), np.float32)
+    bones[:, :idx.shape[1]] = idx
+    weights[:, :w.shape[1]] = w
+    offsets = np.zeros((n, 4), np.float32)
+    offsets[:, :3] = d
+
+    def rows(a):  # the harness reads at least n rows of every input
+        a = a.reshape(-1, 4)
+        return np.concatenate([a, np.zeros((max(n - len(a), 0), 4), np.float32)])
+
+    o0, _ = _run("skinned_offset", "constants", n, in0=offsets, in1=rows(bones), in2=rows(weights),
+                 in5=rows(m[:, :3, :]))
     return o0[:, :3]
 
 

@@ -14,6 +14,13 @@
 //   KISEKAE_LOAD_CORRECTIVE_JOINT(e)    uint, joint slot of entry e (entry_joint)
 //   KISEKAE_LOAD_CORRECTIVE_COEF(e, k)  float3, coefficient k of entry e (coefficients, m)
 //   KISEKAE_LOAD_CORRECTIVE_FEATURE(j, k)  float, this frame's feature k of joint slot j
+// A garment's correctives (kisekae.fit.garment_correctives) are the same data over its vertices; the per-frame garment
+// correction starts from the skinned garment plus the offset carried by the vertex's blended skinning rotation
+// (kisekae.avatar.correctives.add_skinned_offsets), KisekaeSkinnedOffset, which reads
+//   KISEKAE_SKIN_INFLUENCES             bone influences a vertex (default 8; unused ones have weight 0)
+//   KISEKAE_LOAD_SKIN_BONE(v, i)        uint, bone of influence i of vertex v
+//   KISEKAE_LOAD_SKIN_WEIGHT(v, i)      float, its weight
+//   KISEKAE_LOAD_SKIN_ROW(b, r)         float4, row r (0..2) of bone b's skinning matrix (xyz: its rotation part)
 #ifndef KISEKAE_CORRECTIVE_HLSL
 #define KISEKAE_CORRECTIVE_HLSL
 
@@ -54,6 +61,26 @@ float3 KisekaeCorrectiveOffset(uint v)
         }
     }
     return offset;
+}
+#endif
+
+#ifdef KISEKAE_LOAD_SKIN_ROW
+#ifndef KISEKAE_SKIN_INFLUENCES
+#define KISEKAE_SKIN_INFLUENCES 8
+#endif
+// Vertex v's rest-space offset (m) carried to the posed space by the blend of its skinning rotations:
+// sum_i w_i R(b_i) offset, R the upper-left 3 x 3 of the bone's skinning matrix (no translation).
+float3 KisekaeSkinnedOffset(uint v, float3 offset)
+{
+    float3 r = float3(0.0, 0.0, 0.0);
+    for (uint i = 0u; i < (uint)KISEKAE_SKIN_INFLUENCES; i++)
+    {
+        // an unused slot has weight 0 and a valid bone id (0): it adds nothing
+        uint b = KISEKAE_LOAD_SKIN_BONE(v, i);
+        r += KISEKAE_LOAD_SKIN_WEIGHT(v, i) * float3(dot(KISEKAE_LOAD_SKIN_ROW(b, 0u).xyz, offset), dot(KISEKAE_LOAD_SKIN_ROW(b, 1u).xyz, offset),
+                        dot(KISEKAE_LOAD_SKIN_ROW(b, 2u).xyz, offset));
+    }
+    return r;
 }
 #endif
 

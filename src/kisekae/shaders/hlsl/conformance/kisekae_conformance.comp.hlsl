@@ -78,6 +78,11 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_CORRECTIVE_JOINT(e) ((uint)gIn2[(e)].x)
 #define KISEKAE_LOAD_CORRECTIVE_COEF(e, k) (gIn3[(uint)KISEKAE_CORRECTIVE_CENTRES * (e) + (k)].xyz)
 #define KISEKAE_LOAD_CORRECTIVE_FEATURE(j, k) (gIn4[(uint)KISEKAE_CORRECTIVE_CENTRES * (j) + (k)].x)
+// Mode 28 (skinned offset) reads the rest offset from gIn0 (xyz), the vertex's 8 bone ids from gIn1 (rows 2 v and
+// 2 v + 1, xyzw), its weights from gIn2 the same way and the skinning matrices' rows from gIn5 (row 3 b + r).
+#define KISEKAE_LOAD_SKIN_BONE(v, i) ((uint)gIn1[2u * (v) + (i) / 4u][(i) % 4u])
+#define KISEKAE_LOAD_SKIN_WEIGHT(v, i) (gIn2[2u * (v) + (i) / 4u][(i) % 4u])
+#define KISEKAE_LOAD_SKIN_ROW(b, r) (gIn5[3u * (b) + (r)])
 #include "../kisekae_core.hlsl"
 
 
@@ -432,6 +437,13 @@ void main(uint3 id : SV_DispatchThreadID)
     {
         // feature of the joint rotation gIn0[i] for the centre gIn1[i], width gIn2[i].x (rad)
         y0 = float4(KisekaeCorrectiveFeature(gIn0[i], gIn1[i], gIn2[i].x), 0.0, 0.0, 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(28)
+    if (gMode == 28u)
+    {
+        // garment vertex i's rest offset gIn0[i] carried by its blended skinning rotation (bones gIn1, weights gIn2)
+        y0 = float4(KisekaeSkinnedOffset(i, x0.xyz), 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(27)

@@ -16,6 +16,11 @@
 // importers that flip X: rest matrices M X M, deltas (-x, y, z), centres (x, -y, -z, w), which leaves every
 // feature as it is. A bone name the renderer lacks, another vertex count or a malformed blob is refused with an
 // error naming the object, and the component disables itself (every weight 0: the body as plain skinning).
+// A garment's pose-space correctives (GARMENT.correctives.json + .bytes, kisekae.fit.garment_correctives) use the same
+// component on the garment's renderer with blendShapes off: it then only computes the features each frame (Features,
+// J x K) and holds the bake's arrays (VertexPtr, EntryJoint, Coefficients, x mirrored with mirrorX) for
+// KisekaeSurfacePush.garmentCorrectives, which adds the offsets where its push starts and keeps the plain skinning as
+// the reference (kisekae.fit.runtime).
 // Not compiled or run in kisekae's CI (no Unity there).
 using System;
 using System.Collections.Generic;
@@ -61,15 +66,29 @@ namespace Kisekae
     }
 
     [ExecuteAlways]
+    [DefaultExecutionOrder(-100)]  // enabled before KisekaeSurfacePush, which reads a garment's bake from it
     public class KisekaeBodyCorrectives : MonoBehaviour
     {
         public const int BakeVersion = 1; // = kisekae.shaders.corrective_bake.BAKE_VERSION
 
+        [Tooltip("The renderer the bake is for: the body, or a garment (with blendShapes off)")]
         public SkinnedMeshRenderer body;
         public TextAsset bake;
         public TextAsset blob;
         [Tooltip("Mirror the bake's X axis (glTF importers that flip X)")]
         public bool mirrorX = true;
+        [Tooltip("Apply the correctives as blend shapes (the body); off: only compute the features for " +
+                 "KisekaeSurfacePush.garmentCorrectives (a garment's bake)")]
+        public bool blendShapes = true;
+
+        // The features of this frame, J x K (joint-major), updated in LateUpdate; null while disabled or refused.
+        public float[] Features { get; private set; }
+        public int Centres => _bake != null ? _bake.centres : 0;
+        public int JointCount => _bake != null ? _bake.joints.Length : 0;
+        // The bake's arrays (the coefficients' x mirrored with mirrorX), kept with blendShapes off.
+        public uint[] VertexPtr { get; private set; }
+        public uint[] EntryJoint { get; private set; }
+        public float[] Coefficients { get; private set; }
 
         KisekaeCorrectiveBake _bake;
         int[] _bone;
@@ -176,7 +195,17 @@ namespace Kisekae
                 _parentRest[j] = Mat(_bake.joints[j].parentRest);
                 _localRest[j] = _parentRest[j].inverse * _rest[j];
             }
-            AddShapes(bytes);
+            Features = new float[nj * _bake.centres];
+            if (blendShapes)
+            {
+                AddShapes(bytes);
+                return;
+            }
+            VertexPtr = Uints(bytes, _bake.layout.vertexPtr);
+            EntryJoint = Uints(bytes, _bake.layout.entryJoint);
+            Coefficients = Floats(bytes, _bake.layout.coefficients);
+            if (mirrorX)
+                for (int at = 0; at < Coefficients.Length; at += 3) Coefficients[at] = -Coefficients[at];
         }
 
         void AddShapes(byte[] bytes)
@@ -242,7 +271,8 @@ namespace Kisekae
                     float d = Angle(q, _centre[j, c]) / sigma;
                     float cr = Angle(_centre[j, c], Quaternion.identity) / sigma;
                     float f = Mathf.Exp(-d * d) - Mathf.Exp(-toRest * toRest) * Mathf.Exp(-cr * cr);
-                    body.SetBlendShapeWeight(_firstShape[j] + c, 100f * f);
+                    Features[j * _bake.centres + c] = f;
+                    if (blendShapes) body.SetBlendShapeWeight(_firstShape[j] + c, 100f * f);
                 }
             }
         }

@@ -10,7 +10,11 @@
 //      then the body contact of KisekaeBodyContact when one is given (the body Kisekae/BodyURP draws), then the body's
 //      area-weighted vertex normals, then its curvature (KisekaeBodyCurvature over the triangles around each
 //      vertex, after the normals)                                                     3 dispatches over the body
-//   2. garment: the skinned vertices to world space plus carryKeep times the correction the previous frame ended
+//   2. garment: with garmentCorrectives (the garment's pose-space correctives, kisekae.fit.garment_correctives: a
+//      KisekaeBodyCorrectives with blendShapes off on the garment's renderer, fed GARMENT.correctives.json + .bytes),
+//      KisekaeGarmentCorrectives first: each vertex's corrective offset carried to world space by its blended
+//      skinning rotation (1 dispatch; the features and the bones' skinning rotations uploaded each frame); then
+//      the skinned vertices to world space plus that offset plus carryKeep times the correction the previous frame ended
 //      with (KisekaeCarryStart, kisekae.fit.carry: each vertex starts on the side of a fold it was on), KisekaeSurfacePush
 //      with the chord allowance (the baked chord, the body curvature; displacement A), smoothPasses dispatches of KisekaeSmoothPush ping-ponging A and B,
 //      KisekaeSurfacePush again (into the next buffer), limitPasses dispatches of KisekaeStretchLimit (one-ring edges
@@ -145,6 +149,12 @@ namespace Kisekae
         [Tooltip("Optional: the KisekaeSurfacePush of a garment worn under this one; this garment is then also pushed " +
                  "out of it each frame (kisekae runtime_pose layers=True), and that one's frame runs first")]
         public KisekaeSurfacePush beneath;
+        [Tooltip("Optional: the garment's pose-space correctives (kisekae fit's GARMENT.correctives.json + .bytes in a " +
+                 "KisekaeBodyCorrectives on the garment's renderer with blendShapes off): each frame starts from " +
+                 "the skinned garment plus them, as kisekae check --runtime does for garments that have them")]
+        public KisekaeBodyCorrectives garmentCorrectives;
+        public const int SkinInfluences = 8;    // = KISEKAE_SKIN_INFLUENCES of the kernel (kisekae_corrective.hlsl)
+        public const int CorrectiveCentres = 16;  // = KISEKAE_CORRECTIVE_CENTRES
         [Tooltip("With beneath: OUTER.over.INNER.surface.json from kisekae fit --layered")]
         public TextAsset layerHeader;
         [Tooltip("With beneath: OUTER.over.INNER.surface.bytes from kisekae fit --layered")]
@@ -160,7 +170,10 @@ namespace Kisekae
 
         int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
             _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals, _kLayerPush,
-            _kLayerPushAgain;
+            _kLayerPushAgain, _kGarmentCorrectives;
+        GraphicsBuffer _corrRange, _corrJoint, _corrCoef, _corrFeature, _garmentBones, _garmentWeights, _skinRows,
+            _garmentCorrective;  // the garment's correctives (garmentCorrectives); _garmentCorrective zeros without
+        Vector4[] _rows;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
         GraphicsBuffer _sampleEnds, _sampleWeights, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
@@ -332,6 +345,106 @@ namespace Kisekae
 
         // Null when there is no garment beneath or its layer bake fits this garment and that one, else the message
         // that refuses it. Reads the layer bake's candidates into _layerData.
+        // Null when garmentCorrectives is unset or fits the garment and the kernels, else the message that refuses it.
+        public string CorrectivesProblem()
+        {
+            string who = $"KisekaeSurfacePush on '{name}'";
+            KisekaeBodyCorrectives c = garmentCorrectives;
+            if (c == null) return null;
+            if (c.body != garment)
+                return $"{who}: the KisekaeBodyCorrectives on '{c.name}' is for another renderer, not the garment";
+            if (c.blendShapes)
+                return $"{who}: turn blendShapes off on the KisekaeBodyCorrectives on '{c.name}': the push keeps the " +
+                       "plain skinning as its reference and adds the garment's correctives where it starts";
+            if (!c.isActiveAndEnabled || c.Features == null || c.VertexPtr == null)
+                return $"{who}: the KisekaeBodyCorrectives on '{c.name}' is disabled or refused its bake";
+            if (c.Centres != CorrectiveCentres)
+                return $"{who}: the garment's correctives have {c.Centres} centres a joint, the kernel reads " +
+                       $"{CorrectiveCentres}";
+            if (!garment.sharedMesh.isReadable)
+                return $"{who}: turn on Read/Write in the import settings of '{garment.sharedMesh.name}' (its bone " +
+                       "weights are read once)";
+            return null;
+        }
+
+        // The garment's correctives' arrays and skin, uploaded once; without correctives only the zero offsets.
+        void UploadCorrectives(int n)
+        {
+            _garmentCorrective = Make(n, 16);
+            _garmentCorrective.SetData(new Vector4[n]);
+            KisekaeBodyCorrectives c = garmentCorrectives;
+            int e = c != null ? c.EntryJoint.Length : 0;
+            var range = new uint[2 * Math.Max(n, 1)];
+            var coef = new Vector4[Math.Max(e * CorrectiveCentres, 1)];
+            for (int v = 0; c != null && v < n; v++)
+            {
+                range[2 * v] = c.VertexPtr[v];
+                range[2 * v + 1] = c.VertexPtr[v + 1] - c.VertexPtr[v];
+            }
+            for (int i = 0; i < e * CorrectiveCentres; i++)
+                coef[i] = new Vector4(c.Coefficients[3 * i], c.Coefficients[3 * i + 1], c.Coefficients[3 * i + 2], 0f);
+            _corrRange = Make(Math.Max(n, 1), 8);
+            _corrRange.SetData(range);
+            _corrJoint = Upload(c != null ? c.EntryJoint : new uint[0], 0, e);
+            _corrCoef = Make(coef.Length, 16);
+            _corrCoef.SetData(coef);
+            _corrFeature = Make(c != null ? c.Features.Length : 1, 4);
+            // 8 influences a vertex, heaviest first (Unity sorts them), renormalised when a vertex has more
+            var bones = new uint[SkinInfluences * n];
+            var weights = new float[SkinInfluences * n];
+            if (c != null)
+            {
+                var per = garment.sharedMesh.GetBonesPerVertex();
+                var all = garment.sharedMesh.GetAllBoneWeights();
+                for (int v = 0, at = 0; v < n; at += per[v], v++)
+                {
+                    int k = Math.Min(per[v], SkinInfluences);
+                    float sum = 0f;
+                    for (int i = 0; i < k; i++) sum += all[at + i].weight;
+                    for (int i = 0; i < k; i++)
+                    {
+                        bones[SkinInfluences * v + i] = (uint)all[at + i].boneIndex;
+                        weights[SkinInfluences * v + i] = sum > 0f ? all[at + i].weight / sum : 0f;
+                    }
+                }
+            }
+            _garmentBones = Make(bones.Length, 4);
+            _garmentBones.SetData(bones);
+            _garmentWeights = Make(weights.Length, 4);
+            _garmentWeights.SetData(weights);
+            _rows = new Vector4[3 * Math.Max(garment.bones.Length, 1)];
+            _skinRows = Make(_rows.Length, 16);
+        }
+
+        // This frame's features and the bones' skinning rotations (bone.localToWorld * bindpose, the mesh's import
+        // scale divided out: the offsets are kisekae's metres), then KisekaeGarmentCorrectives.
+        void RecordCorrectives(CommandBuffer cmd)
+        {
+            ComputeShader cs = compute;
+            if (garmentCorrectives == null) return;
+            Matrix4x4[] bindposes = garment.sharedMesh.bindposes;
+            Transform[] bones = garment.bones;
+            for (int b = 0; b < bones.Length; b++)
+            {
+                Matrix4x4 m = bones[b] != null ? bones[b].localToWorldMatrix * bindposes[b] : Matrix4x4.identity;
+                float scale = ((Vector3)m.GetColumn(0)).magnitude;
+                scale = scale > 1e-12f ? scale : 1f;
+                for (int r = 0; r < 3; r++) _rows[3 * b + r] = m.GetRow(r) / scale;
+            }
+            cmd.SetBufferData(_skinRows, _rows);
+            cmd.SetBufferData(_corrFeature, garmentCorrectives.Features);
+            int k = _kGarmentCorrectives;
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveRange", _corrRange);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveJoint", _corrJoint);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveCoef", _corrCoef);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveFeature", _corrFeature);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentBones", _garmentBones);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentWeights", _garmentWeights);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeSkinRows", _skinRows);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentCorrectiveRW", _garmentCorrective);
+            cmd.DispatchCompute(cs, k, Groups(_nGarment), 1, 1);
+        }
+
         public string LayerProblem()
         {
             string who = $"KisekaeSurfacePush on '{name}'";
@@ -446,7 +559,7 @@ namespace Kisekae
 
         void OnEnable()
         {
-            string problem = BakeProblem() ?? LayerProblem();
+            string problem = BakeProblem() ?? LayerProblem() ?? CorrectivesProblem();
             if (problem != null)
             {
                 Debug.LogError(problem, this);
@@ -470,6 +583,7 @@ namespace Kisekae
             _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
             _kLayerPush = compute.FindKernel("KisekaeLayerPush");
             _kLayerPushAgain = compute.FindKernel("KisekaeLayerPushAgain");
+            _kGarmentCorrectives = compute.FindKernel("KisekaeGarmentCorrectives");
 
             int n = _nGarment, nb = _nBody, e = _nRing, ns = _nSamples;
             int at = 0;
@@ -530,6 +644,7 @@ namespace Kisekae
             _sampleLift = Make(ns, 16);
             _liftA = Make(n, 16);
             _liftB = Make(n, 16);
+            UploadCorrectives(n);
             ResetCarry();
             FillUntilTheFirstFrame(n);
 
@@ -800,6 +915,9 @@ namespace Kisekae
             cmd.SetComputeFloatParam(cs, "_KisekaeTurnStart", turnStart);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
             BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
+            RecordCorrectives(cmd);
+            foreach (int k in new[] { _kPushFirst, _kFinish })  // where the push starts, and what the carry keeps
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentCorrectiveRW", _garmentCorrective);
             cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction);  // last frame's
             foreach (int k in new[] { _kPushFirst, _kLiftApply, _kUnflips })  // set, then spent by the finish
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeFinishBudgetRW", _finishBudget);
