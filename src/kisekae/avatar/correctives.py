@@ -362,12 +362,8 @@ def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
         m = pose.skinning_matrices(avatar.skeleton).astype(np.float64)
         x = lbs(rest, body.skin.indices, body.skin.weights, m).astype(np.float64)
         y = np.asarray(solve(x, m), dtype=np.float64)
-        a = blended_rotations(body.skin, m)
-        d = np.linalg.solve(a, (y - x)[..., None])[..., 0]
-        if not np.all(np.isfinite(d)):
-            raise KisekaeError("a vertex's blended bone rotation is singular", f"corrective sample {pose.name}")
         mats.append(m)
-        offsets.append(d.astype(np.float32))
+        offsets.append(sample_offsets(body.skin, m, x, y, f"corrective sample {pose.name}"))
         if progress is not None:
             progress(s + 1, len(poses))
     nb = avatar.skeleton.n_bones
@@ -647,6 +643,22 @@ def live_joints(features) -> np.ndarray:
     """(J,) uint8: 1 for a joint with a feature above :data:`LIVE` in magnitude."""
     f = np.asarray(features)
     return (np.abs(f).max(axis=1, initial=0.0) > LIVE).astype(np.uint8)
+
+
+def sample_offsets(skin, skin_matrices, skinned, target, source: str) -> np.ndarray:
+    """(N, 3) float32 rest-space offsets that carry the ``skinned`` vertices (N, 3) to ``target`` under
+    ``skin_matrices``: the inverse of :func:`skinned_offsets`, one training sample of the correctives.
+
+    Raises
+    ------
+    KisekaeError
+        Naming ``source`` where a vertex's blended bone rotation is singular.
+    """
+    a = blended_rotations(skin, skin_matrices)
+    d = np.linalg.solve(a, (np.asarray(target, np.float64) - np.asarray(skinned, np.float64))[..., None])[..., 0]
+    if not np.all(np.isfinite(d)):
+        raise KisekaeError("a vertex's blended bone rotation is singular", source)
+    return d.astype(np.float32)
 
 
 def skinned_offsets(skin, skin_matrices, rest_offsets) -> np.ndarray:

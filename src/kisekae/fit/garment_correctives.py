@@ -34,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..avatar.correctives import (PoseCorrectives, TRAIN_ARM_POSES, TRAIN_POSES, BodyCorrectives, add_skinned_offsets,
-                                  blended_rotations, chunk_bounds, fit_correctives, load_correctives, mesh_hash,
-                                  pooled_samples, training_poses)
+                                  chunk_bounds, fit_correctives, load_correctives, mesh_hash, pooled_samples,
+                                  sample_offsets, training_poses)
 from ..errors import KisekaeError
 
 #: Width of a garment's basis functions, in units of the median spacing of a joint's centres (docs/fit.md).
@@ -78,11 +78,8 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
         m = pose.skinning_matrices(avatar.skeleton).astype(np.float64)
         y = runtime_pose(avatar, pose, [name], params, correctives="off")[name][0].astype(np.float64)
         x = part.skinned(m).astype(np.float64)
-        d = np.linalg.solve(blended_rotations(part.skin, m), (y - x)[..., None])[..., 0]
-        if not np.all(np.isfinite(d)):
-            raise KisekaeError("a vertex's blended bone rotation is singular", f"{name} corrective sample {pose.name}")
         mats.append(m)
-        offsets.append(d.astype(np.float32))
+        offsets.append(sample_offsets(part.skin, m, x, y, f"{name} corrective sample {pose.name}"))
         if progress is not None:
             progress(s + 1, len(poses))
     nb = avatar.skeleton.n_bones

@@ -343,8 +343,6 @@ namespace Kisekae
             return null;
         }
 
-        // Null when there is no garment beneath or its layer bake fits this garment and that one, else the message
-        // that refuses it. Reads the layer bake's candidates into _layerData.
         // Null when garmentCorrectives is unset or fits the garment and the kernels, else the message that refuses it.
         public string CorrectivesProblem()
         {
@@ -433,18 +431,18 @@ namespace Kisekae
             }
             cmd.SetBufferData(_skinRows, _rows);
             cmd.SetBufferData(_corrFeature, garmentCorrectives.Features);
-            int k = _kGarmentCorrectives;
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveRange", _corrRange);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveJoint", _corrJoint);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveCoef", _corrCoef);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeCorrectiveFeature", _corrFeature);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentBones", _garmentBones);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentWeights", _garmentWeights);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeSkinRows", _skinRows);
-            cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentCorrectiveRW", _garmentCorrective);
-            cmd.DispatchCompute(cs, k, Groups(_nGarment), 1, 1);
+            var bound = new (string, GraphicsBuffer)[] {
+                ("_KisekaeCorrectiveRange", _corrRange), ("_KisekaeCorrectiveJoint", _corrJoint),
+                ("_KisekaeCorrectiveCoef", _corrCoef), ("_KisekaeCorrectiveFeature", _corrFeature),
+                ("_KisekaeGarmentBones", _garmentBones), ("_KisekaeGarmentWeights", _garmentWeights),
+                ("_KisekaeSkinRows", _skinRows), ("_KisekaeGarmentCorrectiveRW", _garmentCorrective) };
+            foreach ((string id, GraphicsBuffer b) in bound)
+                cmd.SetComputeBufferParam(cs, _kGarmentCorrectives, id, b);
+            cmd.DispatchCompute(cs, _kGarmentCorrectives, Groups(_nGarment), 1, 1);
         }
 
+        // Null when there is no garment beneath or its layer bake fits this garment and that one, else the message
+        // that refuses it. Reads the layer bake's candidates into _layerData.
         public string LayerProblem()
         {
             string who = $"KisekaeSurfacePush on '{name}'";
