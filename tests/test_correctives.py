@@ -447,11 +447,12 @@ RWStructuredBuffer<float4> gOut;
 [numthreads(64, 1, 1)]
 void main(uint3 id : SV_DispatchThreadID)
 {
-    gOut[id.x] = float4(KisekaeCorrectiveOffset(id.x), 0.0);
+    gOut[id.x] = float4(KisekaeSkinnedOffset(id.x, KisekaeCorrectiveOffset(id.x)), 0.0);
 }
 """)
     c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
-    for name in ("m_correctivePtr", "m_correctiveJoint", "m_correctiveCoef", "m_correctiveFeature"):
+    for name in ("m_correctivePtr", "m_correctiveJoint", "m_correctiveCoef", "m_correctiveFeature", "m_skinBones",
+                 "m_skinWeights", "m_skinRows"):
         assert name in c.glsl, name
 
 

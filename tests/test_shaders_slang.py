@@ -147,6 +147,12 @@ RWStructuredBuffer<float> gFeatures;
 #define KISEKAE_LOAD_CORRECTIVE_JOINT(e) gEntryJoint[(e)]
 #define KISEKAE_LOAD_CORRECTIVE_COEF(e, k) gCoef[(uint)KISEKAE_CORRECTIVE_CENTRES * (e) + (k)].xyz
 #define KISEKAE_LOAD_CORRECTIVE_FEATURE(j, k) gFeatures[(uint)KISEKAE_CORRECTIVE_CENTRES * (j) + (k)]
+StructuredBuffer<uint> gBones;
+StructuredBuffer<float> gWeights;
+StructuredBuffer<float4> gSkinRows;
+#define KISEKAE_LOAD_SKIN_BONE(v, i) gBones[8u * (v) + (i)]
+#define KISEKAE_LOAD_SKIN_WEIGHT(v, i) gWeights[8u * (v) + (i)]
+#define KISEKAE_LOAD_SKIN_ROW(b, r) gSkinRows[3u * (b) + (r)]
 #include "kisekae_core.hlsl"
 StructuredBuffer<float4> gJointRotation;
 StructuredBuffer<float4> gCentre;
@@ -166,19 +172,29 @@ void corrective_rest(uint3 id : SV_DispatchThreadID)
 {
     gOut[id.x] = float4(gRestPosition[id.x].xyz + KisekaeCorrectiveOffset(id.x), 1.0);
 }
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void corrective_start(uint3 id : SV_DispatchThreadID)
+{
+    // a garment's: the offset carried by the vertex's blended skinning rotation, added after skinning
+    gOut[id.x] = float4(KisekaeSkinnedOffset(id.x, KisekaeCorrectiveOffset(id.x)), 0.0);
+}
 """
 
 
 def test_corrective_stage_compiles_with_slang_cpu_and_glslang():
     from kisekae.shaders import compile_hlsl
 
-    for entry in ("corrective_features", "corrective_rest"):
+    for entry in ("corrective_features", "corrective_rest", "corrective_start"):
         compile_with_slang(CORRECTIVE_STAGE, entry, name=f"kisekae_{entry}")
         c = compile_hlsl(CORRECTIVE_STAGE.replace('[shader("compute")]\n', ""), "comp", entry=entry, use_cache=False)
         assert c.spirv[:4] == b"\x03\x02\x23\x07"
     with pytest.raises(KisekaeError):  # the offset needs its data macros
         compile_with_slang(CORRECTIVE_STAGE.replace("#define KISEKAE_LOAD_CORRECTIVE_RANGE", "#define KISEKAE_UNUSED"),
                            "corrective_rest", name="kisekae_bad3")
+    with pytest.raises(KisekaeError):  # and the skinned offset its skin macros
+        compile_with_slang(CORRECTIVE_STAGE.replace("#define KISEKAE_LOAD_SKIN_ROW", "#define KISEKAE_UNUSED"),
+                           "corrective_start", name="kisekae_bad4")
 
 
 def test_slang_rejects_what_is_wrong():
