@@ -204,3 +204,18 @@ def test_fit_exports_the_garment_correctives_for_the_engine(tmp_path, contact_av
     plain = tmp_path / "plain"
     assert main(["fit", "--no-contact", "--pose", "stand", "--garment", "tights", "-o", str(plain)]) == 0
     assert not B.corrective_bake_paths(plain, "tights")[0].exists()
+    # --garment-correctives off writes none; a bake file is written for the garment it was made for
+    off = tmp_path / "off"
+    assert main(["fit", "--pose", "stand", "--garment", "tights", "--garment-correctives", "off", "-o", str(off)]) == 0
+    assert not B.corrective_bake_paths(off, "tights")[0].exists()
+    from kisekae.avatar.correctives import save_correctives
+
+    own = save_correctives(bake_garment_correctives(contact_avatar, "skirt", n_poses=6, arm_poses=0),
+                           tmp_path / "skirt.npz")
+    given = tmp_path / "given"
+    assert main(["fit", "--pose", "stand", "--garment", "tights", "--garment", "skirt", "--garment-correctives",
+                 str(own), "-o", str(given)]) == 0
+    head, blob = B.corrective_bake_paths(given, "skirt")
+    c, *_ = B.correctives_from_bake(json.loads(head.read_text()), blob.read_bytes(), sk.names)
+    assert c.settings["garment"] == "skirt" and c.settings["n_poses"] == 6
+    assert B.corrective_bake_paths(given, "tights")[0].exists()  # the others auto

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from ..errors import KisekaeError
-from .common import add_avatar_args, add_force_arg, add_push_args, check_outputs, load_avatar, load_poses, push_params
+from .common import (add_avatar_args, add_force_arg, add_push_args, check_outputs, garment_correctives_choice,
+                     load_avatar, load_poses, push_params)
 
 
 def register(sub):
@@ -107,31 +108,6 @@ def _finish_step(text: str) -> _Step:
     return _Step(value)
 
 
-def _garment_correctives(avatar, garments, values) -> str:
-    """Register the bakes that ``--garment-correctives`` names on ``avatar``; returns the runtime's choice."""
-    from ..avatar.correctives import load_correctives
-    from ..fit.garment_correctives import use_garment_correctives
-
-    if "off" in values:
-        if len(values) > 1:
-            raise KisekaeError("off turns every garment's correctives off; give it alone", "--garment-correctives")
-        return "off"
-    for value in values:
-        if value == "auto":
-            continue
-        try:
-            c = load_correctives(value)
-            name = c.settings.get("garment")
-            if name not in garments:
-                raise KisekaeError(f"made for garment {name!r}, which is not among --garment "
-                                   f"({', '.join(garments)})" if name else
-                                   "a body bake, not a garment's (`kisekae bake-correctives --garment`)", value)
-            use_garment_correctives(avatar, name, c)
-        except KisekaeError as exc:
-            raise KisekaeError(f"{exc}", "--garment-correctives") from None
-    return "auto"
-
-
 def run(args) -> int:
     from ..qa.check import format_table, json_record
 
@@ -142,7 +118,7 @@ def run(args) -> int:
         raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and the edge lift (on unless "
                            "--no-edge-lift)", "--finish-step")
     avatar, garments = load_avatar(args)
-    args.garment_correctives = _garment_correctives(avatar, garments, args.garment_correctives or ["auto"])
+    args.garment_correctives = garment_correctives_choice(avatar, garments, args.garment_correctives)
     poses = load_poses(args, avatar)
     if args.inbetweens > 1:
         from ..render.animation import inbetween

@@ -201,3 +201,30 @@ def add_force_arg(p, what: str = "existing output files"):
     :func:`kisekae.outputs.check_outputs`)."""
     p.add_argument("--force", action="store_true",
                    help=f"overwrite {what} (without it the command refuses before writing anything)")
+
+
+def garment_correctives_choice(avatar, garments, values) -> str:
+    """Register the bakes that ``--garment-correctives`` names (``values``, None: auto) on ``avatar``; returns the
+    choice for the rest (``"auto"`` or ``"off"``, :func:`kisekae.fit.garment_correctives.garment_correctives`)."""
+    from ..avatar.correctives import load_correctives
+    from ..fit.garment_correctives import use_garment_correctives
+
+    values = values or ["auto"]
+    if "off" in values:
+        if len(values) > 1:
+            raise KisekaeError("off turns every garment's correctives off; give it alone", "--garment-correctives")
+        return "off"
+    for value in values:
+        if value == "auto":
+            continue
+        try:
+            c = load_correctives(value)
+            name = c.settings.get("garment")
+            if name not in garments:
+                raise KisekaeError(f"made for garment {name!r}, which is not among --garment "
+                                   f"({', '.join(garments)})" if name else
+                                   "a body bake, not a garment's (`kisekae bake-correctives --garment`)", value)
+            use_garment_correctives(avatar, name, c)
+        except KisekaeError as exc:
+            raise KisekaeError(f"{exc}", "--garment-correctives") from None
+    return "auto"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import add_avatar_args, add_force_arg, add_push_args, check_outputs, load_avatar, load_poses, push_params
+from .common import (add_avatar_args, add_force_arg, add_push_args, check_outputs, garment_correctives_choice,
+                     load_avatar, load_poses, push_params)
 
 
 def register(sub):
@@ -26,6 +27,11 @@ def register(sub):
     p.add_argument("--transparent", action="append", metavar="NAME", default=[],
                    help="garment drawn with transparency (goes last in the draw order)")
     add_push_args(p)
+    p.add_argument("--garment-correctives", action="append", metavar="auto|off|FILE",
+                   help="the garments' pose-space correctives to write for the engine (NAME.correctives.json + .bytes): "
+                        "auto, the default: the packaged ones of the built-in tights on the default body; FILE, "
+                        "repeatable: a bake from `kisekae bake-correctives --garment` for the garment it was made for, "
+                        "the others auto; off: none")
     p.add_argument("-o", "--out", default="fit-out", help="output folder (default: fit-out)")
     add_force_arg(p, "existing files of the same names in the output folder")
     p.set_defaults(func=run)
@@ -54,8 +60,9 @@ def run(args) -> int:
     rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
     contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
     corrective_paths = corrective_bake_paths(out) if _correctives(avatar) is not None else ()
+    choice = garment_correctives_choice(avatar, garments, args.garment_correctives)
     garment_corrective_paths = {name: corrective_bake_paths(out, name) for name in garments
-                                if garment_correctives(avatar, name) is not None}
+                                if garment_correctives(avatar, name, choice) is not None}
     surface_paths = {name: surface_bake_paths(out, name) for name in garments}
     layer_paths = {(outer, inner): layer_bake_paths(out, outer, inner) for i, outer in enumerate(garments)
                    for inner in garments[:i]} if args.layered else {}
