@@ -23,7 +23,11 @@ normals; then the carried frame: the same, started from the previous frame's cor
 reading only 16 candidates a vertex; then the default frame of ``kisekae check --runtime``: the carried frame ended
 by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`), capped at
 :data:`~kisekae.fit.surface.FINISH_STEP` a vertex; the
-candidates are baked once before timing (``--bake-poses`` range-of-motion poses). In the same run: plain Numba
+candidates are baked once before timing (``--bake-poses`` range-of-motion poses); and the garment correctives that
+the default frame starts from for garments that have them (:mod:`kisekae.fit.garment_correctives`: offsets from the
+features, carried by the blended skinning rotation), on the packaged tights bake spread to the dense garment (each
+dense vertex takes the entries of its nearest original tights vertex; the skirt's vertices have none, as packaged),
+alone and ahead of the default frame. In the same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
 clearance and cap), and NumPy garment normals; the frame's positions are compared with
@@ -68,6 +72,7 @@ from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
 from kisekae.fit.surface import (FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, SurfaceCandidates,  # noqa: E402
                                  bake_surface_candidates, one_ring, smooth_push, stretch_limit, surface_push, surface_runtime)
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
+from kisekae.avatar.correctives import BodyCorrectives, add_skinned_offsets  # noqa: E402
 from kisekae.fit.edge_lift import LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates, vertex_samples  # noqa: E402
 from kisekae.fit.runtime import garment_samples  # noqa: E402
 from kisekae.fit.unflip import UNFLIP_PASSES, vertex_faces  # noqa: E402
@@ -174,6 +179,29 @@ def dense_garment(avatar, n_vertices: int):
     return v.astype(np.float32), f.astype(np.int32), top_k_weights(w, 4)
 
 
+def dense_correctives(avatar, gv):
+    """The packaged tights correctives spread to the dense garment ``gv`` (M, 3): every dense vertex whose nearest
+    original tights-or-skirt vertex is a tights vertex takes that vertex's entries (a cost model: the same entries per
+    vertex as the packaged bake, over the dense garment)."""
+    from dataclasses import replace
+
+    from scipy.spatial import cKDTree
+
+    from kisekae.avatar.correctives import load_correctives
+    from kisekae.fit.garment_correctives import packaged_garment_path
+
+    c = load_correctives(str(packaged_garment_path("game_engine", "tights")))
+    originals = np.concatenate([avatar.part(g).mesh.vertices for g in GARMENTS])
+    parent = cKDTree(originals).query(np.asarray(gv, np.float64))[1]
+    n_tights = avatar.part("tights").mesh.n_vertices
+    counts = np.where(parent < n_tights, np.diff(c.vertex_ptr)[np.minimum(parent, n_tights - 1)], 0)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    entries = np.concatenate([np.arange(c.vertex_ptr[p], c.vertex_ptr[p + 1]) for p, k in zip(parent, counts) if k]
+                             or [np.zeros(0, np.int64)]).astype(np.int64)
+    return replace(c, vertex_ptr=ptr, entry_joint=c.entry_joint[entries], coefficients=c.coefficients[entries],
+                   mesh_hash="", settings={**c.settings, "garment": "dense"})
+
+
 # ------------------------------------------------------------------------------------ frame
 def surface_setup(avatar, gv, gf, gskin, bake_poses: int):
     """(contact avatar, candidates, ring) of the dense garment for the surface path, baked once."""
@@ -212,6 +240,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
     rows = []
     bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
     contact_av, cand, ring, lift, gfaces = surface_setup(av, gv, gf, gskin, bake_poses)
+    dense_c = dense_correctives(av, gv)
     deform = contact_av.body.deform
     for pose_name in poses:
         pose = named_pose(sk, pose_name)
@@ -318,6 +347,30 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
                      f"{ff[0] * 1e3:.3f}", f"{ff[1] * 1e3:.3f}",
                      f"{n_samples} edge samples (edges over {SAMPLE_SPACING * 100:g} cm), {LIFT_PASSES} lift rounds, "
                      f"{UNFLIP_PASSES} unflips, finish step {FINISH_STEP * 1e3:g} mm"])
+        gc = BodyCorrectives(dense_c, sk, gskin)
+
+        def corrected(g):
+            return add_skinned_offsets(g, gskin, skin_m, gc.rest_offsets(skin_m))
+
+        # the carry beyond the corrected skinning, as kisekae.fit.runtime keeps it (steady contact, as ``previous``)
+        previous_c = surface_frame()[0] - corrected(x)
+
+        def with_correctives():
+            """The default frame started from the corrected skinning (what runtime_pose runs for the tights)."""
+            b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
+            g = lbs(gv, gskin.indices, gskin.weights, skin_m).astype(np.float64)
+            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
+                                start=carry_start(corrected(g), previous_c, KEEP), lift=lift, faces=gfaces,
+                                finish_step=FINISH_STEP)[0]
+            return q, vertex_normals(q, gf)
+
+        gcost = measure(lambda: corrected(x), repeat=repeat)
+        rows.append([pose_name, "C garment correctives: offsets + skinned (Numba)", f"{gcost[0] * 1e3:.3f}",
+                     f"{gcost[1] * 1e3:.3f}", f"{len(dense_c.entry_joint):,} entries over "
+                     f"{int((np.diff(dense_c.vertex_ptr) > 0).sum()):,} vertices, {len(dense_c.joints)} joints"])
+        wc = measure(with_correctives, repeat=repeat)
+        rows.append([pose_name, "DEFAULT FRAME + garment correctives (the tights' default)", f"{wc[0] * 1e3:.3f}",
+                     f"{wc[1] * 1e3:.3f}", "the default frame started from the corrected skinning"])
         nolimit = measure(lambda: surface_runtime(x, cand, ring, cb, cn, bfaces, params, limit_passes=0), repeat=repeat)
         rows.append([pose_name, "baseline: surface_runtime without the stretch limit", f"{nolimit[0] * 1e3:.3f}",
                      f"{nolimit[1] * 1e3:.3f}", "correction alone (no skinning, contact or normals)"])
