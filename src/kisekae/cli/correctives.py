@@ -90,12 +90,9 @@ def _avatar(args):
         from .common import body_shape
 
         return load_builtin_avatar(args.rig, body_shape(args)), None
+    from argparse import Namespace
+
     from .common import load_avatar
 
-    args.garments_default, wanted = [], args.garment
-    args.garment = [wanted]
-    try:
-        avatar, names = load_avatar(args)
-    finally:
-        args.garment = wanted
+    avatar, names = load_avatar(Namespace(**{**vars(args), "garment": [args.garment]}))
     return avatar, names[0]

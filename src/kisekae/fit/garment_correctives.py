@@ -15,9 +15,11 @@ this with corrective blend shapes driven by the joint rotations, and the body al
    joints are those of its bones), with basis width :data:`SIGMA` (wider than the body's: the fit should carry the
    smooth part of the correction, and the push the rest).
 3. **Run time**: the correctives' offsets are added to the skinned garment (:func:`corrected_skin`), and the
-   surface push, its smoothing and its limits then work relative to that start. An engine evaluates them with the
-   body's shader functions (``KisekaeCorrectiveFeature``, ``KisekaeCorrectiveOffset``) on the garment's buffers, or
-   as blend shapes.
+   first surface push starts there, while its smoothing, stretch limit and cap measure from plain skinning. An
+   engine evaluates them with the body's shader functions (``KisekaeCorrectiveFeature``, ``KisekaeCorrectiveOffset``)
+   on the garment's buffers and carries them with ``KisekaeSkinnedOffset`` (``kisekae fit`` writes
+   ``NAME.correctives.json + .bytes``); not as blend shapes on the garment, which would leave the engine without the
+   plain skinning the push measures from (docs/engine-integration.md, "Surface push", step 4).
 
 Packaged bakes exist for the built-in tights on both built-in rigs, made on the default contact body
 (:func:`packaged_garment_correctives`). The skirt has none: measured over one second from stand, its correctives
@@ -131,13 +133,17 @@ _PACKAGED: dict = {}
 
 def packaged_garment_correctives(avatar, name: str) -> PoseCorrectives | None:
     """The packaged bake of garment ``name`` when it was made for this garment (rest mesh and skin), skeleton and
-    body (its correctives and contact gap), else None."""
-    key = (getattr(avatar, "rig", None), name)
-    if key not in _PACKAGED:
-        p = packaged_garment_path(*key) if key[0] else None
-        _PACKAGED[key] = load_correctives(str(p)) if p is not None and p.is_file() else None
-    c = _PACKAGED[key]
-    return c if c is not None and _fits(c, avatar, name) else None
+    body (its correctives and contact gap), else None; decided once per avatar and garment (the check hashes the
+    garment's rest mesh and skin, which the per-frame path should not do every frame)."""
+    decided = avatar.__dict__.setdefault("_kisekae_packaged_garment_correctives", {})
+    if name not in decided:
+        key = (getattr(avatar, "rig", None), name)
+        if key not in _PACKAGED:
+            p = packaged_garment_path(*key) if key[0] else None
+            _PACKAGED[key] = load_correctives(str(p)) if p is not None and p.is_file() else None
+        c = _PACKAGED[key]
+        decided[name] = c if c is not None and _fits(c, avatar, name) else None
+    return decided[name]
 
 
 def use_garment_correctives(avatar, name: str, correctives: PoseCorrectives | None) -> None:

@@ -1338,14 +1338,11 @@ def corrective_avatar_checks(poses=SURFACE_POSES):
     from ..fit.garment_correctives import packaged_garment_path
 
     av = load_builtin_avatar()
-    bakes = [("", lambda: load_correctives(builtin_correctives_path("game_engine")))]
-    bakes += [(f"{g} ", lambda g=g: load_correctives(str(packaged_garment_path("game_engine", g))))
-              for g in ("tights",)]
-    checks = []
-    for label, load in bakes:
-        c = _memo(("correctives", label), load)
-        checks += _corrective_bake_checks(av, c, label, poses)
-    return checks + _skinned_offset_checks(av, _memo(("correctives", bakes[1][0]), bakes[1][1]), "tights", poses)
+    body = _memo(("correctives", "body"), lambda: load_correctives(builtin_correctives_path("game_engine")))
+    tights = _memo(("correctives", "tights"),
+                   lambda: load_correctives(str(packaged_garment_path("game_engine", "tights"))))
+    return (_corrective_bake_checks(av, body, "", poses) + _corrective_bake_checks(av, tights, "tights ", poses)
+            + _skinned_offset_checks(av, tights, "tights", poses))
 
 
 def _skinned_offset_checks(av, c, garment: str, poses) -> list:

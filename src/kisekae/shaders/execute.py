@@ -1040,6 +1040,13 @@ def gpu_corrective_features(quats, centres, sigma):
     return o0[:, 0].reshape(j, k)
 
 
+def _rows(a, n: int) -> np.ndarray:
+    """``a`` as float4 rows, padded with zero rows to at least ``n``: the harness reads at least ``n`` rows of every
+    input."""
+    a = np.asarray(a, np.float32).reshape(-1, 4)
+    return np.concatenate([a, np.zeros((max(n - len(a), 0), 4), np.float32)])
+
+
 def gpu_corrective_offsets(correctives, features):
     """``KisekaeCorrectiveOffset`` on the GPU: :func:`kisekae.avatar.correctives.corrective_offsets_numpy` for one
     frame's ``features (J, K)``; bakes with fewer than :data:`HARNESS_CENTRES` centres are padded with zeros.
@@ -1063,11 +1070,8 @@ def gpu_corrective_offsets(correctives, features):
     coef[:e, :k, :3] = c.coefficients
     feat = np.zeros((max(j, 1), HARNESS_CENTRES, 4), np.float32)
     feat[:j, :k, 0] = f
-    def rows(a):  # the harness reads at least n rows of every input
-        a = a.reshape(-1, 4)
-        return np.concatenate([a, np.zeros((max(n - len(a), 0), 4), np.float32)])
-
-    o0, _ = _run("corrective_offset", "constants", n, in1=ranges, in2=rows(entries), in3=rows(coef), in4=rows(feat))
+    o0, _ = _run("corrective_offset", "constants", n, in1=ranges, in2=_rows(entries, n), in3=_rows(coef, n),
+                 in4=_rows(feat, n))
     return o0[:, :3]
 
 
@@ -1099,13 +1103,8 @@ def gpu_skinned_offsets(rest_offsets, skin_indices, skin_weights, skin_matrices)
     weights[:, :w.shape[1]] = w
     offsets = np.zeros((n, 4), np.float32)
     offsets[:, :3] = d
-
-    def rows(a):  # the harness reads at least n rows of every input
-        a = a.reshape(-1, 4)
-        return np.concatenate([a, np.zeros((max(n - len(a), 0), 4), np.float32)])
-
-    o0, _ = _run("skinned_offset", "constants", n, in0=offsets, in1=rows(bones), in2=rows(weights),
-                 in5=rows(m[:, :3, :]))
+    o0, _ = _run("skinned_offset", "constants", n, in0=offsets, in1=_rows(bones, n), in2=_rows(weights, n),
+                 in5=_rows(m[:, :3, :], n))
     return o0[:, :3]
 
 

@@ -81,10 +81,10 @@ namespace Kisekae
                  "KisekaeSurfacePush.garmentCorrectives (a garment's bake)")]
         public bool blendShapes = true;
 
-        // The features of this frame, J x K (joint-major), updated in LateUpdate; null while disabled or refused.
+        // The features of this frame, J x K (joint-major), updated in LateUpdate; null until enabled with a bake that
+        // fits.
         public float[] Features { get; private set; }
         public int Centres => _bake != null ? _bake.centres : 0;
-        public int JointCount => _bake != null ? _bake.joints.Length : 0;
         // The bake's arrays (the coefficients' x mirrored with mirrorX), kept with blendShapes off.
         public uint[] VertexPtr { get; private set; }
         public uint[] EntryJoint { get; private set; }
