@@ -27,7 +27,9 @@ candidates are baked once before timing (``--bake-poses`` range-of-motion poses)
 the default frame starts from for garments that have them (:mod:`kisekae.fit.garment_correctives`: offsets from the
 features, carried by the blended skinning rotation), on the packaged tights bake spread to the dense garment (each
 dense vertex takes the entries of its nearest original tights vertex; the skirt's vertices have none, as packaged),
-alone and ahead of the default frame. In the same run: plain Numba
+alone and ahead of the default frame, there with the stretch limit's floor of the cloth that clings to the body
+(:func:`kisekae.fit.surface.shortest_lengths` of the dense garment's rest clearance, as the runtime sets it). In the
+same run: plain Numba
 skinning alone, today's capsule push-out as ``kisekae check --runtime`` calls it
 (:func:`kisekae.fit.bound.push_out_runtime`: a capsule plan built per call, then the NumPy skin-bound
 clearance and cap), and NumPy garment normals; the frame's positions are compared with
@@ -70,7 +72,8 @@ from kisekae.fit.bound import bind_to_skin, push_out_bound_numba, push_out_runti
 from kisekae.fit.fitting import fit_capsules  # noqa: E402
 from kisekae.fit.pushout import CapsulePushPlan, PushParams  # noqa: E402
 from kisekae.fit.surface import (FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, SurfaceCandidates,  # noqa: E402
-                                 bake_surface_candidates, one_ring, smooth_push, stretch_limit, surface_push, surface_runtime)
+                                 bake_surface_candidates, one_ring, shortest_lengths, smooth_push, stretch_limit, surface_push,
+                                 surface_runtime)
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
 from kisekae.avatar.correctives import BodyCorrectives, add_skinned_offsets  # noqa: E402
 from kisekae.fit.edge_lift import LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates, vertex_samples  # noqa: E402
@@ -234,6 +237,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
                        faces=body.mesh.faces)
     gv, gf, gskin = dense_garment(av, n_vertices)
     binding = bind_to_skin(gv, body.mesh.vertices, body.mesh.faces)
+    shortest = shortest_lengths(binding.rest_offset)  # the stretch limit's floor, as kisekae.fit.runtime sets it
     params = PushParams()
     plan = CapsulePushPlan(gv, params)  # once per garment
     bfaces = body.mesh.faces
@@ -308,6 +312,8 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
             (f"S smoothing, {SMOOTH_PASSES} one-ring passes (Numba)", lambda: smooth_push(first - x, ring)),
             ("S surface push again (Numba)", lambda: surface_push(smoothed, cand, cb, cn, bfaces, params)),
             ("S stretch limit, one pass (Numba)", lambda: stretch_limit(second, x, ring)),
+            ("S stretch limit with the floor, one pass (Numba)", lambda: stretch_limit(second, x, ring,
+                                                                                      shortest=shortest)),
         ]
         for name, fn in surface_stages:
             w, c = measure(fn, repeat=repeat)
@@ -355,13 +361,13 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         # the carry beyond the corrected skinning, as kisekae.fit.runtime keeps it (steady contact, as ``previous``)
         previous_c = surface_frame()[0] - corrected(x)
 
-        def with_correctives():
+        def with_correctives(floor=shortest):
             """The default frame started from the corrected skinning (what runtime_pose runs for the tights)."""
             b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
             g = lbs(gv, gskin.indices, gskin.weights, skin_m).astype(np.float64)
             q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
                                 start=carry_start(corrected(g), previous_c, KEEP), lift=lift, faces=gfaces,
-                                finish_step=FINISH_STEP)[0]
+                                finish_step=FINISH_STEP, shortest=floor)[0]
             return q, vertex_normals(q, gf)
 
         gcost = measure(lambda: corrected(x), repeat=repeat)
@@ -370,7 +376,11 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
                      f"{int((np.diff(dense_c.vertex_ptr) > 0).sum()):,} vertices, {len(dense_c.joints)} joints"])
         wc = measure(with_correctives, repeat=repeat)
         rows.append([pose_name, "DEFAULT FRAME + garment correctives (the tights' default)", f"{wc[0] * 1e3:.3f}",
-                     f"{wc[1] * 1e3:.3f}", "the default frame started from the corrected skinning"])
+                     f"{wc[1] * 1e3:.3f}", "the default frame started from the corrected skinning, with the floor "
+                     f"({int((shortest > 0).sum()):,} clinging vertices)"])
+        nofloor = measure(lambda: with_correctives(None), repeat=repeat)
+        rows.append([pose_name, "baseline: the same without the floor", f"{nofloor[0] * 1e3:.3f}",
+                     f"{nofloor[1] * 1e3:.3f}", "edges shrink freely (the default before 2026-12-06)"])
         nolimit = measure(lambda: surface_runtime(x, cand, ring, cb, cn, bfaces, params, limit_passes=0), repeat=repeat)
         rows.append([pose_name, "baseline: surface_runtime without the stretch limit", f"{nolimit[0] * 1e3:.3f}",
                      f"{nolimit[1] * 1e3:.3f}", "correction alone (no skinning, contact or normals)"])

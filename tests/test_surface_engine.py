@@ -15,13 +15,14 @@ from kisekae.errors import KisekaeError
 from kisekae.fit.carry import KEEP
 from kisekae.fit.fix import params_for
 from kisekae.fit.pushout import bias_direction, push_amount
-from kisekae.fit.surface import (CANDIDATES, FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT,
+from kisekae.fit.surface import (CANDIDATES, COMPRESSION_LIMIT, FINISH_STEP, LIMIT_PASSES, LIMIT_TIE, SMOOTH_PASSES, STRETCH_LIMIT,
                                   bake_surface_candidates, body_curvature, chord_allowance, garment_chords, one_ring, surface_runtime)
 from kisekae.fit.edge_lift import (LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_REACH, bake_sample_candidates,
                                    garment_edge_samples, vertex_samples)
 from kisekae.fit.unflip import TURN_START, UNFLIP_PASSES, vertex_faces
 from kisekae.geom.closest import closest_point_triangles_numpy
 from kisekae.geom.normals import vertex_normals
+from kisekae.fit.runtime import garment_shortest
 from kisekae.shaders import surface_bake as sb
 from kisekae.shaders.toolchain import HLSL_DIR, compile_hlsl
 
@@ -40,7 +41,8 @@ def baked(avatar, tmp_path_factory):
     samples = garment_edge_samples(mesh)
     lift = (samples, bake_sample_candidates(av, "tights", samples, n_poses=40), vertex_samples(samples, mesh.weld))
     doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=garment_chords(mesh),
-                          n_body_vertices=av.body.mesh.n_vertices, weld=mesh.weld, lift=lift)
+                          n_body_vertices=av.body.mesh.n_vertices, weld=mesh.weld, lift=lift,
+                          shortest=garment_shortest(av, "tights"))
     folder = tmp_path_factory.mktemp("surface")
     head, binary = sb.write_surface_bake(doc, folder / "tights.surface.json")
     return av, cand, ring, doc, head, binary, lift
@@ -73,8 +75,9 @@ def test_bake_round_trips(baked):
     assert header["turnStart"] == TURN_START
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 3 * CANDIDATES + (n + 1) + len(ring[1]) + n + n
                                                             + ns * (7 + 3 * CANDIDATES)
-                                                            + (n + 1) + len(sidx))
+                                                            + (n + 1) + len(sidx) + n)
     chords = garment_chords(av.part("tights").mesh)
+    shortest = garment_shortest(av, "tights")
     inline = json.loads(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}))
     for source in (head, str(head), doc, inline):
         got = _load(source, av)
@@ -96,6 +99,8 @@ def test_bake_round_trips(baked):
         np.testing.assert_array_equal(got["vertex_samples"][1], sidx)
         assert got["lift_passes"] == LIFT_PASSES and got["unflip_passes"] == UNFLIP_PASSES
         assert got["turn_start"] == TURN_START
+        np.testing.assert_array_equal(got["shortest"], shortest.astype(np.float32))
+        assert got["shortest"].dtype == np.float64 and got["shortest"].max() == np.float32(1.0 - COMPRESSION_LIMIT)
     # other values round-trip through the header and inline; 0 passes: an engine without the stretch limit
     other = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chords, weld=av.part("tights").mesh.weld,
                             n_body_vertices=nb, limit_passes=0, stretch_limit=0.25)
@@ -148,10 +153,11 @@ def engine_smooth(d, ptr, idx):
     return out
 
 
-def engine_limit(x, d, ptr, idx, stretch):
-    """One Jacobi pass of KisekaeStretchLimit from the CSR ring and the skinned garment x: per vertex, each one-ring
-    edge longer than (1 + stretch) times its skinned length pulls it towards the neighbour by half the excess; the
-    vertex moves by the mean pull. Returns the new displacements and the moved flags."""
+def engine_limit(x, d, ptr, idx, stretch, shortest):
+    """One Jacobi pass of KisekaeStretchLimit from the CSR ring, the skinned garment x and the bake's floor: per
+    vertex, each one-ring edge longer than (1 + stretch) times its skinned length pulls it towards the neighbour by
+    half the excess, each edge shorter than min(shortest[v], shortest[j]) times it pushes it away by half the
+    deficit; the vertex moves by the mean correction. Returns the new displacements and the moved flags."""
     out = d.copy()
     moved = np.zeros(len(d), bool)
     for v in range(len(d)):
@@ -161,8 +167,11 @@ def engine_limit(x, d, ptr, idx, stretch):
             dp = x[j] + d[j] - p
             length = np.sqrt(dp @ dp)
             rest = (1.0 + stretch) * np.linalg.norm(x[j] - x[v])
-            if length > rest:
-                pull += (0.5 * (length - rest) / length) * dp
+            floor = min(shortest[v], shortest[j]) * np.linalg.norm(x[j] - x[v])
+            over = length > rest * (1.0 + LIMIT_TIE)
+            if over or 1e-12 < length < floor * (1.0 - LIMIT_TIE):
+                bound = rest if over else floor
+                pull += (0.5 * (length - bound) / length) * dp
                 count += 1
         if count:
             out[v] = d[v] + pull / count
@@ -230,7 +239,7 @@ def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0,
         d = engine_smooth(d, ptr, idx)
     d = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
     for _ in range(bake["limit_passes"]):
-        d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"])
+        d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"], bake["shortest"])
         pushed = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
         d = np.where(moved[:, None], pushed, d)
 
@@ -249,7 +258,7 @@ def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0,
     for _ in range(bake["unflip_passes"] if garment is not None else 0):
         d = unflip(d)
     for _ in range(bake["lift_limit_passes"] if garment is not None and len(bake["sample_chord"]) else 0):
-        d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"])
+        d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"], bake["shortest"])
         d = push_where(d, moved)
     ln = np.linalg.norm(d, axis=1)
     over = ln > params.max_push
@@ -270,9 +279,13 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     skinned = av.part("tights").posed(m)
     params = params_for("tights", None)
     chord = garment_chords(av.part("tights").mesh)
-    ref, push = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord)
+    floor = bake["shortest"]
+    ref, push = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
+                                shortest=floor)
     assert push.max() > 0.002  # crouch pushes the tights (not a vacuous comparison)
-    plain = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True)[0]
+    free = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
+    assert np.abs(ref - free).max() > 1e-3  # the stretch limit's floor matters here
+    plain = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, shortest=floor)[0]
     assert np.abs(ref - plain).max() > 1e-3  # the chord allowance matters here
     ours = engine_frame(skinned, bake, body, normals, faces, params)
     assert np.abs(ours - ref).max() < 1e-8
@@ -286,7 +299,7 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     mesh = av.part("tights").mesh
     garment = (mesh.faces.astype(np.int64), vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld))
     full = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord, lift=lift,
-                           faces=garment)[0]
+                           faces=garment, shortest=floor)[0]
     assert np.abs(full - ref).max() > 1e-3  # the stages move the tights in the crouch
     assert np.abs(engine_frame(skinned, bake, body, normals, faces, params, garment=garment) - full).max() < 1e-6
 
@@ -318,8 +331,8 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     header["binary"] = "b.surface.bytes"
     path = case()
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
-    for old in (1, 2, 3, 4, 5):  # no chords, stretch limit, edge lift, last stretch limit, face samples: write again
-        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-6 kisekae surface bake"):
+    for old in (1, 2, 3, 4, 5, 6):  # no chords, stretch limit, edge lift, last stretch limit, face samples, floor
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-7 kisekae surface bake"):
             _load(case({"version": old}), av)
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
@@ -409,6 +422,13 @@ def test_bad_bakes_are_refused(baked, tmp_path):
                           (sidx_out, "vertexSampleIdx entries outside")):
         with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: {message}"):
             _load(case(edit_data=edit), av)
+    # the stretch limit's floor: the last array, fractions in [0, 1)
+    for bad in (-0.1, 1.0, np.nan):
+        def floor_bad(d, bad=bad):
+            d[-n + 5] = np.array([bad], "<f4").view("<u4")[0]
+
+        with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'shortest' must be fractions in \[0, 1\)"):
+            _load(case(edit_data=floor_bad), av)
     for bad in (-0.1, float("nan"), "0.05", None):
         with pytest.raises(KisekaeError, match=r"('turnStart' must be a finite number >= 0|missing entry 'turnStart')"):
             _load(case({"turnStart": bad}), av)
@@ -531,6 +551,10 @@ def test_compute_kernels_declared_and_dispatched():
     assert "public void ResetCarry()" in cs
     assert '"_KisekaeStretchLimit", stretchLimit' in cs
     assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", chord' in cs
+    # the stretch limit's floor (the bake's last array) reaches KisekaeStretchLimit
+    assert "#define KISEKAE_LOAD_SHORTEST(j) _KisekaeSurfaceShortest[(j)]" in text
+    assert 'cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeSurfaceShortest", _shortest);' in cs
+    assert '"vertexSampleIdx",\n                                            "shortest" };' in cs
     assert "BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);" in cs
     assert '"_KisekaeBodyCurvature", curvature' in cs and '"chord"' in cs
     # the layer push (beneath): its constants are kisekae's, its stage between the stretch limit and the edge lift,
@@ -597,9 +621,10 @@ def test_o3de_srg_defines_the_surface_macros():
     srg = SRG.read_text()
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_CURVATURE",
-                  "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED"):
+                  "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED",
+                  "KISEKAE_LOAD_SHORTEST"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
-    for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord",
+    for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_surfaceShortest",
                    "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
                    "m_garmentSkinned", "m_correction", "m_carryKeep", "m_finishBudget", "m_finishStep"):
         assert member in srg, member
@@ -760,6 +785,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         "_KisekaeSurfaceCorners": u32(bake["corners"]), "_KisekaeRingPtr": u32(bake["ring"][0]),
         "_KisekaeRingIdx": u32(bake["ring"][1]), "_KisekaeWeld": u32(bake["weld"]),
         "_KisekaeSurfaceChord": buf(np.asarray(bake["chord"], np.float32).tobytes()),
+        "_KisekaeSurfaceShortest": buf(np.asarray(bake["shortest"], np.float32).tobytes()),
         "_KisekaeGarmentUV": f4(np.full((n, 2), 0.5)),
         "_KisekaeSampleEnds": u32(bake["sample_ends"]), "_KisekaeSampleCorners": u32(bake["sample_corners"]),
         "_KisekaeSampleWeights": buf(np.asarray(bake["sample_weights"], np.float32).tobytes()),
@@ -979,7 +1005,8 @@ def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
     # relative to max(kv, 1/m): the float32 normals of mm-sized triangles above (1.3e-3 measured)
     assert (np.abs(body_kv - kv) / np.maximum(kv, 1.0)).max() < 5e-3
     ref, push = surface_runtime(skinned_garment, cand, ring, body, normals, faces, params, numpy=True,
-                                chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh))
+                                chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh),
+                                shortest=bake["shortest"])
     assert push.max() > 0.002
     # float32 against float64: the edge lift and unflip add choices (a sample's nearest candidate, a face's turn
     # weight) where the last bits decide; as in the carried frames below, every other vertex within 1e-5 m
@@ -999,8 +1026,9 @@ def _plain_crouch(avatar, baked):
     body = avatar.body.posed(m).astype(np.float64)
     x = avatar.part("tights").posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
-    kw = dict(numpy=True, chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh))
-    return _load(head, av), mesh, faces, body, x, params_for("tights", None), normals, (cand, ring), kw
+    bake = _load(head, av)
+    kw = dict(numpy=True, chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh), shortest=bake["shortest"])
+    return bake, mesh, faces, body, x, params_for("tights", None), normals, (cand, ring), kw
 
 
 @pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
@@ -1049,7 +1077,12 @@ def test_unity_kernels_carry_the_correction_from_frame_to_frame(avatar, baked, t
         x = av.part("tights").posed(m).astype(np.float64)
         normals = vertex_normals(body, faces).astype(np.float64)
         ref, _ = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
-                                 start=carry_start(x, previous, KEEP), lift=lift, faces=_garment_faces(mesh))
+                                 start=carry_start(x, previous, KEEP), lift=lift, faces=_garment_faces(mesh),
+                                 shortest=bake["shortest"])
+        if pose == "crouch":  # the floor moves the tights here (not a vacuous comparison)
+            free = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
+                                   start=carry_start(x, previous, KEEP), lift=lift, faces=_garment_faces(mesh))[0]
+            assert np.abs(free - ref).max() > 1e-3
         (tmp_path / pose).mkdir()
         out = unity_frame(tmp_path / pose, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
                           carry=(previous, KEEP))
@@ -1141,7 +1174,8 @@ def test_unity_kernels_start_from_the_garment_correctives(avatar, baked, tmp_pat
         assert np.linalg.norm(xc - x, axis=1).max() > 5e-3  # the correctives move the start here
         normals = vertex_normals(body, faces).astype(np.float64)
         ref, _ = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
-                                 start=carry_start(xc, previous, KEEP), lift=lift, faces=_garment_faces(mesh))
+                                 start=carry_start(xc, previous, KEEP), lift=lift, faces=_garment_faces(mesh),
+                                 shortest=bake["shortest"])
         (tmp_path / pose).mkdir()
         out = unity_frame(tmp_path / pose, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params,
                           carry=(previous, KEEP), correctives={"c": c, "features": c.features(avatar.skeleton, m),

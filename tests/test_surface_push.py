@@ -126,6 +126,57 @@ def test_stretch_limit_averages_over_edges_and_numba_equals_numpy():
         stretch_limit(p[:39], x[:39], ring, 0.1)
 
 
+@pytest.mark.parametrize("limit", [stretch_limit, stretch_limit_numpy])
+def test_stretch_limit_floor_pushes_a_shrunk_clinging_edge_apart_halfway(limit):
+    """Analytic: with ``shortest`` 0.85 at both ends, an edge shrunk to half its skinned length comes back to exactly
+    0.85 times it in one pass, each end moving half the deficit away from the other; an edge with one loose end
+    (floor 0) shrinks freely, and an edge of length 0 has no direction and moves nothing."""
+    x = np.array([[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [1.0, 0.0, 0.0], [1.1, 0.0, 0.0], [2.0, 0.0, 0.0], [2.1, 0.0, 0.0]])
+    ring = one_ring(6, [[0, 1], [2, 3], [4, 5]])
+    p = x.copy()
+    p[1] = (0.05, 0.0, 0.0)   # clinging edge 0-1 at half its length
+    p[3] = (1.05, 0.0, 0.0)   # edge 2-3 at half its length, vertex 3 loose
+    p[5] = p[4]               # clinging edge 4-5 collapsed to a point
+    shortest = np.array([0.85, 0.85, 0.85, 0.0, 0.85, 0.85])
+    out, moved = limit(p, x, ring, 0.1, shortest)
+    np.testing.assert_allclose(out[0], [-0.0175, 0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(out[1], [0.0675, 0.0, 0.0], atol=1e-15)
+    assert np.linalg.norm(out[1] - out[0]) == pytest.approx(0.085, abs=1e-15)
+    np.testing.assert_array_equal(out[2:], p[2:])
+    assert moved.tolist() == [True, True, False, False, False, False]
+    # no floor (None or zeros) is the plain stretch limit
+    np.testing.assert_array_equal(limit(p, x, ring, 0.1, np.zeros(6))[0], limit(p, x, ring, 0.1)[0])
+
+
+def test_stretch_limit_floor_numba_equals_numpy_and_bad_floors_are_named():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(60, 3)) * 0.05
+    p = x + rng.normal(size=(60, 3)) * 0.02
+    edges = np.array(sorted({tuple(sorted(e)) for e in rng.integers(0, 60, size=(200, 2)) if e[0] != e[1]}))
+    ring = one_ring(60, edges)
+    shortest = np.where(rng.random(60) < 0.6, 0.85, 0.0)
+    a, ma = stretch_limit(p, x, ring, 0.1, shortest)
+    b, mb = stretch_limit_numpy(p, x, ring, 0.1, shortest)
+    np.testing.assert_allclose(a, b, atol=1e-14)
+    np.testing.assert_array_equal(ma, mb)
+    assert (a != stretch_limit(p, x, ring, 0.1)[0]).any()  # the floor moved something on this data
+    for bad in (np.full(60, 1.0), np.full(60, -0.1), np.full(59, 0.5), np.full(60, np.nan)):
+        with pytest.raises(KisekaeError, match="shortest"):
+            stretch_limit(p, x, ring, 0.1, bad)
+
+
+def test_shortest_lengths_floors_only_the_cloth_that_clings():
+    from kisekae.fit.surface import CLING_CLEARANCE, COMPRESSION_LIMIT, shortest_lengths
+
+    r = np.array([-0.001, 0.0, CLING_CLEARANCE, CLING_CLEARANCE + 1e-6, 0.2])
+    np.testing.assert_array_equal(shortest_lengths(r), [1 - COMPRESSION_LIMIT] * 3 + [0.0, 0.0])
+    np.testing.assert_array_equal(shortest_lengths(r, compression=0.3, cling=0.0), [0.7, 0.7, 0.0, 0.0, 0.0])
+    with pytest.raises(KisekaeError, match="rest clearance"):
+        shortest_lengths([0.0, np.nan])
+    with pytest.raises(KisekaeError, match="compression"):
+        shortest_lengths(r, compression=1.5)
+
+
 def test_one_ring_gives_seam_duplicates_their_representative_ring():
     ptr, idx = one_ring(4, [[0, 1], [1, 2]], weld=[0, 1, 2, 1])
     ring = [sorted(idx[ptr[i]:ptr[i + 1]].tolist()) for i in range(4)]

@@ -149,7 +149,7 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> No
     samples and their candidates) and
     the body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
     from ..fit.runtime import (covered_skin_triangles, garment_candidates, garment_chord, garment_lift,
-                               garment_ring)
+                               garment_ring, garment_shortest)
     from ..shaders.covered_bake import covered_bake, write_covered
     from ..shaders.surface_bake import surface_bake, write_surface_bake
 
@@ -159,7 +159,7 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> No
         doc = surface_bake(garment_candidates(avatar, name, progress=True), garment_ring(avatar, name),
                            body.mesh.faces, name, chord=garment_chord(avatar, name),
                            n_body_vertices=body.mesh.n_vertices, weld=mesh.weld,
-                           lift=garment_lift(avatar, name, progress=True))
+                           lift=garment_lift(avatar, name, progress=True), shortest=garment_shortest(avatar, name))
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])

@@ -41,7 +41,7 @@ from .fix import params_for
 from .garment_correctives import corrected_skin, garment_correctives
 from .pushout import CapsulePushPlan, PushParams
 from .surface import (BAKE_POSES, CANDIDATES, FINISH_STEP, SurfaceCandidates, garment_chords,
-                      one_ring, surface_runtime)
+                      one_ring, shortest_lengths, surface_runtime)
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
 RUNTIME_METHODS = ("carried", "surface", "capsules")
@@ -186,6 +186,14 @@ def garment_ring(avatar: Avatar, name: str):
 def garment_chord(avatar: Avatar, name: str):
     """The garment's longest rest edge per vertex (:func:`kisekae.fit.surface.garment_chords`), cached."""
     return _cached(avatar, "_kisekae_chords", name, lambda: garment_chords(avatar.part(name).mesh))
+
+
+def garment_shortest(avatar: Avatar, name: str) -> np.ndarray:
+    """(N,) the shortest each garment vertex's one-ring edges may get against their skinned length
+    (:func:`kisekae.fit.surface.shortest_lengths` of its rest clearance, :func:`garment_binding`: the compression
+    limit of the cloth that clings to the body), cached."""
+    return _cached(avatar, "_kisekae_shortest", name,
+                   lambda: shortest_lengths(garment_binding(avatar, name).rest_offset))
 
 
 def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
@@ -333,11 +341,12 @@ def _metrics(push, ms: float, method: str, **extra) -> dict:
 
 def _setup(avatar: Avatar, garments, params, edge_lift: bool, correctives: str = "off") -> dict:
     """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
-    faces, pose-space correctives or None)``, the baked parts made once and cached on the avatar."""
+    faces, pose-space correctives or None, the stretch limit's floor)``, the baked parts made once and cached on the
+    avatar."""
     return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
                    *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)),
-                   garment_correctives(avatar, name, correctives))
+                   garment_correctives(avatar, name, correctives), garment_shortest(avatar, name))
             for name in garments}
 
 
@@ -354,7 +363,7 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
     out = {}
-    for name, (p, cand, ring, chord, lift, gfaces, gc) in setup.items():
+    for name, (p, cand, ring, chord, lift, gfaces, gc, shortest) in setup.items():
         plain = avatar.part(name).posed(m).astype(np.float64)
         between = _beneath(avatar, name, p, ring, out) if layers and out else None
         t0 = time.perf_counter()
@@ -363,7 +372,7 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
         x = corrected_skin(avatar, name, gc, m, plain)
         start = x if starts is None else starts(name, x)
         new, push = surface_runtime(plain, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
-                                    faces=gfaces, finish_step=finish_step, between=between)
+                                    faces=gfaces, finish_step=finish_step, between=between, shortest=shortest)
         out[name] = (x, new, push, (time.perf_counter() - t0) * 1e3)
     return out
 

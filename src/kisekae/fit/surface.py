@@ -53,12 +53,23 @@ BLOCK = 64
 CHORD_CAP = 0.003
 #: Stretch limit of :func:`stretch_limit`: an edge may grow to ``1 + STRETCH_LIMIT`` times its skinned length.
 STRETCH_LIMIT = 0.1
-#: An edge counts as over the stretch limit only when longer than ``1 + LIMIT_TIE`` times it: a pass leaves edges
-#: exactly at the limit, and the next pass must not decide them by rounding (NumPy and Numba disagreed there).
-LIMIT_TIE = 1e-9
+#: An edge counts as over the stretch limit only when longer than ``1 + LIMIT_TIE`` times it, and as under its floor only
+#: when shorter than ``1 - LIMIT_TIE`` times that: a pass leaves edges exactly at a bound, and the next pass must not
+#: decide them by rounding, since each vertex a pass moves is pushed again. NumPy and Numba disagreed there at 1e-9;
+#: float32 on a GPU rounds at 1e-7 relative, and with 1e-9 the Unity kernels parted from the float64 reference by up
+#: to 7 mm in the crouch once the floor (:data:`COMPRESSION_LIMIT`) had left many edges at a bound.
+LIMIT_TIE = 1e-5
 #: Passes of stretch limiting, each followed by the push of the vertices it moved, at the end of
 #: :func:`surface_runtime`.
 LIMIT_PASSES = 4
+#: Compression limit of the cloth that clings to the body (:func:`shortest_lengths`): a one-ring edge between two such
+#: vertices may shrink to ``1 - COMPRESSION_LIMIT`` times its skinned length, no shorter. Loose cloth has no floor:
+#: its compression is a fold. Measured over 14 poses x tights and skirt (docs/fit.md): the tights' strain maximum in
+#: the crouch 0.64 -> 0.30, with as many flipped faces as without it.
+COMPRESSION_LIMIT = 0.15
+#: Rest clearance (m, :attr:`kisekae.fit.bound.SkinBinding.rest_offset`) at or under which a garment vertex clings to
+#: the body: cloth within 1 cm of the skin at rest has no room to fold when the skin under it folds.
+CLING_CLEARANCE = 0.01
 #: Default of the per-frame path's finish cap (metres, :func:`surface_runtime`'s ``finish_step`` as
 #: :func:`kisekae.fit.runtime.runtime_pose` and ``kisekae check --runtime`` use it): the most the edge lift and unflip
 #: move a vertex in one frame. Measured over 17 poses x 4 garments and 1 s motions (docs/fit.md): at 4 mm the lift keeps
@@ -571,13 +582,39 @@ def _limit_inputs(points, skinned, ring, stretch):
     return (p, x, *_ring_arrays(ring, len(p)))
 
 
-def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
+def shortest_lengths(rest_clearance, compression: float = COMPRESSION_LIMIT,
+                     cling: float = CLING_CLEARANCE) -> np.ndarray:
+    """(N,) float64 per garment vertex, the shortest its one-ring edges may get as a fraction of their skinned length
+    (the ``shortest`` of :func:`stretch_limit`): ``1 - compression`` where the vertex clings to the body (its signed
+    rest clearance at most ``cling`` metres, :attr:`kisekae.fit.bound.SkinBinding.rest_offset`), 0 (no floor) where
+    the cloth is loose."""
+    r = np.asarray(rest_clearance, dtype=np.float64)
+    if r.ndim != 1 or not np.all(np.isfinite(r)):
+        raise KisekaeError(f"must be (N,) finite metres, got shape {r.shape}", "rest clearance")
+    if not (np.isfinite(compression) and 0.0 <= compression <= 1.0):
+        raise KisekaeError(f"must be a number in [0, 1], got {compression!r}", "compression limit")
+    return np.where(r <= cling, 1.0 - float(compression), 0.0)
+
+
+def as_shortest(shortest, n: int):
+    """``shortest`` of :func:`stretch_limit` as (n,) float64 in [0, 1), or None."""
+    if shortest is None:
+        return None
+    f = np.asarray(shortest, dtype=np.float64)
+    if f.shape != (n,) or not np.all(np.isfinite(f)) or (n and (f.min() < 0.0 or f.max() >= 1.0)):
+        raise KisekaeError(f"must be ({n},) fractions in [0, 1), got shape {f.shape}", "shortest edge lengths")
+    return f
+
+
+def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT, shortest=None):
     """One Jacobi pass of stretch limiting (Provot 1995), NumPy reference.
 
     For every vertex ``i`` and each neighbour ``j`` of its one-ring whose edge is longer than ``1 + stretch`` times
     its skinned length, the correction ``c_ij = (l − (1 + stretch) l0) / (2 l) · (p_j − p_i)`` (half the excess,
-    towards ``j``), with ``l = |p_j − p_i|`` and ``l0 = |x_j − x_i|``; the vertex moves by the mean of its
-    corrections. Both ends of an over-stretched edge meet halfway to the limit; edges may shrink freely.
+    towards ``j``), with ``l = |p_j − p_i|`` and ``l0 = |x_j − x_i|``; likewise, with ``shortest``, each edge
+    shorter than ``(1 − LIMIT_TIE) s_ij l0`` with ``s_ij = min(shortest_i, shortest_j)`` gives ``c_ij = (l − s_ij l0) / (2 l) ·
+    (p_j − p_i)`` (half the deficit, away from ``j``; an edge of length 0 has no direction and gives none). The
+    vertex moves by the mean of its corrections. Both ends of an edge out of its range meet halfway to its bound.
 
     Parameters
     ----------
@@ -585,18 +622,27 @@ def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     skinned : (N, 3) the same vertices skinned (the edge lengths to keep), metres
     ring : :func:`one_ring` of the garment
     stretch : float, allowed relative stretch (``STRETCH_LIMIT``)
+    shortest : (N,) fractions in [0, 1) or None, the shortest a vertex's edges may get against their skinned length
+        (:func:`shortest_lengths`); None or 0: edges may shrink freely
 
     Returns
     -------
-    new_points : (N, 3) float64; moved : (N,) bool, True where at least one edge was over the limit
+    new_points : (N, 3) float64; moved : (N,) bool, True where at least one edge was out of its range
     """
     p, x, ptr, idx = _limit_inputs(points, skinned, ring, stretch)
+    f = as_shortest(shortest, len(p))
     count = np.diff(ptr)
     owner = np.repeat(np.arange(len(p)), count)
     dp = p[idx] - p[owner]
     length = np.linalg.norm(dp, axis=1)
-    rest = (1.0 + stretch) * np.linalg.norm(x[idx] - x[owner], axis=1)
+    skinned_length = np.linalg.norm(x[idx] - x[owner], axis=1)
+    rest = (1.0 + stretch) * skinned_length
     over = length > rest * (1.0 + LIMIT_TIE)
+    if f is not None:
+        floor = np.minimum(f[owner], f[idx]) * skinned_length
+        under = (length < floor * (1.0 - LIMIT_TIE)) & (length > 1e-12)
+        rest = np.where(under, floor, rest)
+        over = over | under
     k = np.where(over, 0.5 * (length - rest) / np.where(over, length, 1.0), 0.0)
     acc = np.zeros_like(p)
     np.add.at(acc, owner, k[:, None] * dp)
@@ -606,24 +652,31 @@ def stretch_limit_numpy(points, skinned, ring, stretch: float = STRETCH_LIMIT):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _limit_rest2(x, ptr, idx, scale, out):
-    """Squared stretch limit ``(scale |x_j − x_i|)²`` of every ring entry (i, j), from the skinned positions."""
+def _limit_rest2(x, ptr, idx, scale, shortest, out, floor_out):
+    """Squared stretch limit ``(scale |x_j − x_i|)²`` of every ring entry (i, j), from the skinned positions, and the
+    squared floor ``(min(shortest_i, shortest_j) |x_j − x_i|)²``."""
     for i in range(x.shape[0]):
         for e in range(ptr[i], ptr[i + 1]):
             j = idx[e]
-            out[e] = scale * scale * ((x[j, 0] - x[i, 0]) ** 2 + (x[j, 1] - x[i, 1]) ** 2 + (x[j, 2] - x[i, 2]) ** 2)
+            l2 = (x[j, 0] - x[i, 0]) ** 2 + (x[j, 1] - x[i, 1]) ** 2 + (x[j, 2] - x[i, 2]) ** 2
+            out[e] = scale * scale * l2
+            f = min(shortest[i], shortest[j])
+            floor_out[e] = f * f * l2
 
 
-def _squared_limits(x, ptr, idx, stretch) -> np.ndarray:
-    """(E,) float64 squared longest length of every ring entry, from the skinned positions ``x``."""
-    out = np.empty(len(idx))
-    _limit_rest2(x, ptr, idx, 1.0 + float(stretch), out)
-    return out
+def _squared_limits(x, ptr, idx, stretch, shortest=None) -> tuple:
+    """(E,) float64 squared longest and squared shortest length of every ring entry, from the skinned positions
+    ``x`` (the shortest all 0 without ``shortest``)."""
+    out, floor = np.empty(len(idx)), np.empty(len(idx))
+    f = np.zeros(len(x)) if shortest is None else np.ascontiguousarray(shortest, dtype=np.float64)
+    _limit_rest2(x, ptr, idx, 1.0 + float(stretch), f, out, floor)
+    return out, floor
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _limit_kernel(p, ptr, idx, rest2, out, moved):
+def _limit_kernel(p, ptr, idx, rest2, floor2, out, moved):
     tie2 = (1.0 + LIMIT_TIE) ** 2
+    under2 = (1.0 - LIMIT_TIE) ** 2
     for i in range(p.shape[0]):
         ax = ay = az = 0.0
         c = 0
@@ -631,9 +684,10 @@ def _limit_kernel(p, ptr, idx, rest2, out, moved):
             j = idx[e]
             dx, dy, dz = p[j, 0] - p[i, 0], p[j, 1] - p[i, 1], p[j, 2] - p[i, 2]
             length2 = dx * dx + dy * dy + dz * dz
-            if length2 > rest2[e] * tie2:
+            bound2 = rest2[e] if length2 > rest2[e] * tie2 else floor2[e]
+            if length2 > rest2[e] * tie2 or (length2 < floor2[e] * under2 and length2 > 1e-24):
                 length = np.sqrt(length2)
-                k = 0.5 * (length - np.sqrt(rest2[e])) / length
+                k = 0.5 * (length - np.sqrt(bound2)) / length
                 ax += k * dx
                 ay += k * dy
                 az += k * dz
@@ -649,14 +703,14 @@ def _limit_kernel(p, ptr, idx, rest2, out, moved):
             out[i, 2] = p[i, 2]
 
 
-def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
-    """:func:`stretch_limit_numpy` as a Numba kernel (one core); the squared limits of the ring's edges are computed
-    first (:func:`surface_runtime` does that once for all its passes), so an edge within the limit costs no root."""
+def stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT, shortest=None):
+    """:func:`stretch_limit_numpy` as a Numba kernel (one core); the squared bounds of the ring's edges are computed
+    first (:func:`surface_runtime` does that once for all its passes), so an edge within them costs no root."""
     p, x, ptr, idx = _limit_inputs(points, skinned, ring, stretch)
-    rest2 = _squared_limits(x, ptr, idx, stretch)
+    rest2, floor2 = _squared_limits(x, ptr, idx, stretch, as_shortest(shortest, len(p)))
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
-    _limit_kernel(p, ptr, idx, rest2, out, moved)
+    _limit_kernel(p, ptr, idx, rest2, floor2, out, moved)
     return out, moved
 
 
@@ -664,7 +718,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                     passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
                     stretch: float = STRETCH_LIMIT, start=None, lift=None, faces=None,
-                    finish_step: float | None = None, between=None):
+                    finish_step: float | None = None, between=None, shortest=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
     ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; then, if given,
     :data:`~kisekae.fit.edge_lift.LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) and the unflip
@@ -698,6 +752,8 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     between : callable or None, ``(N, 3) -> (N, 3)`` applied after the stretch-limit passes and before the edge lift
         and unflip, e.g. the push out of a garment worn beneath (:func:`kisekae.fit.layer_push.layer_push`), so that
         the stages against the body keep the last word
+    shortest : (N,) or None, the stretch limit's floor per vertex (:func:`stretch_limit`, :func:`shortest_lengths`:
+        the compression limit of cloth that clings to the body); None: edges may shrink freely
 
     Returns
     -------
@@ -712,7 +768,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     """
     params = params or PushParams()
     x = _f64(points, (len(points), 3), "garment vertices")
-    _check_limit_passes(limit_passes, stretch)
+    limits = _check_limit_passes(limit_passes, stretch, shortest, len(x))
     budget = step_budget(finish_step, len(x))
     y0 = x if start is None else _f64(start, x.shape, "start positions")
     if numpy:
@@ -721,8 +777,8 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         if passes > 0:
             first = x + smooth_push_numpy(first - x, ring, passes)
         new = surface_push_numpy(first, *args, chord=chord)[0]
-        new = _between(between, _limit_passes_numpy(new, x, args, chord, ring, stretch, limit_passes))
-        new = _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget)
+        new = _between(between, _limit_passes_numpy(new, x, args, chord, ring, limits, limit_passes))
+        new = _finish_numpy(new, x, args, chord, lift, faces, ring, limits, budget)
     else:
         # the body's spheres and curvature are the same for every push: made once
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
@@ -734,16 +790,18 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
-        new = _between(between, _limit_passes(new, x, push, ring, stretch, limit_passes))
-        new = _finish(new, x, push, chord, lift, faces, ring, stretch, budget)
+        new = _between(between, _limit_passes(new, x, push, ring, limits, limit_passes))
+        new = _finish(new, x, push, chord, lift, faces, ring, limits, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
 
 
-def _check_limit_passes(limit_passes, stretch) -> None:
+def _check_limit_passes(limit_passes, stretch, shortest=None, n: int = 0) -> tuple:
+    """Check :func:`surface_runtime`'s stretch-limit settings; returns ``(stretch, shortest)`` (the floor checked)."""
     if isinstance(limit_passes, bool) or not isinstance(limit_passes, (int, np.integer)) or limit_passes < 0:
         raise KisekaeError(f"must be an integer >= 0, got {limit_passes!r}", "limit passes")
     _check_stretch(stretch)
+    return stretch, as_shortest(shortest, n)
 
 
 def _between(between, new):
@@ -751,9 +809,9 @@ def _between(between, new):
     return new if between is None else _f64(between(new), new.shape, "positions between the stages")
 
 
-def _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget=None):
+def _finish_numpy(new, x, args, chord, lift, faces, ring, limits, budget=None):
     """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, NumPy references;
-    ``budget``: :func:`step_budget` of ``finish_step``."""
+    ``limits``: ``(stretch, shortest)``; ``budget``: :func:`step_budget` of ``finish_step``."""
     from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
     from .unflip import UNFLIP_PASSES, unflip_numpy
 
@@ -779,19 +837,20 @@ def _finish_numpy(new, x, args, chord, lift, faces, ring, stretch, budget=None):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
-    return _limit_passes_numpy(new, x, args, chord, ring, stretch, LIFT_LIMIT_PASSES if lift is not None else 0)
+    return _limit_passes_numpy(new, x, args, chord, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
 
 
-def _limit_passes_numpy(new, x, args, chord, ring, stretch, passes: int):
+def _limit_passes_numpy(new, x, args, chord, ring, limits, passes: int):
     """``passes`` stretch-limit passes, each followed by the push of the vertices it moved; NumPy references
-    (:func:`_limit_passes`); ``args`` as :func:`surface_push_numpy`'s after the points."""
+    (:func:`_limit_passes`); ``args`` as :func:`surface_push_numpy`'s after the points; ``limits``:
+    ``(stretch, shortest)``."""
     for _ in range(passes):
-        limited, moved = stretch_limit_numpy(new, x, ring, stretch)
+        limited, moved = stretch_limit_numpy(new, x, ring, *limits)
         new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
     return new
 
 
-def _finish(new, x, push, chord, lift, faces, ring, stretch, budget=None):
+def _finish(new, x, push, chord, lift, faces, ring, limits, budget=None):
     """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, with the Numba kernels;
     ``push`` as :func:`_push`'s arguments after the points and ids; ``budget``: :func:`step_budget` of
     ``finish_step``."""
@@ -832,19 +891,19 @@ def _finish(new, x, push, chord, lift, faces, ring, stretch, budget=None):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
-    return _limit_passes(new, x, push, ring, stretch, LIFT_LIMIT_PASSES if lift is not None else 0)
+    return _limit_passes(new, x, push, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
 
 
-def _limit_passes(new, x, push, ring, stretch, passes: int):
+def _limit_passes(new, x, push, ring, limits, passes: int):
     """``passes`` stretch-limit passes (Numba), each followed by the push of the vertices it moved; ``push`` as
-    :func:`_push`'s arguments after the points and ids."""
+    :func:`_push`'s arguments after the points and ids; ``limits``: ``(stretch, shortest)``."""
     if passes <= 0:
         return new
     ptr, idx = _ring_arrays(ring, len(x))
-    rest2 = _squared_limits(x, ptr, idx, stretch)
+    rest2, floor2 = _squared_limits(x, ptr, idx, *limits)
     limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
     for _ in range(passes):
-        _limit_kernel(new, ptr, idx, rest2, limited, moved)
+        _limit_kernel(new, ptr, idx, rest2, floor2, limited, moved)
         new = _push(limited, np.flatnonzero(moved), *push)[0]
     return new
 

@@ -28,6 +28,7 @@ KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, pu
 KisekaeBodyCurvature   kisekae.fit.surface.body_curvature          1e-5 relative (of max(kv, 1/m))
 KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
 KisekaeStretchLimit    kisekae.fit.surface.stretch_limit_numpy     1e-5 m, moved flags exact
+                       (with and without the floor, KISEKAE_LOAD_SHORTEST)
 KisekaeCarryStart      kisekae.fit.carry.carry_start               1e-5 m
 KisekaeSamplePoint     kisekae.fit.edge_lift.EdgeSamples.points    1e-5 m
 KisekaeSamplePush      kisekae.fit.surface.surface_push_numpy      positions, clearance 1e-5 m
@@ -994,9 +995,19 @@ def stretch_pair_checks():
     p[1, 0], p[3, 0], p[5, 0] = 0.2, 1.105, 2.05
     want = p.copy()
     want[0, 0], want[1, 0] = 0.045, 0.155
-    got, moved = X.gpu_stretch_limit(p, x, one_ring(6, [[0, 1], [2, 3], [4, 5]]), 0.1)
+    ring = one_ring(6, [[0, 1], [2, 3], [4, 5]])
+    got, moved = X.gpu_stretch_limit(p, x, ring, 0.1)
     flags_ok = moved.tolist() == [True, True, False, False, False, False]
-    return [Check("stretch limit pair (analytic)", _err(got, want) if flags_ok else np.inf, TOL_SURFACE, 6)]
+    checks = [Check("stretch limit pair (analytic)", _err(got, want) if flags_ok else np.inf, TOL_SURFACE, 6)]
+    # the floor: the shortened clinging edge 4-5 (half its length, floor 0.85) is pushed apart to 8.5 cm, each end
+    # 1.75 cm; edge 2-3 has a loose end (floor 0) and stays
+    p[1, 0] = 0.1
+    want = p.copy()
+    want[4, 0], want[5, 0] = 2.0 - 0.0175, 2.05 + 0.0175
+    got, moved = X.gpu_stretch_limit(p, x, ring, 0.1, [0.85, 0.85, 0.85, 0.0, 0.85, 0.85])
+    flags_ok = moved.tolist() == [False, False, False, False, True, True]
+    return checks + [Check("stretch limit floor pair (analytic)", _err(got, want) if flags_ok else np.inf,
+                           TOL_SURFACE, 6)]
 
 
 def _surface_reference(vec, case: dict, reach, chord: bool = False):
@@ -1051,7 +1062,8 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     allowance (``chord=garment_chords(mesh)``, the body curvature from ``KisekaeBodyCurvature``, itself checked
     against :func:`~kisekae.fit.surface.body_curvature`), and ``KisekaeSmoothPush`` (1 and 10 passes) against
     :func:`~kisekae.fit.surface.smooth_push_numpy` on the built-in avatar (:func:`surface_vectors`)."""
-    from ..fit.surface import SMOOTH_PASSES, one_ring, smooth_push_numpy, stretch_limit_numpy
+    from ..fit.surface import (COMPRESSION_LIMIT, SMOOTH_PASSES, STRETCH_LIMIT, one_ring, smooth_push_numpy,
+                               stretch_limit_numpy)
 
     checks = []
     for pose in poses:
@@ -1074,12 +1086,15 @@ def surface_avatar_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
                                         _err(X.gpu_smooth_push(d, ring, passes), ref), TOL_SURFACE, len(d)))
             # the stretch limit over the pushed vertices (pushes along diverging normals stretch some edges)
             pushed = _surface_reference(vec, *SURFACE_CASES[0])[0]
+            # and with the floor of cloth that clings everywhere (:data:`kisekae.fit.surface.COMPRESSION_LIMIT`)
+            floor = np.full(k, 1.0 - COMPRESSION_LIMIT)
             for part, sl in (("skinned", slice(0, k)), ("jittered", slice(k, None))):
-                ref, rmoved = stretch_limit_numpy(pushed[sl], pts[sl], ring)
-                got, moved = X.gpu_stretch_limit(pushed[sl], pts[sl], ring)
-                checks.append(Check(f"stretch limit {pose} {garment} {part} ({int(rmoved.sum())} moved)",
-                                    max(_err(got, ref), 0.0 if np.array_equal(moved, rmoved) else np.inf),
-                                    TOL_SURFACE, len(ref)))
+                for tag, shortest in (("", None), (" floor", floor)):
+                    ref, rmoved = stretch_limit_numpy(pushed[sl], pts[sl], ring, STRETCH_LIMIT, shortest)
+                    got, moved = X.gpu_stretch_limit(pushed[sl], pts[sl], ring, STRETCH_LIMIT, shortest)
+                    checks.append(Check(f"stretch limit{tag} {pose} {garment} {part} ({int(rmoved.sum())} moved)",
+                                        max(_err(got, ref), 0.0 if np.array_equal(moved, rmoved) else np.inf),
+                                        TOL_SURFACE, len(ref)))
             # the carried start of the next frame from this push's correction (keep 0, kisekae's, and all of it)
             from ..fit.carry import KEEP, carry_start
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..fit.pushout import PushParams
-from ..fit.surface import STRETCH_LIMIT
+from ..fit.surface import STRETCH_LIMIT, as_shortest
 from ..validate import as_nonnegative, as_points
 from . import toolchain
 from .limits import MAX_CAPSULES, MAX_HITS, check_capsule_count
@@ -820,7 +820,7 @@ def _garment_pair(points, skinned):
     return p, x
 
 
-def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
+def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT, shortest=None):
     """``KisekaeStretchLimit`` on the GPU, one pass: :func:`kisekae.fit.surface.stretch_limit_numpy`.
 
     Parameters
@@ -829,19 +829,22 @@ def gpu_stretch_limit(points, skinned, ring, stretch: float = STRETCH_LIMIT):
     skinned : (N, 3) array_like, the same vertices skinned (m)
     ring : (ptr (N+1,), idx (E,)), the one-ring in CSR form (:func:`kisekae.fit.surface.one_ring`)
     stretch : float, allowed relative stretch (>= 0; default :data:`kisekae.fit.surface.STRETCH_LIMIT`)
+    shortest : (N,) fractions in [0, 1) or None, the floor per vertex (``KISEKAE_LOAD_SHORTEST``,
+        :func:`kisekae.fit.surface.shortest_lengths`); None: edges shrink freely
 
     Returns
     -------
     new_points : (N, 3) float32; moved : (N,) bool
     """
     p, x = _garment_pair(points, skinned)
+    floor = np.zeros(len(p)) if shortest is None else as_shortest(shortest, len(p))
     if not (np.isfinite(stretch) and stretch >= 0):
         raise KisekaeError(f"must be a finite number >= 0, got {stretch!r}", "stretch")
     n = len(p)
     ranges, neighbours = _ring_rows(ring, n)
     if not n:
         return p.copy(), np.zeros(0, bool)
-    o0, _ = _run("stretch_limit", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=neighbours, in3=_vec4(n, x),
+    o0, _ = _run("stretch_limit", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=neighbours, in3=_vec4(n, x, floor),
                  params=[[float(stretch), 0.0, 0.0, 0.0]])
     return x + o0[:, :3], o0[:, 3] > 0.5
 

@@ -43,11 +43,16 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
                                         ``vertexSampleIdx[vertexSamplePtr[v] .. vertexSamplePtr[v + 1])``
   ``vertexSampleIdx``   M               ``3 s + c``: v is corner c of sample s, with a weight > 0 (a seam copy
                                         has its representative's list; M = ``vertexSampleEntries``)
+  ``shortest``          N               **float32**: the stretch limit's floor per vertex, a fraction in [0, 1):
+                                        a one-ring edge (v, j) may shrink to ``min(shortest[v], shortest[j])``
+                                        times its skinned length (``KISEKAE_LOAD_SHORTEST(v)``;
+                                        :func:`kisekae.fit.surface.shortest_lengths`: 0.85 where the cloth clings
+                                        to the body at rest, 0 where it is loose and may fold)
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
-whatever scale the engine imported the mesh at. The stretch limit needs no array of its own: it reads the one-ring,
-the skinned garment and the displacements, and compares each edge with its skinned length, which the engine has.
+whatever scale the engine imported the mesh at. Besides its floor, the stretch limit reads the one-ring, the skinned
+garment and the displacements, and compares each edge with its skinned length, which the engine has.
 
 ``kisekae fit -o DIR`` writes ``DIR/<garment>.surface.json`` and ``DIR/<garment>.surface.bytes`` (Unity imports a
 ``.bytes`` file as a binary TextAsset). The built-in tights (2674 vertices, K = 16, 10,650 ring entries): 588,100
@@ -66,6 +71,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError, quote_name
+from ..fit.surface import as_shortest
 from ..validate import as_nonnegative
 
 #: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
@@ -73,15 +79,16 @@ from ..validate import as_nonnegative
 #: end the frame; 5: ``liftLimitPasses``, the stretch limit after them; 6: face samples, three corners and weights
 #: per sample, ``sampleWeights`` in place of ``sampleT``). Other versions are refused: a version-3 bake was made for
 #: an engine without the edge lift, a version-4 one for an engine without the last stretch limit, a version-5 one
-#: for an engine whose samples lie on edges only.
-SURFACE_BAKE_VERSION = 6
+#: for an engine whose samples lie on edges only; 7: ``shortest``, the stretch limit's floor per vertex, the
+#: compression limit of the cloth that clings to the body; a version-6 bake was made for an engine without it).
+SURFACE_BAKE_VERSION = 7
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
 LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights", "sampleChord", "sampleCorners",
-          "vertexSamplePtr", "vertexSampleIdx")
+          "vertexSamplePtr", "vertexSampleIdx", "shortest")
 #: Arrays of float32 values (the others are uint32 ids).
-FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord")
+FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest")
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
                   "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses")
 
@@ -89,7 +96,7 @@ _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ri
 def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0) -> dict:
     return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 3 * s,
             "sampleWeights": 3 * s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
-            "vertexSampleIdx": m}
+            "vertexSampleIdx": m, "shortest": n}
 
 
 def _doc_lengths(doc: dict) -> dict:
@@ -100,7 +107,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
                  weld=None, smooth_passes: int | None = None, limit_passes: int | None = None,
                  stretch_limit: float | None = None, lift=None, lift_passes: int | None = None,
                  unflip_passes: int | None = None, turn_start: float | None = None,
-                 lift_limit_passes: int | None = None) -> dict:
+                 lift_limit_passes: int | None = None, shortest=None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -126,12 +133,13 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     lift_passes, unflip_passes, lift_limit_passes : int, optional, rounds of (edge lift, unflip) after the stretch
         limit, unflips and stretch-limit passes after them (defaults from :mod:`kisekae.fit.edge_lift`)
     turn_start : float, optional, the unflip's :data:`kisekae.fit.unflip.TURN_START`
+    shortest : (N,) in [0, 1), optional, the stretch limit's floor (:func:`kisekae.fit.runtime.garment_shortest`; 0)
 
     Returns
     -------
     dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``,
     ``sampleEnds``, ``sampleCorners``, ``vertexSamplePtr``, ``vertexSampleIdx`` (flat uint32) and ``chord``,
-    ``sampleWeights``, ``sampleChord`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    ``sampleWeights``, ``sampleChord``, ``shortest`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
 
     Raises
     ------
@@ -140,9 +148,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         weld map or the chords are malformed, or ``limit_passes`` is not an integer >= 0 or ``stretch_limit`` not a
         finite number >= 0.
     """
-    f = np.asarray(body_faces, dtype=np.int64)
-    if f.ndim != 2 or f.shape[1] != 3 or (f.size and f.min() < 0):
-        raise KisekaeError(f"expected (F, 3) non-negative vertex ids, got shape {f.shape}", "body faces")
+    f = _body_faces(body_faces)
     tri = np.asarray(candidates.triangles)
     n = len(tri)
     candidates.check(n, f, f"surface candidates of {garment_name}")
@@ -176,7 +182,16 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "samples": len(samples["sampleChord"]),
         "vertexSampleEntries": len(samples["vertexSampleIdx"]),
         **samples,
+        "shortest": (np.zeros(n) if shortest is None else as_shortest(shortest, n)).astype(np.float32),
     }
+
+
+def _body_faces(body_faces) -> np.ndarray:
+    """(F, 3) int64 body triangles of :func:`surface_bake`, checked."""
+    f = np.asarray(body_faces, dtype=np.int64)
+    if f.ndim != 2 or f.shape[1] != 3 or (f.size and f.min() < 0):
+        raise KisekaeError(f"expected (F, 3) non-negative vertex ids, got shape {f.shape}", "body faces")
+    return f
 
 
 def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start,
@@ -393,7 +408,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     int64 body vertex ids, ``ring`` ``(ptr (N+1,), idx (E,))`` int64 (as :func:`kisekae.fit.surface.one_ring`),
     ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``,
     ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 3), ``sample_weights`` (S, 3), ``sample_chord`` (S,)
-    float64, ``sample_corners`` (S, K, 3) and ``vertex_samples`` ``(ptr (N+1,), idx (M,))``.
+    float64, ``sample_corners`` (S, K, 3), ``vertex_samples`` ``(ptr (N+1,), idx (M,))`` and ``shortest`` (N,) float64
+    (float32 values).
 
     Raises
     ------
@@ -418,8 +434,10 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     _check_ids(corners, ptr, idx, weld, n, e, n_body_vertices, source)
     if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
         raise KisekaeError("'chord' must be finite lengths >= 0 (m)", source)
-    ends, w, schord, scorners, sptr, sidx = (arrays[name] for name in LAYOUT[5:])
+    ends, w, schord, scorners, sptr, sidx, floor = (arrays[name] for name in LAYOUT[5:])
     _check_samples(ends, w, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
+    if not np.all(np.isfinite(floor)) or (floor.size and (floor.min() < 0 or floor.max() >= 1)):
+        raise KisekaeError("'shortest' must be fractions in [0, 1) of the skinned edge lengths", source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
@@ -428,7 +446,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
             "lift_limit_passes": counts["liftLimitPasses"],
             "turn_start": counts["turnStart"], "sample_ends": ends.reshape(ns, 3),
             "sample_weights": w.reshape(ns, 3),
-            "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx)}
+            "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx),
+            "shortest": floor}
 
 
 def _check_samples(ends, w, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:

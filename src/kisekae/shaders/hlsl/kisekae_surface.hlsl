@@ -28,6 +28,10 @@
 // Stretch limit (KisekaeStretchLimit, one pass; kisekae.fit.surface.stretch_limit_numpy), after the second push:
 // with p = x + d (x skinned), for every one-ring edge (v, j) with l = |p_j - p_v| > (1 + stretch) |x_j - x_v|,
 //   c_j = (l - (1 + stretch) |x_j - x_v|) / (2 l) (p_j - p_v);   d' = d + mean of the c_j (d' = d if there are none)
+// and, with the floor s_j = min(shortest_v, shortest_j) (KISEKAE_LOAD_SHORTEST, the compression limit of cloth that
+// clings to the body), for every edge with 0 < l < (1 - KISEKAE_LIMIT_TIE) s_j |x_j - x_v| the same c_j with s_j in
+// place of 1 + stretch; over the limit means l > (1 + KISEKAE_LIMIT_TIE) (1 + stretch) |x_j - x_v| (the tie,
+// kisekae.fit.surface.LIMIT_TIE: an edge a pass left at a bound is not decided again by float32 rounding)
 // and each vertex it moved is pushed again (KisekaeSurfacePush of x + d').
 // Units are metres; positions in the body's (posed) space.
 // Data macros (optional; the functions that need them are compiled only when they are defined):
@@ -38,6 +42,8 @@
 //   KISEKAE_LOAD_DISPLACEMENT(j)         float3, displacement of garment vertex j from the previous pass (m)
 //   KISEKAE_LOAD_GARMENT_SKINNED(j)      float3, skinned position of garment vertex j (m; KisekaeStretchLimit,
 //                                        compiled when it and the ring macros are defined)
+//   KISEKAE_LOAD_SHORTEST(j)             float in [0, 1), the stretch limit's floor at garment vertex j (the bake's
+//                                        `shortest`); undefined, it reads 0.0 (edges shrink freely)
 //   KISEKAE_LOAD_BODY_CURVATURE(i)       float, kv of body vertex i this frame (1/m; KisekaeBodyCurvature's output).
 //                                        Define it with the candidates; undefined, it reads 0.0 (no allowance)
 //   KISEKAE_LOAD_BODY_FACE_RANGE(i)      uint2, (start, count) of body vertex i's triangles in the list below
@@ -340,11 +346,22 @@ float3 KisekaeSmoothPush(uint v)
 }
 
 #ifdef KISEKAE_LOAD_GARMENT_SKINNED
+// kisekae.fit.surface.LIMIT_TIE: an edge is over its limit when longer than 1 + this times it, under its floor when
+// shorter than 1 - this times it.
+#define KISEKAE_LIMIT_TIE 1e-5
+
+// The stretch limit's floor at garment vertex j: without the macro, none (edges shrink freely).
+#ifndef KISEKAE_LOAD_SHORTEST
+#define KISEKAE_LOAD_SHORTEST(j) 0.0
+#endif
+
 // One Jacobi pass of the stretch limit (kisekae.fit.surface.stretch_limit_numpy, Provot 1995) for garment vertex v:
 // its new displacement (m) from the previous pass's displacements (KISEKAE_LOAD_DISPLACEMENT) and the skinned
 // garment (KISEKAE_LOAD_GARMENT_SKINNED, m). Each one-ring edge longer than (1 + stretch) times its skinned length
-// pulls v towards the neighbour by half the excess; v moves by the mean of those pulls. `moved` tells whether any
-// edge was over the limit (the engine then pushes v again: KisekaeSurfacePush has the last word).
+// pulls v towards the neighbour by half the excess, and each edge shorter than its floor (KISEKAE_LOAD_SHORTEST of
+// both ends, the smaller, times its skinned length) pushes v away by half the deficit; v moves by the mean of those
+// corrections. `moved` tells whether any edge was out of its range (the engine then pushes v again:
+// KisekaeSurfacePush has the last word).
 float3 KisekaeStretchLimit(uint v, float stretch, out bool moved)
 {
     float3 x = KISEKAE_LOAD_GARMENT_SKINNED(v);
@@ -359,10 +376,13 @@ float3 KisekaeStretchLimit(uint v, float stretch, out bool moved)
         float3 xj = KISEKAE_LOAD_GARMENT_SKINNED(j);
         float3 dp = xj + KISEKAE_LOAD_DISPLACEMENT(j) - p;
         float len = length(dp);
-        float rest = (1.0 + stretch) * length(xj - x);
-        if (len > rest) // then len > 0: no division by zero
+        float skinned = length(xj - x);
+        float rest = (1.0 + stretch) * skinned;
+        float shortest = min(KISEKAE_LOAD_SHORTEST(v), KISEKAE_LOAD_SHORTEST(j)) * skinned;
+        bool over = len > rest * (1.0 + KISEKAE_LIMIT_TIE);
+        if (over || (len < shortest * (1.0 - KISEKAE_LIMIT_TIE) && len > 1e-12)) // len > 0: kisekae:guard
         {
-            sum += (0.5 * (len - rest) / len) * dp;
+            sum += (0.5 * (len - (over ? rest : shortest)) / len) * dp;
             count++;
         }
     }

@@ -56,8 +56,10 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_RING_RANGE(v) ((uint2)gIn1[(v)].xy)
 #define KISEKAE_LOAD_RING(e) ((uint)gIn2[(e)].x)
 #define KISEKAE_LOAD_DISPLACEMENT(j) (gIn0[(j)].xyz)
-// Mode 19 reads displacements and the ring as mode 17, and the skinned garment from gIn3 (xyz).
+// Mode 19 reads displacements and the ring as mode 17, the skinned garment from gIn3 (xyz) and the stretch limit's
+// floor from gIn3 (w; 0 where a mode leaves it so).
 #define KISEKAE_LOAD_GARMENT_SKINNED(j) (gIn3[(j)].xyz)
+#define KISEKAE_LOAD_SHORTEST(j) (gIn3[(j)].w)
 // Mode 21 (sample point) reads displacements from gIn0, the skinned garment from gIn3, each sample's corners from
 // gIn1 (xyz) and its weights from gIn5 (xyz). Mode 22 (sample push) reads the samples' candidates from gIn2 as mode
 // 16. Mode 23 (edge lift gather) reads each vertex's sample range from gIn1 (x = start, y = count), the list from gIn2
@@ -376,7 +378,7 @@ void main(uint3 id : SV_DispatchThreadID)
     if (gMode == 19u)
     {
         // one pass of the stretch limit: displacements in gIn0, ring as mode 17, skinned garment in gIn3,
-        // gParams[0].x = stretch; y0 = (new displacement, 1 if moved else 0)
+        // gParams[0].x = stretch, the floor in gIn3 (w); y0 = (new displacement, 1 if moved else 0)
         bool moved;
         float3 d = KisekaeStretchLimit(i, gParams[0].x, moved);
         y0 = float4(d, moved ? 1.0 : 0.0);

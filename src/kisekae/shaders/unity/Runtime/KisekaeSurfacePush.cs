@@ -80,7 +80,7 @@ namespace Kisekae
         public int liftLimitPasses;    // stretch-limit passes after the lift rounds and unflips (2)
         public string binary;          // the .bytes file's name
         // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 3S, sampleWeights 3S (float32),
-        // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M
+        // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M, shortest N (float32)
         public KisekaeSurfaceBakeArray[] layout;
         public long bytes;
     }
@@ -88,13 +88,14 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 6;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 7;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 32;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
         static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights",
-                                            "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx" };
+                                            "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx",
+                                            "shortest" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
         public SkinnedMeshRenderer body;
@@ -175,7 +176,7 @@ namespace Kisekae
             _garmentCorrective;  // the garment's correctives (garmentCorrectives); _garmentCorrective zeros without
         Vector4[] _rows;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
-        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _uv;
+        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _shortest, _uv;
         GraphicsBuffer _sampleEnds, _sampleWeights, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
         GraphicsBuffer _sampleLift, _liftA, _liftB;
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
@@ -258,7 +259,7 @@ namespace Kisekae
                 return $"{who}: the bake's ringEntries {h.ringEntries}, samples {h.samples} or vertexSampleEntries " +
                        $"{h.vertexSampleEntries} is negative";
             long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 3L * h.samples, 3L * h.samples, h.samples,
-                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries };
+                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
             for (int i = 0; i < Layout.Length; i++)
@@ -334,6 +335,13 @@ namespace Kisekae
             for (int i = 0; i < h.vertexSampleEntries; i++)
                 if (data[at + i] >= 3u * (uint)ns)
                     return $"{who}: vertex sample entry {data[at + i]} is outside 3 x {ns} samples";
+            at += h.vertexSampleEntries;
+            for (int i = 0; i < n; i++)
+            {
+                float floor = BitConverter.ToSingle(raw, 4 * (at + i));
+                if (!(floor >= 0f && floor < 1f))
+                    return $"{who}: the stretch limit's floor at garment vertex {i} ({floor}) is not in [0, 1)";
+            }
             _data = data;
             _nGarment = n;
             _nBody = nb;
@@ -608,6 +616,8 @@ namespace Kisekae
             _vertexSamplePtr = Upload(_data, at, n + 1);
             at += n + 1;
             _vertexSampleIdx = Upload(_data, at, _nSampleEntries);
+            at += _nSampleEntries;
+            _shortest = Upload(_data, at, n);  // float32 bits: the stretch limit's floor per vertex
             _data = null;
 
             int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
@@ -937,6 +947,7 @@ namespace Kisekae
             (src, dst) = (dst, src);
             cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeRingPtr", _ringPtr);
             cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeRingIdx", _ringIdx);
+            cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeSurfaceShortest", _shortest);
             for (int pass = 0; pass < limitPasses; pass++)  // Jacobi, as the smoothing: the same two buffers
             {
                 cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeDisplacementIn", src);
