@@ -498,6 +498,29 @@ def test_fit_writes_the_surface_bake_and_refuses_to_overwrite(tmp_path, capsys):
     assert json.loads(head.read_text())["vertices"] == 720
 
 
+def test_fit_writes_the_floor_of_its_compression_limit(tmp_path, capsys):
+    """The bake's floor is the runtime's (garment_shortest): 0.85 on the skirt's waistband by default, 1 - C with
+    --compression-limit C, none with 0; a limit outside [0, 1) is refused by the parser."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.cli import main
+
+    av = load_builtin_avatar()
+    n, nb = av.part("skirt").mesh.n_vertices, av.body.mesh.n_vertices
+    clings = garment_shortest(av, "skirt") > 0
+    assert 50 < clings.sum() < n // 2  # the waistband
+    for limit, want in ((None, 1.0 - COMPRESSION_LIMIT), ("0.3", 0.7), ("0", 0.0)):
+        out = tmp_path / str(limit)
+        extra = [] if limit is None else ["--compression-limit", limit]
+        assert main(["fit", "--pose", "stand", "--garment", "skirt", "-o", str(out), *extra]) == 0
+        bake = sb.load_surface_bake(out / "skirt.surface.json", n, nb)
+        np.testing.assert_array_equal(bake["shortest"], np.where(clings, np.float32(want), 0.0))
+    for bad in ("1", "-0.1", "nan", "x"):
+        with pytest.raises(SystemExit):
+            main(["fit", "--pose", "stand", "--garment", "skirt", "-o", str(tmp_path / "bad"), "--compression-limit",
+                  bad])
+        assert "--compression-limit" in capsys.readouterr().err
+
+
 # KisekaeStretchLimits, not KisekaeStretchLimit: a kernel named as the core function it calls is an overloaded entry
 # point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
 _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeGarmentCorrectives",

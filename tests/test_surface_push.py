@@ -360,3 +360,35 @@ def test_chord_allowance_on_a_cylinder():
         np.testing.assert_allclose(base - long, CHORD_CAP, atol=1e-12)
     with pytest.raises(KisekaeError, match="chord"):
         surface_push(pts, cand, v, normals, faces, params, chord=[0.02])
+
+
+def test_check_compression_limit_flag(tmp_path, capsys):
+    """``kisekae check --runtime --compression-limit C``: the records say the limit, 0 turns the floor off (the crouch
+    tights' strain maximum rises past 0.5, as before the floor), and the flag needs the carried or surface method."""
+    import json
+
+    from kisekae.cli import main
+
+    strain = {}
+    for limit in ("0.15", "0"):
+        path = tmp_path / f"{limit}.json"
+        assert main(["check", "--pose", "crouch", "--garment", "tights", "--runtime", "--compression-limit", limit,
+                     "--json", str(path)]) == 0
+        rec = [r for r in json.loads(path.read_text()) if r.get("stage") == "runtime"][0]
+        assert rec["compression_limit"] == float(limit)
+        strain[limit] = rec["strain_max"]
+    assert strain["0.15"] < 0.4 < 0.5 < strain["0"], strain
+    for extra in ([], ["--runtime", "--runtime-method", "capsules"]):
+        assert main(["check", "--pose", "stand", "--garment", "tights", *extra, "--compression-limit", "0.1"]) == 2
+        assert "--compression-limit" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["check", "--pose", "stand", "--runtime", "--compression-limit", "1.0"])
+
+
+def test_runtime_compression_is_checked():
+    from kisekae.fit.runtime import check_compression
+
+    assert check_compression(0) == 0.0 and check_compression(0.15) == 0.15
+    for bad in (1.0, -0.1, float("nan"), True, "0.1", None):
+        with pytest.raises(KisekaeError, match="compression limit"):
+            check_compression(bad)

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from ..errors import KisekaeError
-from .common import (add_avatar_args, add_force_arg, add_push_args, check_outputs, garment_correctives_choice,
-                     load_avatar, load_poses, push_params)
+from .common import (add_avatar_args, add_force_arg, add_push_args, check_outputs, compression_limit,
+                     garment_correctives_choice, load_avatar, load_poses, push_params)
 
 
 def register(sub):
@@ -66,6 +66,11 @@ def register(sub):
                    help="with the edge lift: the most it and the unflip may move a garment vertex in one frame, "
                         "metres (default 0.004: the carry takes the rest up in the next frames, and the lift's pops "
                         "stay small, docs/fit.md); none: no cap")
+    p.add_argument("--compression-limit", type=compression_limit, default=None, metavar="C",
+                   help="with --runtime-method carried or surface: how far the stretch limit lets the cloth that clings "
+                        "to the body (within 1 cm of it at rest) shrink, as a fraction of each edge's skinned length "
+                        "(default 0.15: edges keep at least 0.85 of it, docs/fit.md); 0: no floor, edges shrink "
+                        "freely; records say compression_limit")
     p.add_argument("--self-contact", action="store_true",
                    help="also measure the posed body against itself: body_buried (vertices inside another body "
                         "part), body_self_crossings (body edges through body triangles), body_volume_change and "
@@ -114,6 +119,9 @@ def run(args) -> int:
     check_outputs([args.json] if args.json else [], force=args.force)
     if args.inbetweens < 1:
         raise KisekaeError(f"must be at least 1, got {args.inbetweens}", "--inbetweens")
+    if args.compression_limit is not None and not (args.runtime and args.runtime_method != "capsules"):
+        raise KisekaeError("sets the per-frame path's stretch limit: needs --runtime with the carried or surface "
+                           "method", "--compression-limit")
     if args.finish_step is not None and not (args.runtime and args.edge_lift):
         raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and the edge lift (on unless "
                            "--no-edge-lift)", "--finish-step")
@@ -181,12 +189,14 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
     if args.runtime:
         from ..fit.runtime import runtime_pose
-        from ..fit.surface import FINISH_STEP
+        from ..fit.surface import COMPRESSION_LIMIT, FINISH_STEP
 
         corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
                                  edge_lift=args.edge_lift,
                                  finish_step=FINISH_STEP if args.finish_step is None else args.finish_step.value,
-                                 layers=args.layered, correctives=args.garment_correctives)
+                                 layers=args.layered, correctives=args.garment_correctives,
+                                 compression=COMPRESSION_LIMIT if args.compression_limit is None
+                                 else args.compression_limit)
         positions, metrics = {k: v[0] for k, v in corrected.items()}, {k: dict(v[1]) for k, v in corrected.items()}
         if args.layered:
             _add_layer_stats(avatar, garments, positions, metrics)

@@ -203,6 +203,20 @@ def add_force_arg(p, what: str = "existing output files"):
                    help=f"overwrite {what} (without it the command refuses before writing anything)")
 
 
+def compression_limit(text: str) -> float:
+    """argparse type of ``--compression-limit``: a number in [0, 1) (the per-frame path's stretch-limit floor,
+    :func:`kisekae.fit.runtime.garment_shortest`)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not (math.isfinite(value) and 0.0 <= value < 1.0):
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value
+
+
 def garment_correctives_choice(avatar, garments, values) -> str:
     """Register the bakes that ``--garment-correctives`` names (``values``, None: auto) on ``avatar``; returns the
     choice for the rest (``"auto"`` or ``"off"``, :func:`kisekae.fit.garment_correctives.garment_correctives`)."""

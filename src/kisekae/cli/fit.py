@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import (add_avatar_args, add_force_arg, add_push_args, check_outputs, garment_correctives_choice,
-                     load_avatar, load_poses, push_params)
+from .common import (add_avatar_args, add_force_arg, add_push_args, check_outputs, compression_limit,
+                     garment_correctives_choice, load_avatar, load_poses, push_params)
 
 
 def register(sub):
@@ -32,6 +32,10 @@ def register(sub):
                         "auto, the default: the packaged ones of the built-in tights on the default body; FILE, "
                         "repeatable: a bake from `kisekae bake-correctives --garment` for the garment it was made for, "
                         "the others auto; off: none")
+    p.add_argument("--compression-limit", type=compression_limit, default=None, metavar="C",
+                   help="the stretch limit's floor in the surface push bakes (their 'shortest' array): how far the "
+                        "cloth that clings to the body (within 1 cm of it at rest) may shrink, as a fraction of each "
+                        "edge's skinned length (default 0.15, as kisekae check --runtime; 0: no floor)")
     p.add_argument("-o", "--out", default="fit-out", help="output folder (default: fit-out)")
     add_force_arg(p, "existing files of the same names in the output folder")
     p.set_defaults(func=run)
@@ -78,7 +82,7 @@ def run(args) -> int:
     body = avatar.body
     sk = avatar.skeleton
     rig = _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths)
-    _write_garment_bakes(avatar, surface_paths, covered_paths)
+    _write_garment_bakes(avatar, surface_paths, covered_paths, args.compression_limit)
     _write_layer_bakes(avatar, layer_paths)
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
@@ -144,9 +148,9 @@ def _summary(contact_path, corrective_paths, garment_corrective_paths, surface_p
                     if layer_paths else "")
 
 
-def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> None:
+def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compression=None) -> None:
     """Per garment, the surface push's data (candidates baked over the range of motion, welded one-ring, chords, edge
-    samples and their candidates) and
+    samples and their candidates, the stretch limit's floor for ``compression``, None: the default) and
     the body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
     from ..fit.runtime import (covered_skin_triangles, garment_candidates, garment_chord, garment_lift,
                                garment_ring, garment_shortest)
@@ -159,7 +163,8 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict) -> No
         doc = surface_bake(garment_candidates(avatar, name, progress=True), garment_ring(avatar, name),
                            body.mesh.faces, name, chord=garment_chord(avatar, name),
                            n_body_vertices=body.mesh.n_vertices, weld=mesh.weld,
-                           lift=garment_lift(avatar, name, progress=True), shortest=garment_shortest(avatar, name))
+                           lift=garment_lift(avatar, name, progress=True),
+                           shortest=garment_shortest(avatar, name, *(() if compression is None else (compression,))))
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])

@@ -40,7 +40,7 @@ from .fitting import fit_capsules
 from .fix import params_for
 from .garment_correctives import corrected_skin, garment_correctives
 from .pushout import CapsulePushPlan, PushParams
-from .surface import (BAKE_POSES, CANDIDATES, FINISH_STEP, SurfaceCandidates, garment_chords,
+from .surface import (BAKE_POSES, CANDIDATES, COMPRESSION_LIMIT, FINISH_STEP, SurfaceCandidates, garment_chords,
                       one_ring, shortest_lengths, surface_runtime)
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
@@ -188,12 +188,23 @@ def garment_chord(avatar: Avatar, name: str):
     return _cached(avatar, "_kisekae_chords", name, lambda: garment_chords(avatar.part(name).mesh))
 
 
-def garment_shortest(avatar: Avatar, name: str) -> np.ndarray:
+def garment_shortest(avatar: Avatar, name: str, compression: float = COMPRESSION_LIMIT):
     """(N,) the shortest each garment vertex's one-ring edges may get against their skinned length
     (:func:`kisekae.fit.surface.shortest_lengths` of its rest clearance, :func:`garment_binding`: the compression
-    limit of the cloth that clings to the body), cached."""
-    return _cached(avatar, "_kisekae_shortest", name,
-                   lambda: shortest_lengths(garment_binding(avatar, name).rest_offset))
+    limit ``compression`` of the cloth that clings to the body), cached; None for ``compression`` 0 (no floor)."""
+    check_compression(compression)
+    if compression == 0:
+        return None
+    return _cached(avatar, "_kisekae_shortest", (name, float(compression)),
+                   lambda: shortest_lengths(garment_binding(avatar, name).rest_offset, compression))
+
+
+def check_compression(compression) -> float:
+    """``compression`` (the stretch limit's compression limit) as a float in [0, 1), or a :class:`KisekaeError`."""
+    if isinstance(compression, bool) or not isinstance(compression, (int, float, np.floating, np.integer)) or not (
+            np.isfinite(compression) and 0.0 <= compression < 1.0):
+        raise KisekaeError(f"must be a number in [0, 1), got {compression!r}", "compression limit")
+    return float(compression)
 
 
 def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):
@@ -266,7 +277,8 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
                  method: str = "carried", state: CarryState | None = None, edge_lift: bool = True,
-                 finish_step: float | None = FINISH_STEP, layers: bool = False, correctives: str = "auto") -> dict:
+                 finish_step: float | None = FINISH_STEP, layers: bool = False, correctives: str = "auto",
+                 compression: float = COMPRESSION_LIMIT) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -294,13 +306,18 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         pose-space correctives where it has them (:func:`kisekae.fit.garment_correctives.garment_correctives`: the
         packaged ones of the built-in garments, or those given with ``use_garment_correctives``), or from plain
         skinning
+    compression : float in [0, 1), for ``"carried"`` and ``"surface"``: the stretch limit's compression limit of the
+        cloth that clings to the body (:func:`garment_shortest`; default
+        :data:`~kisekae.fit.surface.COMPRESSION_LIMIT`); 0: no floor, edges shrink freely (the path before 2026-12-06)
 
     Returns
     -------
     dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` (one frame's
     correction; for ``"carried"`` the last step's) and ``runtime_method``; ``"carried"`` adds ``runtime_steps``,
-    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift`` and ``finish_step``)
+    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift``, ``finish_step`` and
+    ``compression_limit``)
     """
+    check_compression(compression)
     if method not in RUNTIME_METHODS:
         raise KisekaeError(f"unknown per-frame method {method!r}; choose one of {', '.join(RUNTIME_METHODS)}",
                            "runtime method")
@@ -317,9 +334,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         local[:, :3, 3] -= origin
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step, layers, correctives)
+                           finish_step, layers, correctives, compression)
         else:
-            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives)
+            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives, compression)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
@@ -339,14 +356,15 @@ def _metrics(push, ms: float, method: str, **extra) -> dict:
     return {"max_push_m": float(push.max(initial=0.0)), "time_ms": ms, "runtime_method": method, **extra}
 
 
-def _setup(avatar: Avatar, garments, params, edge_lift: bool, correctives: str = "off") -> dict:
+def _setup(avatar: Avatar, garments, params, edge_lift: bool, correctives: str = "off",
+           compression: float = COMPRESSION_LIMIT) -> dict:
     """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
     faces, pose-space correctives or None, the stretch limit's floor)``, the baked parts made once and cached on the
     avatar."""
     return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
                    *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)),
-                   garment_correctives(avatar, name, correctives), garment_shortest(avatar, name))
+                   garment_correctives(avatar, name, correctives), garment_shortest(avatar, name, compression))
             for name in garments}
 
 
@@ -435,21 +453,22 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
-             layers: bool = False, correctives: str = "off") -> dict:
+             layers: bool = False, correctives: str = "off", compression: float = COMPRESSION_LIMIT) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
-    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives), finish_step=finish_step,
-                         layers=layers)
-    return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift,
-                                     finish_step=finish_step)) for name, (x, new, push, ms) in step.items()}
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression),
+                         finish_step=finish_step, layers=layers)
+    return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift, finish_step=finish_step,
+                                 compression_limit=compression)) for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
-             finish_step: float | None = None, layers: bool = False, correctives: str = "off") -> dict:
+             finish_step: float | None = None, layers: bool = False, correctives: str = "off",
+             compression: float = COMPRESSION_LIMIT) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
     steps = state.path(avatar.skeleton, m)
-    setup = _setup(avatar, garments, params, edge_lift, correctives)
+    setup = _setup(avatar, garments, params, edge_lift, correctives, compression)
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
@@ -457,7 +476,7 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: 
                              layers)
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
-                               finish_step=finish_step)
+                               finish_step=finish_step, compression_limit=compression)
             state.corrections[name] = new - x
             out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)
