@@ -9,7 +9,9 @@ warmed up from rest as ``kisekae check --runtime`` does. Each *variant* is a set
 - ``no-lift``: ``--no-edge-lift`` (the path before 2026-12-04);
 - ``uncapped``: ``--finish-step none``;
 - ``no-correctives``: ``--garment-correctives off`` (plain skinning as the start; the path before 2026-12-05);
-- ``step=M``: ``--finish-step M`` (metres), e.g. ``step=0.002``.
+- ``no-floor``: ``--compression-limit 0`` (clinging cloth shrinks freely; the path before 2026-12-06);
+- ``step=M``: ``--finish-step M`` (metres), e.g. ``step=0.002``;
+- ``floor=C``: ``--compression-limit C``, e.g. ``floor=0.1``.
 
 Printed per variant: cells, the totals of vertices inside, edges through the body, flipped faces, folded pairs and
 self-crossings, the largest strain and the mean strain p99, and the wall time of the whole check; with ``--cells``
@@ -39,7 +41,7 @@ NAMED = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_up",
 SAMPLES = ROOT / "src" / "kisekae" / "data" / "samples"
 GARMENTS = ("tights", "skirt", str(SAMPLES / "female_casualsuit01.mhclo"), str(SAMPLES / "male_worksuit01.mhclo"))
 FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-step", "none"],
-         "no-correctives": ["--garment-correctives", "off"]}
+         "no-correctives": ["--garment-correctives", "off"], "no-floor": ["--compression-limit", "0"]}
 
 
 def variant_flags(name: str) -> list:
@@ -48,7 +50,10 @@ def variant_flags(name: str) -> list:
         return FIXED[name]
     if name.startswith("step="):
         return ["--finish-step", name[len("step="):]]
-    raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives or step=M)")
+    if name.startswith("floor="):
+        return ["--compression-limit", name[len("floor="):]]
+    raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives, "
+                     "no-floor, step=M or floor=C)")
 
 
 def pose_flags(poses) -> list:
