@@ -50,6 +50,7 @@ def run(args) -> int:
     from ..fit.garment_correctives import garment_correctives
     from ..fit.fix import fix_pose
     from ..fit.layers import draw_order
+    from ..fit.surface import COMPRESSION_LIMIT
     from ..io.obj import write_obj
     from ..qa.check import body_topology, check_pose, format_table, json_record
     from ..qa.penetration import BodyQuery
@@ -82,7 +83,8 @@ def run(args) -> int:
     body = avatar.body
     sk = avatar.skeleton
     rig = _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths)
-    _write_garment_bakes(avatar, surface_paths, covered_paths, args.compression_limit)
+    _write_garment_bakes(avatar, surface_paths, covered_paths,
+                         COMPRESSION_LIMIT if args.compression_limit is None else args.compression_limit)
     _write_layer_bakes(avatar, layer_paths)
     rest_query = BodyQuery(body_topology(avatar), body.mesh.vertices)
     report = {"capsules": len(rig.bone), "fit": fit_report(rig, body.mesh.vertices, body.skin.indices,
@@ -148,9 +150,9 @@ def _summary(contact_path, corrective_paths, garment_corrective_paths, surface_p
                     if layer_paths else "")
 
 
-def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compression=None) -> None:
+def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compression: float) -> None:
     """Per garment, the surface push's data (candidates baked over the range of motion, welded one-ring, chords, edge
-    samples and their candidates, the stretch limit's floor for ``compression``, None: the default) and
+    samples and their candidates, the stretch limit's floor of the compression limit ``compression``) and
     the body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
     from ..fit.runtime import (covered_skin_triangles, garment_candidates, garment_chord, garment_lift,
                                garment_ring, garment_shortest)
@@ -164,7 +166,7 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compr
                            body.mesh.faces, name, chord=garment_chord(avatar, name),
                            n_body_vertices=body.mesh.n_vertices, weld=mesh.weld,
                            lift=garment_lift(avatar, name, progress=True),
-                           shortest=garment_shortest(avatar, name, *(() if compression is None else (compression,))))
+                           shortest=garment_shortest(avatar, name, compression))
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])
