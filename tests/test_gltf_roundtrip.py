@@ -129,8 +129,12 @@ def test_cli_check_on_glb_matches_builtin(tmp_path, avatar_cmu):
     a, b = json.loads(out_a.read_text()), json.loads(out_b.read_text())
     assert len(a) == len(b) == 4
     for ra, rb in zip(a, b):
-        for key in ("pose", "garment", "vertices", "inside_count", "edge_crossings"):
+        for key in ("pose", "garment", "vertices"):
             assert ra[key] == rb[key]
+        # the file rounds the skin to float32 and renormalises it: an edge that grazes the body may cross in one and
+        # not the other (clip frame 1: 271 and 270 of the tights' edges)
+        for key in ("inside_count", "edge_crossings"):
+            assert abs(ra[key] - rb[key]) <= max(1, ra[key] // 100), (key, ra[key], rb[key])
         assert abs(ra["max_depth_m"] - rb["max_depth_m"]) < 1e-5
 
 

@@ -26,10 +26,17 @@ Pairs where the vertex does not face its triangle (clearance along the normal un
 the distance) are left out: their side is not defined.
 
 The step is small, so a pair never passes through in one step unseen, and the side it keeps is the
-one it had where the body was whole. It is a simulation of the skin alone (no inertia, no volume
-term), deterministic: the same pose gives the same body wherever the body stands (within 1e-6 m).
+one it had where the body was whole. It is a simulation of the skin alone (no inertia),
+deterministic: the same pose gives the same body wherever the body stands (within 1e-6 m).
 Without contact the correction is zero: where no pair is violated the membrane has nothing to
 spread, so the result equals plain skinning, and the rest pose is unchanged.
+
+Volume (``ContactSolveParams.keep_volume``, on by default in :func:`body_contact_solve`): at the start of each
+step, before its pairs are found, each bone's part gets back the volume that skinning and the contact took from
+it, as a bulge along the normals away from the previous step's contact pairs
+(:mod:`kisekae.avatar.volume_restore`). The bulge is part of the base the contact correction is measured from,
+so the membrane's screening does not wear it away, and a bulge that reaches another part is caught by the
+step's pairs. Far from contact a bent joint then keeps its flesh (skinning's own loss is given back too).
 
 It is offline: about a second a pose on one core for the built-in body. The per-frame path
 cannot run it; what it is for is a reference body for checks and fixes, and the training data of
@@ -76,6 +83,14 @@ SMOOTH_PASSES = 2
 FACING = 0.25
 #: Rounds of projection without smoothing at the end of each step.
 FINAL_ROUNDS = 5
+#: Rest distance beyond which a (vertex, triangle) pair that faces each other counts as a crease for the volume
+#: bulge's mask (metres; the contact pairs' own ``exclude`` leaves the folds of one joint out).
+CREASE_EXCLUDE = 0.003
+CREASE_RADIUS = 0.008
+#: A crease pair's vertex normal and triangle normal point against each other by at least this cosine.
+CREASE_FACING = 0.3
+#: A vertex that ``BodyContactSolve.then`` moves further than this (metres) gets no volume bulge after it.
+THEN_MOVED = 1e-4
 
 
 @dataclass
@@ -151,6 +166,24 @@ def detect_pairs(points, rest, tri, radius: float = DETECT, exclude: float = EXC
     """
     return point_triangle_pairs(points, points, tri, radius, rest_points=rest, rest_tri_vertices=rest,
                                 exclude=exclude, skip_corners=True)
+
+
+def crease_vertices(points, rest, tri, orientation: float = 1.0, radius: float = DETECT,
+                    exclude: float = CREASE_EXCLUDE) -> np.ndarray:
+    """Vertex ids where the body folds onto itself: (vertex, triangle) pairs closer than ``radius``, farther than
+    ``exclude`` apart at rest, whose vertex lies in front of the triangle with its normal turned against the
+    triangle's (a crease closed by bending, such as the belly's in a crouch); the vertex and the triangle's corners.
+    Flat or curved skin next to a vertex faces the same way and never counts."""
+    from .volume_restore import vertex_normals_area
+
+    y = np.asarray(points, dtype=np.float64)
+    pv, pt = detect_pairs(y, rest, tri, radius, exclude)
+    if len(pv) == 0:
+        return np.zeros(0, dtype=np.int64)
+    s, n, _, _ = pair_clearance(y, pv, y, tri, pt, orientation)
+    nv = vertex_normals_area(y, tri, orientation)[pv]
+    fold = (s > 0.0) & (np.einsum("ij,ij->i", nv, n) < -CREASE_FACING)
+    return np.unique(np.concatenate([pv[fold], tri[pt[fold]].ravel()]))
 
 
 def detect_pairs_numpy(points, rest, tri, radius: float = DETECT, exclude: float = EXCLUDE):
@@ -323,6 +356,7 @@ class ContactSolveParams:
     smooth: float = SMOOTH
     smooth_passes: int = SMOOTH_PASSES
     screen: float = SCREEN
+    keep_volume: bool = True
 
     def check(self) -> None:
         """Raise :class:`KisekaeError` naming the first setting out of range."""
@@ -346,7 +380,7 @@ class ContactSolveParams:
 
 
 def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolveParams | None = None, *,
-                       numpy: bool = False) -> np.ndarray:
+                       numpy: bool = False, volume=None) -> np.ndarray:
     """The continuation over a path of skinned bodies that starts at rest.
 
     Parameters
@@ -355,6 +389,9 @@ def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolv
     path : sequence of (N, 3) skinned body positions, metres: the steps after the rest pose, the pose last
     params : ContactSolveParams or None (defaults); ``params.steps`` is not used here (the path's length is)
     numpy : bool, run the NumPy references instead of the Numba kernels (pair search included: small meshes only)
+    volume : kisekae.avatar.volume_restore.PartVolumes or None, on the welded vertices: at the start of each step,
+        give each part back the volume it lost, away from the previous step's contact pairs (the step's pairs are
+        then found on the bulged body, so a bulge that reaches another part is pushed back)
 
     Returns
     -------
@@ -371,12 +408,17 @@ def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolv
     y_prev = rest.copy()
     x_prev = rest.copy()
     n_tri = len(tri)
+    contact = np.zeros(0, dtype=np.int64)
     for k, target in enumerate(path):
         x = as_points(target, f"skinned body of step {k + 1}").astype(np.float64)
         if len(x) != len(topo.rest):
             raise KisekaeError(f"{len(x)} vertices for a body of {len(topo.rest)}", f"skinned body of step {k + 1}")
         x = x[topo.reps]
+        base = x  # what the contact correction is measured from: the skinned body, bulged when volume is kept
         y = x + (y_prev - x_prev)
+        if volume is not None:  # before the pairs are found, so a bulge that reaches another part is caught
+            bulged = volume.restore(y, contact)
+            base, y = x + (bulged - y), bulged
         a = detect(y, rest, tri, prm.detect, prm.exclude)
         b = detect(y_prev, rest, tri, prm.detect, prm.exclude)
         pv, pt = union_pairs(a, b, n_tri)
@@ -385,15 +427,17 @@ def solve_contact_path(topology: ContactSolveTopology, path, params: ContactSolv
         pv, pt, s_prev = pv[keep], pt[keep], s_prev[keep]
         side = np.where(s_prev >= 0.0, 1.0, -1.0)
         need = np.minimum(prm.gap, np.abs(s_prev))
+        if volume is not None:
+            contact = np.concatenate([pv, tri[pt].ravel()])
         for _ in range(prm.iters):
             y = project(y, pv, pt, tri, side, need, topo.orientation)[0]
             if prm.smooth_passes and prm.smooth > 0:
-                y = x + smooth(y - x, topo.ring_ptr, topo.ring_idx, prm.smooth_passes, prm.smooth, prm.screen)
+                y = base + smooth(y - base, topo.ring_ptr, topo.ring_idx, prm.smooth_passes, prm.smooth, prm.screen)
         for _ in range(FINAL_ROUNDS):
             y, hits = project(y, pv, pt, tri, side, need, topo.orientation)
             if not hits:
                 break
-        y_prev, x_prev = y, x
+        y_prev, x_prev = y, base
     return y_prev[topo.inverse]
 
 
@@ -505,12 +549,20 @@ class BodyContactSolve:
     skin : Skin of the body
     topology : ContactSolveTopology
     params : ContactSolveParams
+    volume : kisekae.avatar.volume_restore.PartVolumes or None, the body's parts on the welded vertices (used when
+        ``params.keep_volume``)
+    then : callable ``then(points, skin_matrices)`` or None, the per-frame step that will follow this body (the
+        joint planes after the pose-space correctives learned from it): with a volume, the result also carries the
+        bulge that gives back what ``then`` takes, away from the vertices ``then`` moves, so the body that ``then``
+        makes of it keeps its volume (:meth:`bulge_after`)
     """
 
     skeleton: object
     skin: object
     topology: ContactSolveTopology
     params: ContactSolveParams = field(default_factory=ContactSolveParams)
+    volume: object = None
+    then: object = None
     cache_size: int = 8
     _cache: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -528,19 +580,42 @@ class BodyContactSolve:
         mats = pose_path(self.skeleton, m, self.params.steps)
         rest = self.topology.rest
         path = [lbs(rest, self.skin.indices, self.skin.weights, mk) for mk in mats[:-1]] + [x]
-        y = solve_contact_path(self.topology, path, self.params)
+        keep = self.volume if self.params.keep_volume else None
+        y = solve_contact_path(self.topology, path, self.params, volume=keep)
+        if keep is not None and self.then is not None:
+            y = y + self.bulge_after(y, m)
         if len(self._cache) >= self.cache_size:
             self._cache.pop(next(iter(self._cache)))
         self._cache[key] = y
         return y.copy()
 
 
-def body_contact_solve(avatar, params: ContactSolveParams | None = None) -> BodyContactSolve:
-    """A :class:`BodyContactSolve` for ``avatar``'s body (its rest mesh, weld, skin and outward orientation)."""
+    def bulge_after(self, y, skin_matrices) -> np.ndarray:
+        """(N, 3) the bulge that gives each part back the volume that ``then`` takes from the solved body ``y``:
+        zero on the vertices ``then`` moves and on those within ``params.detect`` of another part."""
+        topo, prm = self.topology, self.params
+        z = np.asarray(self.then(np.asarray(y, dtype=np.float32), skin_matrices), dtype=np.float64)
+        moved = np.flatnonzero(np.linalg.norm(z - y, axis=1) > THEN_MOVED)
+        w = z[topo.reps]
+        pv, pt = detect_pairs(w, topo.rest_welded, topo.tri, prm.detect, prm.exclude)
+        contact = np.concatenate([pv, topo.tri[pt].ravel(), topo.inverse[moved]])
+        return (self.volume.restore(w, contact) - w)[topo.inverse]
+
+
+def body_contact_solve(avatar, params: ContactSolveParams | None = None, then=None) -> BodyContactSolve:
+    """A :class:`BodyContactSolve` for ``avatar``'s body (its rest mesh, weld, skin, outward orientation and its
+    parts' rest volumes, :class:`kisekae.avatar.volume_restore.PartVolumes`), followed by ``then`` if given."""
     body = avatar.body
     mesh = body.mesh
     orientation = outward_orientation(mesh.vertices, mesh.faces)
+    from .volume_restore import PartVolumes
+
     topo = ContactSolveTopology(mesh.vertices, mesh.faces, mesh.weld, float(orientation))
-    solve = BodyContactSolve(avatar.skeleton, body.skin, topo, params or ContactSolveParams())
+    skin = body.skin
+    volume = PartVolumes(topo.rest_welded, topo.tri, skin.indices[topo.reps], skin.weights[topo.reps],
+                         avatar.skeleton.n_bones, topo.orientation, topo.ring_ptr, topo.ring_idx, avatar.skeleton.parents,
+                         held=crease_vertices(topo.rest_welded, topo.rest_welded, topo.tri, topo.orientation,
+                                              CREASE_RADIUS, CREASE_EXCLUDE))
+    solve = BodyContactSolve(avatar.skeleton, skin, topo, params or ContactSolveParams(), volume, then)
     solve.check()
     return solve

@@ -336,6 +336,17 @@ def mesh_hash(rest_vertices, faces, skin) -> str:
     return h.hexdigest()[:16]
 
 
+def planes_after(avatar):
+    """The joint-plane contact step (:class:`kisekae.avatar.contact.BodyContact`, default gap) that runs after the
+    correctives on ``avatar``'s body, or None when the body has no blended joint."""
+    from .contact import NoBlendedJoint
+
+    try:
+        return avatar.with_body_contact().body.deform
+    except NoBlendedJoint:
+        return None
+
+
 def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
     """The offline contact solve's corrections, in rest space, over ``poses``.
 
@@ -344,7 +355,9 @@ def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
     avatar : Avatar (its body is read plain: skinning only)
     poses : list of Pose
     solve : callable ``solve(points, skin_matrices)`` or None for
-        :func:`kisekae.avatar.contact_solve.body_contact_solve` with its defaults
+        :func:`kisekae.avatar.contact_solve.body_contact_solve` with its defaults, followed by the joint planes
+        that run after the correctives per frame (:func:`planes_after`), so the samples carry the volume the
+        planes take
     progress : callable ``progress(done, total)`` or None
 
     Returns
@@ -355,7 +368,7 @@ def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
     from .skinning import lbs
 
     body = avatar.body
-    solve = solve or body_contact_solve(avatar)
+    solve = solve or body_contact_solve(avatar, then=planes_after(avatar))
     rest = body.mesh.vertices.astype(np.float64)
     mats, offsets = [], []
     for s, pose in enumerate(poses):
