@@ -142,7 +142,7 @@ def test_plain_catalogue_rows_match_plain_skinning(tmp_path):
         want = check_pose(body, pose, ["skirt"])[0]
         for m in ("inside_count", "max_depth_m", "edge_crossings"):
             assert rows[name][m] == want[m], (name, m)
-    assert rows["plain"]["inside_count"] == 130 != rows["contact"]["inside_count"]
+    assert rows["plain"]["inside_count"] == 130 > rows["contact"]["inside_count"]
     assert rows["plain"]["settings_hash"] != rows["contact"]["settings_hash"]
 
 

@@ -140,8 +140,8 @@ def test_offline_solve_keeps_the_crouch_volume(avatar):
     m = named_pose(av.skeleton, "crouch").skinning_matrices(av.skeleton)
     x = av.body.skinned(m)
     measure = body_self_contact(av)
-    kept = measure.measure(body_contact_solve(av)(x, m))
-    lost = measure.measure(body_contact_solve(av, ContactSolveParams(keep_volume=False))(x, m))
+    kept = measure.measure(body_contact_solve(av, ContactSolveParams(keep_volume=True))(x, m))
+    lost = measure.measure(body_contact_solve(av)(x, m))  # the default: no volume term
     assert lost["body_volume_change"] < -0.08  # the contact alone loses what skinning and the overlap took
     assert abs(kept["body_volume_change"]) <= 0.025
     assert kept["body_buried"] <= lost["body_buried"] + 5
@@ -195,3 +195,30 @@ def test_held_vertices_never_bulge_and_bad_ids_are_refused():
     assert np.array_equal(out[held], squashed[held]) and np.abs(out - squashed).max() > 1e-4
     with pytest.raises(KisekaeError, match="held vertex ids"):
         PartVolumes(v, f, idx, w, 2, 1.0, ptr, nbr, held=[len(v)])
+
+
+def test_keep_volume_samples_carry_what_the_planes_take(avatar):
+    """A training sample of ``kisekae bake-correctives --keep-volume``: skinning the rest mesh plus the sample's
+    rest-space offsets, then the joint planes (what the per-frame body does with learned correctives), keeps the
+    crouch's volume; the default sample loses what skinning and the contact take."""
+    from kisekae.avatar.correctives import add_skinned_offsets, correction_samples, planes_after
+    from kisekae.avatar.poses import named_pose
+    from kisekae.qa.check import body_self_contact
+
+    pose = named_pose(avatar.skeleton, "crouch")
+    planes = planes_after(avatar)
+    measure = body_self_contact(avatar)
+    change = {}
+    for keep in (False, True):
+        mats, offsets = correction_samples(avatar, [pose], keep_volume=keep)
+        x = avatar.body.skinned(mats[0]).astype(np.float64)
+        y = add_skinned_offsets(x, avatar.body.skin, mats[0], offsets[0].astype(np.float64))
+        change[keep] = measure.measure(np.asarray(planes(y.astype(np.float32), mats[0])))["body_volume_change"]
+    assert change[False] < -0.1 and abs(change[True]) <= 0.02, change
+
+
+def test_cli_keep_volume_is_for_the_body_bake(tmp_path, capsys):
+    from kisekae.cli import main
+
+    assert main(["bake-correctives", "--garment", "tights", "--keep-volume", "-o", str(tmp_path / "g.npz")]) != 0
+    assert "--keep-volume" in capsys.readouterr().err and not (tmp_path / "g.npz").exists()

@@ -31,7 +31,7 @@ deterministic: the same pose gives the same body wherever the body stands (withi
 Without contact the correction is zero: where no pair is violated the membrane has nothing to
 spread, so the result equals plain skinning, and the rest pose is unchanged.
 
-Volume (``ContactSolveParams.keep_volume``, on by default in :func:`body_contact_solve`): at the start of each
+Volume (``ContactSolveParams.keep_volume``, off by default; ``kisekae bake-correctives --keep-volume``): at the start of each
 step, before its pairs are found, each bone's part gets back the volume that skinning and the contact took from
 it, as a bulge along the normals away from the previous step's contact pairs
 (:mod:`kisekae.avatar.volume_restore`). The bulge is part of the base the contact correction is measured from,
@@ -356,7 +356,7 @@ class ContactSolveParams:
     smooth: float = SMOOTH
     smooth_passes: int = SMOOTH_PASSES
     screen: float = SCREEN
-    keep_volume: bool = True
+    keep_volume: bool = False
 
     def check(self) -> None:
         """Raise :class:`KisekaeError` naming the first setting out of range."""

@@ -347,7 +347,7 @@ def planes_after(avatar):
         return None
 
 
-def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
+def correction_samples(avatar, poses, solve=None, progress=None, keep_volume: bool = False) -> tuple:
     """The offline contact solve's corrections, in rest space, over ``poses``.
 
     Parameters
@@ -355,10 +355,12 @@ def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
     avatar : Avatar (its body is read plain: skinning only)
     poses : list of Pose
     solve : callable ``solve(points, skin_matrices)`` or None for
-        :func:`kisekae.avatar.contact_solve.body_contact_solve` with its defaults, followed by the joint planes
-        that run after the correctives per frame (:func:`planes_after`), so the samples carry the volume the
-        planes take
+        :func:`kisekae.avatar.contact_solve.body_contact_solve` with its defaults
     progress : callable ``progress(done, total)`` or None
+    keep_volume : bool, with ``solve`` None: the solve keeps each part's volume
+        (:mod:`kisekae.avatar.volume_restore`), followed by the joint planes that run after the correctives per
+        frame (:func:`planes_after`), so the samples also carry the volume the planes take (docs/contact.md,
+        "Volume kept by parts": measured, not the packaged bakes' setting)
 
     Returns
     -------
@@ -368,7 +370,11 @@ def correction_samples(avatar, poses, solve=None, progress=None) -> tuple:
     from .skinning import lbs
 
     body = avatar.body
-    solve = solve or body_contact_solve(avatar, then=planes_after(avatar))
+    if solve is None:
+        from .contact_solve import ContactSolveParams
+
+        solve = (body_contact_solve(avatar, ContactSolveParams(keep_volume=True), then=planes_after(avatar))
+                 if keep_volume else body_contact_solve(avatar))
     rest = body.mesh.vertices.astype(np.float64)
     mats, offsets = [], []
     for s, pose in enumerate(poses):
@@ -569,12 +575,13 @@ def pooled_samples(chunk, jobs_args: list, jobs: int, total: int, progress=None)
 
 
 def _samples_chunk(job):
-    avatar, n_poses, arm_poses, seed, lo, hi = job
-    return correction_samples(avatar, training_poses(avatar.skeleton, n_poses, arm_poses, seed)[lo:hi])
+    avatar, n_poses, arm_poses, seed, lo, hi, keep_volume = job
+    return correction_samples(avatar, training_poses(avatar.skeleton, n_poses, arm_poses, seed)[lo:hi],
+                              keep_volume=keep_volume)
 
 
 def bake_correctives_parallel(avatar, n_poses: int = TRAIN_POSES, seed: int = 0, *, arm_poses: int = TRAIN_ARM_POSES,
-                              jobs: int = 1, progress=None, **fit) -> PoseCorrectives:
+                              jobs: int = 1, progress=None, keep_volume: bool = False, **fit) -> PoseCorrectives:
     """Solve the :func:`training_poses` and fit correctives to them (about a second a pose, one core).
 
     Parameters
@@ -585,17 +592,21 @@ def bake_correctives_parallel(avatar, n_poses: int = TRAIN_POSES, seed: int = 0,
     arm_poses : int >= 0, poses with the arms at the sides
     jobs : int >= 1, worker processes; the result does not depend on it (each pose is solved on its own)
     progress : callable ``progress(done, total)`` or None
+    keep_volume : bool, learn the solve that keeps each part's volume (:func:`correction_samples`)
     fit : settings passed to :func:`fit_correctives`
     """
     poses = training_poses(avatar.skeleton, n_poses, arm_poses, seed)
     if jobs <= 1:
-        mats, offsets = correction_samples(avatar, poses, progress=progress)
+        mats, offsets = correction_samples(avatar, poses, progress=progress, keep_volume=keep_volume)
     else:
-        mats, offsets = pooled_samples(_samples_chunk, [(avatar, int(n_poses), int(arm_poses), seed, lo, hi)
+        mats, offsets = pooled_samples(_samples_chunk, [(avatar, int(n_poses), int(arm_poses), seed, lo, hi,
+                                                         bool(keep_volume))
                                                         for lo, hi in chunk_bounds(len(poses), 8)],
                                        jobs, len(poses), progress)
-    return fit_correctives(avatar, mats, offsets, settings={"poses": "range_of_motion", "n_poses": int(n_poses),
-                                                            "arm_poses": int(arm_poses), "seed": int(seed)}, **fit)
+    settings = {"poses": "range_of_motion", "n_poses": int(n_poses), "arm_poses": int(arm_poses), "seed": int(seed)}
+    if keep_volume:
+        settings["keep_volume"] = True
+    return fit_correctives(avatar, mats, offsets, settings=settings, **fit)
 
 
 # ------------------------------------------------------------------------------------------ runtime

@@ -13,9 +13,9 @@ def register(sub):
                        description="Solves the body's self-contact offline (the continuation from rest) in POSES "
                                    "range-of-motion poses and M poses with the arms at the sides, and fits corrective "
                                    "shapes that follow the joint rotations, "
-                                   "so the per-frame body keeps its parts apart and each part's volume "
+                                   "so the per-frame body keeps its parts apart "
                                    "(`--correctives FILE` on check, fit, "
-                                   "tension, wound, demo). About two seconds a pose on one core. With --garment NAME it "
+                                   "tension, wound, demo). About a second a pose on one core (two with --keep-volume). With --garment NAME it "
                                    "learns that garment's correctives from the per-frame path instead, on the default "
                                    "contact body (`--garment-correctives FILE` on check; about 0.2 s a pose).")
     p.add_argument("--avatar", metavar="FILE", help="avatar file (.glb/.gltf/.vrm) instead of the built-in one")
@@ -32,6 +32,10 @@ def register(sub):
     p.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes (default 1)")
     p.add_argument("--half", action="store_true",
                    help="store the coefficients as float16 (half the file; offsets change by about 0.1 mm at most)")
+    p.add_argument("--keep-volume", action="store_true",
+                   help="learn the solve that gives each body part back the volume skinning and the contact take "
+                        "(the body keeps its volume within 2%% in the named poses, but garments must then cover "
+                        "fuller hips and thighs; docs/contact.md 'Volume kept by parts'); not with --garment")
     p.add_argument("-o", "--out", default="correctives.npz", help="output file (default: correctives.npz)")
     add_force_arg(p, "the output file")
     p.set_defaults(func=run)
@@ -55,6 +59,9 @@ def run(args) -> int:
     if args.jobs < 1:
         raise KisekaeError(f"must be at least 1, got {args.jobs}", "--jobs")
     avatar, name = _avatar(args)
+    if name is not None and args.keep_volume:
+        raise KisekaeError("keeps the body's volume; a garment's bake learns the per-frame path on the body as it is",
+                           "--keep-volume")
     bar = tqdm(total=n + max(arms, 0), desc="contact solve" if name is None else f"{name} per-frame path",
                unit="pose", file=sys.stderr)
 
@@ -63,7 +70,8 @@ def run(args) -> int:
 
     try:
         if name is None:
-            c = bake_correctives_parallel(avatar, n, args.seed, arm_poses=arms, jobs=args.jobs, progress=progress)
+            c = bake_correctives_parallel(avatar, n, args.seed, arm_poses=arms, jobs=args.jobs, progress=progress,
+                                          keep_volume=args.keep_volume)
         else:
             from ..fit.garment_correctives import bake_garment_correctives
 
