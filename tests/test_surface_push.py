@@ -175,6 +175,8 @@ def test_shortest_lengths_floors_only_the_cloth_that_clings():
         shortest_lengths([0.0, np.nan])
     with pytest.raises(KisekaeError, match="compression"):
         shortest_lengths(r, compression=1.5)
+    with pytest.raises(KisekaeError, match=r"\[0, 1\)"):  # one check for the library, the per-frame path and the CLI
+        shortest_lengths(r, compression=1.0)
 
 
 def test_one_ring_gives_seam_duplicates_their_representative_ring():

@@ -208,13 +208,12 @@ def compression_limit(text: str) -> float:
     :func:`kisekae.fit.runtime.garment_shortest`)."""
     import argparse
 
+    from ..fit.surface import check_compression
+
     try:
-        value = float(text)
-    except ValueError:
+        return check_compression(float(text))
+    except (ValueError, KisekaeError):
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
-    if not (math.isfinite(value) and 0.0 <= value < 1.0):
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return value
 
 
 def garment_correctives_choice(avatar, garments, values) -> str:

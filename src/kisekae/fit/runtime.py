@@ -40,8 +40,8 @@ from .fitting import fit_capsules
 from .fix import params_for
 from .garment_correctives import corrected_skin, garment_correctives
 from .pushout import CapsulePushPlan, PushParams
-from .surface import (BAKE_POSES, CANDIDATES, COMPRESSION_LIMIT, FINISH_STEP, SurfaceCandidates, garment_chords,
-                      one_ring, shortest_lengths, surface_runtime)
+from .surface import (BAKE_POSES, CANDIDATES, COMPRESSION_LIMIT, FINISH_STEP, SurfaceCandidates,
+                      check_compression, garment_chords, one_ring, shortest_lengths, surface_runtime)
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
 RUNTIME_METHODS = ("carried", "surface", "capsules")
@@ -197,14 +197,6 @@ def garment_shortest(avatar: Avatar, name: str, compression: float = COMPRESSION
         return None
     return _cached(avatar, "_kisekae_shortest", (name, float(compression)),
                    lambda: shortest_lengths(garment_binding(avatar, name).rest_offset, compression))
-
-
-def check_compression(compression) -> float:
-    """``compression`` (the stretch limit's compression limit) as a float in [0, 1), or a :class:`KisekaeError`."""
-    if isinstance(compression, bool) or not isinstance(compression, (int, float, np.floating, np.integer)) or not (
-            np.isfinite(compression) and 0.0 <= compression < 1.0):
-        raise KisekaeError(f"must be a number in [0, 1), got {compression!r}", "compression limit")
-    return float(compression)
 
 
 def garment_lift(avatar: Avatar, name: str, *, progress: bool = False):

@@ -582,6 +582,16 @@ def _limit_inputs(points, skinned, ring, stretch):
     return (p, x, *_ring_arrays(ring, len(p)))
 
 
+def check_compression(compression) -> float:
+    """``compression`` (the stretch limit's compression limit) as a float in [0, 1), or a :class:`KisekaeError`;
+    the one check of :func:`shortest_lengths`, :func:`kisekae.fit.runtime.runtime_pose` and ``--compression-limit``
+    (0: no floor; 1 would let an edge shrink to nothing, which 0 already says)."""
+    if isinstance(compression, bool) or not isinstance(compression, (int, float, np.floating, np.integer)) or not (
+            np.isfinite(compression) and 0.0 <= compression < 1.0):
+        raise KisekaeError(f"must be a number in [0, 1), got {compression!r}", "compression limit")
+    return float(compression)
+
+
 def shortest_lengths(rest_clearance, compression: float = COMPRESSION_LIMIT,
                      cling: float = CLING_CLEARANCE) -> np.ndarray:
     """(N,) float64 per garment vertex, the shortest its one-ring edges may get as a fraction of their skinned length
@@ -591,9 +601,7 @@ def shortest_lengths(rest_clearance, compression: float = COMPRESSION_LIMIT,
     r = np.asarray(rest_clearance, dtype=np.float64)
     if r.ndim != 1 or not np.all(np.isfinite(r)):
         raise KisekaeError(f"must be (N,) finite metres, got shape {r.shape}", "rest clearance")
-    if not (np.isfinite(compression) and 0.0 <= compression <= 1.0):
-        raise KisekaeError(f"must be a number in [0, 1], got {compression!r}", "compression limit")
-    return np.where(r <= cling, 1.0 - float(compression), 0.0)
+    return np.where(r <= cling, 1.0 - check_compression(compression), 0.0)
 
 
 def as_shortest(shortest, n: int):
