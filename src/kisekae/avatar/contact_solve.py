@@ -60,6 +60,7 @@ from ..errors import KisekaeError
 from ..geom.closest import closest_point_and_normal
 from ..geom.grid import (outward_orientation, pair_clearance, point_triangle_pairs, point_triangle_pairs_numpy,
                          union_pairs)
+from ..geom.normals import vertex_normals
 from ..validate import as_faces, as_points
 
 #: Default slerped steps from the rest pose to the pose.
@@ -174,14 +175,12 @@ def crease_vertices(points, rest, tri, orientation: float = 1.0, radius: float =
     ``exclude`` apart at rest, whose vertex lies in front of the triangle with its normal turned against the
     triangle's (a crease closed by bending, such as the belly's in a crouch); the vertex and the triangle's corners.
     Flat or curved skin next to a vertex faces the same way and never counts."""
-    from .volume_restore import vertex_normals_area
-
     y = np.asarray(points, dtype=np.float64)
     pv, pt = detect_pairs(y, rest, tri, radius, exclude)
     if len(pv) == 0:
         return np.zeros(0, dtype=np.int64)
     s, n, _, _ = pair_clearance(y, pv, y, tri, pt, orientation)
-    nv = vertex_normals_area(y, tri, orientation)[pv]
+    nv = vertex_normals(y, tri, dtype=np.float64)[pv] * orientation
     fold = (s > 0.0) & (np.einsum("ij,ij->i", nv, n) < -CREASE_FACING)
     return np.unique(np.concatenate([pv[fold], tri[pt[fold]].ravel()]))
 
@@ -603,19 +602,24 @@ class BodyContactSolve:
 
 
 def body_contact_solve(avatar, params: ContactSolveParams | None = None, then=None) -> BodyContactSolve:
-    """A :class:`BodyContactSolve` for ``avatar``'s body (its rest mesh, weld, skin, outward orientation and its
-    parts' rest volumes, :class:`kisekae.avatar.volume_restore.PartVolumes`), followed by ``then`` if given."""
-    body = avatar.body
-    mesh = body.mesh
-    orientation = outward_orientation(mesh.vertices, mesh.faces)
+    """A :class:`BodyContactSolve` for ``avatar``'s body (its rest mesh, weld, skin, outward orientation and, with
+    ``params.keep_volume``, its parts' rest volumes, :class:`kisekae.avatar.volume_restore.PartVolumes`), followed by
+    ``then`` if given."""
     from .volume_restore import PartVolumes
 
+    body = avatar.body
+    mesh = body.mesh
+    prm = params or ContactSolveParams()
+    orientation = outward_orientation(mesh.vertices, mesh.faces)
     topo = ContactSolveTopology(mesh.vertices, mesh.faces, mesh.weld, float(orientation))
-    skin = body.skin
-    volume = PartVolumes(topo.rest_welded, topo.tri, skin.indices[topo.reps], skin.weights[topo.reps],
-                         avatar.skeleton.n_bones, topo.orientation, topo.ring_ptr, topo.ring_idx, avatar.skeleton.parents,
-                         held=crease_vertices(topo.rest_welded, topo.rest_welded, topo.tri, topo.orientation,
-                                              CREASE_RADIUS, CREASE_EXCLUDE))
-    solve = BodyContactSolve(avatar.skeleton, skin, topo, params or ContactSolveParams(), volume, then)
+    volume = None
+    if prm.keep_volume:  # the parts and the rest creases cost about a second: made only when the volume is kept
+        skin = body.skin
+        volume = PartVolumes(topo.rest_welded, topo.tri, skin.indices[topo.reps], skin.weights[topo.reps],
+                             avatar.skeleton.n_bones, topo.orientation, topo.ring_ptr, topo.ring_idx,
+                             avatar.skeleton.parents,
+                             held=crease_vertices(topo.rest_welded, topo.rest_welded, topo.tri, topo.orientation,
+                                                  CREASE_RADIUS, CREASE_EXCLUDE))
+    solve = BodyContactSolve(avatar.skeleton, body.skin, topo, prm, volume, then)
     solve.check()
     return solve

@@ -34,6 +34,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from ..errors import KisekaeError
+from ..geom.normals import vertex_normals
 
 #: Default rounds of (measure, solve, displace) per call; the bulge is solved to first order, so further rounds
 #: take up what the curvature of the surface left.
@@ -134,18 +135,6 @@ def contact_falloff(m: int, contact, ring_ptr, ring_idx, passes: int = FALLOFF_P
     return psi
 
 
-def vertex_normals_area(points, tri, orientation: float = 1.0) -> np.ndarray:
-    """(M, 3) unit area-weighted outward vertex normals (zero where a vertex has no area)."""
-    y = np.asarray(points, dtype=np.float64)
-    t = np.asarray(tri, dtype=np.int64)
-    n = np.cross(y[t[:, 1]] - y[t[:, 0]], y[t[:, 2]] - y[t[:, 0]]) * orientation
-    acc = np.zeros_like(y)
-    for k in range(3):
-        np.add.at(acc, t[:, k], n)
-    size = np.linalg.norm(acc, axis=1)
-    return np.divide(acc, size[:, None], out=np.zeros_like(acc), where=size[:, None] > 0)
-
-
 def smooth_directions(normal, ring_ptr, ring_idx, passes: int) -> np.ndarray:
     """(M, 3) unit directions: ``normal`` averaged with its one-ring ``passes`` times, renormalised (a pit or a
     small crease moves with the surface around it instead of closing on itself)."""
@@ -225,7 +214,7 @@ def restore_part_volumes(y, rest_volumes, tri, parts, caps, idx, w, psi, *, orie
         lost = np.where(free, rest_volumes - part_volumes(out, tri, parts, caps, n_bones, orientation), 0.0)
         if not np.any(lost > 0):
             break
-        normal = vertex_normals_area(out, tri, orientation)
+        normal = vertex_normals(out, tri, dtype=np.float64) * orientation
         if ring is not None and normal_passes > 0:
             normal = smooth_directions(normal, ring[0], ring[1], normal_passes)
         K = _bulge_system(out, tri, parts, normal, psi, idx, w, n_bones, orientation)
