@@ -113,6 +113,35 @@ def test_kernel_equals_reference_and_rest_pose_is_unchanged(avatar):
         C.corrective_offsets(fit, f[:, :2])
 
 
+def test_joint_major_kernel_equals_the_entries_summed_per_vertex():
+    """The kernel walks the entries joint by joint (PoseCorrectives.by_joint); summed per vertex by hand, in the
+    stored vertex order, they must give the same offsets, with dead joints (all features 0) skipped exactly."""
+    rng = np.random.default_rng(11)
+    n, j, k = 40, 5, 6
+    counts = rng.integers(0, 4, n)
+    entry_joint = np.concatenate([np.sort(rng.choice(j, c, replace=False)) for c in counts]).astype(np.int32)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    coef = rng.normal(0, 0.01, (len(entry_joint), k, 3)).astype(np.float32)
+    cen = np.tile([0, 0, 0, 1.0], (j, k, 1))
+    c = C.PoseCorrectives(np.arange(j), cen, np.ones(j), ptr, entry_joint, coef, [f"b{i}" for i in range(j)], "x", {})
+    c.check()
+    joint_ptr, entry_vertex, coef_t = c.by_joint
+    assert joint_ptr[-1] == len(entry_joint) and np.all(np.diff(joint_ptr) == np.bincount(entry_joint, minlength=j))
+    f = rng.normal(0, 1, (j, k))
+    f[2] = 0.0  # a dead joint
+    want = np.zeros((n, 3))
+    for i in range(n):
+        for e in range(ptr[i], ptr[i + 1]):
+            want[i] += f[entry_joint[e]] @ coef[e].astype(np.float64)
+    for jj in range(j):  # the table's runs hold exactly each joint's entries, transposed
+        rows = np.flatnonzero(entry_joint == jj)
+        np.testing.assert_array_equal(coef_t[joint_ptr[jj]:joint_ptr[jj + 1]], coef[rows].transpose(0, 2, 1))
+        np.testing.assert_array_equal(entry_vertex[joint_ptr[jj]:joint_ptr[jj + 1]],
+                                      np.searchsorted(ptr, rows, side="right") - 1)
+    np.testing.assert_allclose(C.corrective_offsets(c, f), want, atol=1e-14)
+    assert np.all(C.corrective_offsets(c, np.zeros((j, k))) == 0.0)
+
+
 def test_skinned_offsets_equal_skinning_the_offset_rest_mesh(avatar):
     from kisekae.avatar.skinning import lbs_numpy
 

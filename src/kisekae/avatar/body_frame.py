@@ -3,10 +3,13 @@
 The body's per-frame path is three per-vertex stages (:mod:`kisekae.avatar.correctives`,
 :mod:`kisekae.avatar.skinning`, :mod:`kisekae.avatar.contact`). Run through their public functions, each
 stage checks and converts its input again and the offsets take a detour through float32 skinned positions.
-:func:`posed_body_frame` checks once and runs two Numba loops: offsets and skinning per vertex (as an engine's
-vertex stage does, ``KisekaeCorrectiveOffset`` then skinning), then the planes (``KisekaeContactPlanes``),
-after the per-joint work of the frame (the correctives' features and the posed planes' table, a few hundred
-numbers). All three stages in one loop measured slower than two loops (the planes' per-slot branches).
+:func:`posed_body_frame` checks once and runs, in compiled code, the corrective offsets joint by joint over the
+live joints' entries (:func:`~kisekae.avatar.correctives.joint_offsets_kernel`), skinning per vertex with them
+added (as an engine's vertex stage does, ``KisekaeCorrectiveOffset`` then skinning), then the planes
+(``KisekaeContactPlanes``), after the per-joint work of the frame (the correctives' features and the posed planes'
+table, a few hundred numbers). All three stages in one loop measured slower than two loops (the planes' per-slot
+branches); the offsets gathered per vertex inside the skinning loop slower than a joint-major pass before it
+(crouch 0.25 -> 0.18 ms for offsets and skinning, 2026-12-06).
 
 Its reference is the stages composed from their NumPy references: :func:`posed_body_frame_numpy`.
 ``benchmarks/bench_contact.py`` times it against plain skinning (the issue's gate: at most 3 times).
@@ -19,16 +22,17 @@ import numpy as np
 
 from ..errors import KisekaeError
 from .contact import BAND, GAP, REST_SLACK, JointPlanes, _contact_kernel, check_gap_band, contact_planes_numpy
-from .correctives import (PoseCorrectives, corrective_offsets_numpy, live_joints, offset_vertex,
-                          skinned_offsets)
+from .correctives import PoseCorrectives, corrective_offsets_numpy, joint_offsets_kernel, live_joints, skinned_offsets
 from .skinning import _lbs_kernel, lbs_numpy, lbs_point
 
 
 @numba.njit(cache=True, nogil=True)
-def _offset_skin_kernel(rest, idx, w, m, ptr, joint, coef, f, live, out):  # pragma: no cover - compiled
+def _offset_skin_kernel(rest, idx, w, m, joint_ptr, entry_vertex, coef_t, f, live, offsets,
+                        out):  # pragma: no cover - compiled
+    joint_offsets_kernel(joint_ptr, entry_vertex, coef_t, f, live, offsets)
     for i in range(rest.shape[0]):
-        dx, dy, dz = offset_vertex(i, ptr, joint, coef, f, live)
-        out[i, 0], out[i, 1], out[i, 2] = lbs_point(rest[i, 0] + dx, rest[i, 1] + dy, rest[i, 2] + dz, i, idx, w, m)
+        out[i, 0], out[i, 1], out[i, 2] = lbs_point(rest[i, 0] + offsets[i, 0], rest[i, 1] + offsets[i, 1],
+                                                     rest[i, 2] + offsets[i, 2], i, idx, w, m)
 
 
 def _float_dtype(a):
@@ -86,8 +90,7 @@ def posed_body_frame(rest_vertices, skin, skin_matrices, *, correctives: PoseCor
         _lbs_kernel(x, idx, w, m, out)
     else:
         f = np.ascontiguousarray(features, dtype=np.float64)
-        _offset_skin_kernel(x, idx, w, m, correctives.vertex_ptr, correctives.entry_joint, correctives.coefficients,
-                            f, live_joints(f), out)
+        _offset_skin_kernel(x, idx, w, m, *correctives.by_joint, f, live_joints(f), np.empty_like(out), out)
     if planes is not None:  # a second loop: fused into the first it ran slower (0.44 -> 0.58 ms with skinning)
         _contact_kernel(out, planes.rest_terms(), planes.slots, planes.side, planes.frame_table(m), float(gap),
                         float(band), REST_SLACK)
