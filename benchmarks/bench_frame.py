@@ -77,7 +77,8 @@ from kisekae.fit.surface import (FINISH_STEP, LIMIT_PASSES, SMOOTH_PASSES, Surfa
 from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
 from kisekae.avatar.correctives import BodyCorrectives, add_skinned_offsets  # noqa: E402
 from kisekae.fit.edge_lift import LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates, vertex_samples  # noqa: E402
-from kisekae.fit.runtime import garment_samples  # noqa: E402
+from kisekae.fit.body_follow import body_follow, follow_weights  # noqa: E402
+from kisekae.fit.runtime import FOLLOW_SMOOTH, garment_samples  # noqa: E402
 from kisekae.fit.unflip import UNFLIP_PASSES, vertex_faces  # noqa: E402
 
 GARMENTS = ("tights", "skirt")
@@ -374,6 +375,19 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         rows.append([pose_name, "C garment correctives: offsets + skinned (Numba)", f"{gcost[0] * 1e3:.3f}",
                      f"{gcost[1] * 1e3:.3f}", f"{len(dense_c.entry_joint):,} entries over "
                      f"{int((np.diff(dense_c.vertex_ptr) > 0).sum()):,} vertices, {len(dense_c.joints)} joints"])
+        shares = follow_weights(binding.rest_offset)
+        corners, bary = binding.corners.astype(np.int64), binding.bary.astype(np.float64)
+
+        def follow():
+            """The body follow (kisekae.fit.body_follow): the body's plain skinning (the posed body and its normals
+            are the frame's own), the gather, and its smoothing over the garment's one-ring."""
+            plain_body = lbs(bv0, bi, bw, skin_m)
+            return smooth_push(body_follow(corners, bary, shares, cb, plain_body, cn), ring, FOLLOW_SMOOTH)
+
+        fcost = measure(follow, repeat=repeat)
+        rows.append([pose_name, "F body follow: plain body skin + gather + smoothing (Numba)", f"{fcost[0] * 1e3:.3f}",
+                     f"{fcost[1] * 1e3:.3f}", f"{int((shares > 0).sum()):,} following vertices, {FOLLOW_SMOOTH} passes; "
+                     "added to the default frame's start (kisekae check --runtime)"])
         wc = measure(with_correctives, repeat=repeat)
         rows.append([pose_name, "DEFAULT FRAME + garment correctives (the tights' default)", f"{wc[0] * 1e3:.3f}",
                      f"{wc[1] * 1e3:.3f}", "the default frame started from the corrected skinning, with the floor "

@@ -11,7 +11,12 @@ warmed up from rest as ``kisekae check --runtime`` does. Each *variant* is a set
 - ``no-correctives``: ``--garment-correctives off`` (plain skinning as the start; the path before 2026-12-05);
 - ``no-floor``: ``--compression-limit 0`` (clinging cloth shrinks freely; the path before 2026-12-06);
 - ``step=M``: ``--finish-step M`` (metres), e.g. ``step=0.002``;
-- ``floor=C``: ``--compression-limit C``, e.g. ``floor=0.1``.
+- ``floor=C``: ``--compression-limit C``, e.g. ``floor=0.1``;
+- ``follow`` / ``no-follow``: ``--body-follow`` / ``--no-body-follow`` (the garment starts from what the body does
+  beyond skinning);
+- ``body=FILE``: ``--correctives FILE`` (another bake of the body's correctives), ``garment=FILE``:
+  ``--garment-correctives FILE``;
+- variants joined by ``+`` take all their flags, e.g. ``follow+body=kv.npz``.
 
 Printed per variant: cells, the totals of vertices inside, edges through the body, flipped faces, folded pairs and
 self-crossings, the largest strain and the mean strain p99, and the wall time of the whole check; with ``--cells``
@@ -41,19 +46,26 @@ NAMED = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_up",
 SAMPLES = ROOT / "src" / "kisekae" / "data" / "samples"
 GARMENTS = ("tights", "skirt", str(SAMPLES / "female_casualsuit01.mhclo"), str(SAMPLES / "male_worksuit01.mhclo"))
 FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-step", "none"],
-         "no-correctives": ["--garment-correctives", "off"], "no-floor": ["--compression-limit", "0"]}
+         "no-correctives": ["--garment-correctives", "off"], "no-floor": ["--compression-limit", "0"],
+         "follow": ["--body-follow"], "no-follow": ["--no-body-follow"]}
+
+
+#: Variants of the form ``KEY=VALUE`` and the flag each gives.
+VALUED = {"step": "--finish-step", "floor": "--compression-limit", "body": "--correctives",
+          "garment": "--garment-correctives"}
 
 
 def variant_flags(name: str) -> list:
-    """``kisekae check`` flags of a variant name (module docstring)."""
+    """``kisekae check`` flags of a variant name (module docstring); ``+`` joins variants."""
+    if "+" in name:
+        return [f for part in name.split("+") for f in variant_flags(part)]
     if name in FIXED:
         return FIXED[name]
-    if name.startswith("step="):
-        return ["--finish-step", name[len("step="):]]
-    if name.startswith("floor="):
-        return ["--compression-limit", name[len("floor="):]]
+    key, eq, value = name.partition("=")
+    if eq and key in VALUED:
+        return [VALUED[key], value]
     raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives, "
-                     "no-floor, step=M or floor=C)")
+                     "no-floor, follow, no-follow, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
 
 
 def pose_flags(poses) -> list:

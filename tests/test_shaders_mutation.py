@@ -68,6 +68,7 @@ def _group_checks(group):
     elif group == "tight":
         yield C.tight_look_checks()
     elif group == "bound":
+        yield C.body_follow_checks(poses)
         yield C.bound_checks(poses)
     elif group == "wrinkle":
         yield C.wrinkle_checks()

@@ -152,8 +152,9 @@ CORRECTIVES_POLICY = "auto-1"
 
 #: Which fix the ``after`` stage runs (:func:`kisekae.fit.fix.fix_pose`'s ``auto``); hashed into the rows of catalogues
 #: with that stage, so rows fixed by an earlier rule are computed again rather than reused. "runtime-1": the per-frame
-#: start joined the candidates (2026-12-03).
-FIX_POLICY = "runtime-1"
+#: start joined the candidates (2026-12-03); "runtime-2": the per-frame start follows the body beyond skinning
+#: (:mod:`kisekae.fit.body_follow`, 2026-12-06).
+FIX_POLICY = "runtime-2"
 
 
 def settings_hash(settings: dict, stages, contact: float | None = None) -> str:

@@ -62,6 +62,12 @@ def register(sub):
                         "`kisekae bake-correctives --garment`, for the garment it was made for, the others auto; "
                         "docs/fit.md 'Garment correctives'), or from plain skinning (off); pop_mm, flips and strain "
                         "are measured against plain skinning either way")
+    p.add_argument("--body-follow", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --runtime-method carried or surface: start each garment from its skinning plus the "
+                        "outward part of what the body does beyond skinning (its correctives, joint planes, volume "
+                        "bulge) at the point each garment vertex is bound to at rest, fully within 2 cm of the skin, "
+                        "fading out by 6 cm (docs/fit.md 'Body follow'; the default); --no-body-follow starts from "
+                        "skinning alone; records say body_follow")
     p.add_argument("--finish-step", type=_finish_step, default=None, metavar="M|none",
                    help="with the edge lift: the most it and the unflip may move a garment vertex in one frame, "
                         "metres (default 0.004: the carry takes the rest up in the next frames, and the lift's pops "
@@ -122,6 +128,9 @@ def run(args) -> int:
     if args.compression_limit is not None and not (args.runtime and args.runtime_method != "capsules"):
         raise KisekaeError("sets the per-frame path's stretch limit: needs --runtime with the carried or surface "
                            "method", "--compression-limit")
+    if args.body_follow is not None and not (args.runtime and args.runtime_method != "capsules"):
+        raise KisekaeError("sets where the per-frame path starts: needs --runtime with the carried or surface method",
+                           "--body-follow")
     if args.finish_step is not None and not (args.runtime and args.edge_lift):
         raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and the edge lift (on unless "
                            "--no-edge-lift)", "--finish-step")
@@ -188,15 +197,17 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         fixed = fix_pose(avatar, pose, garments, params, layered=args.layered, method=args.fix_method)
         stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
     if args.runtime:
-        from ..fit.runtime import runtime_pose
+        from ..fit.runtime import BODY_FOLLOW, runtime_pose
         from ..fit.surface import COMPRESSION_LIMIT, FINISH_STEP
+
+        follow = BODY_FOLLOW if args.body_follow is None else args.body_follow
 
         corrected = runtime_pose(avatar, pose, garments, params, method=args.runtime_method, state=state,
                                  edge_lift=args.edge_lift,
                                  finish_step=FINISH_STEP if args.finish_step is None else args.finish_step.value,
                                  layers=args.layered, correctives=args.garment_correctives,
                                  compression=COMPRESSION_LIMIT if args.compression_limit is None
-                                 else args.compression_limit)
+                                 else args.compression_limit, body_follow=follow)
         positions, metrics = {k: v[0] for k, v in corrected.items()}, {k: dict(v[1]) for k, v in corrected.items()}
         if args.layered:
             _add_layer_stats(avatar, garments, positions, metrics)

@@ -78,7 +78,11 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
     mats, offsets = [], []
     for s, pose in enumerate(poses):
         m = pose.skinning_matrices(avatar.skeleton).astype(np.float64)
-        y = runtime_pose(avatar, pose, [name], params, correctives="off")[name][0].astype(np.float64)
+        # learned from the path without the body follow, which the frame then adds on top: learned from the path
+        # with it (what is left after the follow) they did worse on the tights' 17 poses (13 edges through the body
+        # and 6 flipped faces against 10 and 4, docs/fit.md 'Body follow')
+        y = runtime_pose(avatar, pose, [name], params, correctives="off", body_follow=False)[name][0]
+        y = y.astype(np.float64)
         x = part.skinned(m).astype(np.float64)
         mats.append(m)
         offsets.append(sample_offsets(part.skin, m, x, y, f"{name} corrective sample {pose.name}"))

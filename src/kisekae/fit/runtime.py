@@ -34,6 +34,7 @@ from ..avatar.avatar import Avatar
 from ..bake_cache import cached_arrays
 from ..errors import KisekaeError
 from ..geom.normals import vertex_normals
+from .body_follow import body_follow, follow_weights
 from .bound import bind_to_skin, push_out_runtime
 from .carry import CarryState, carry_start
 from .fitting import fit_capsules
@@ -41,10 +42,19 @@ from .fix import params_for
 from .garment_correctives import corrected_skin, garment_correctives
 from .pushout import CapsulePushPlan, PushParams
 from .surface import (BAKE_POSES, CANDIDATES, COMPRESSION_LIMIT, FINISH_STEP, SurfaceCandidates,
-                      check_compression, garment_chords, one_ring, shortest_lengths, surface_runtime)
+                      SMOOTH_PASSES, check_compression, garment_chords, one_ring, shortest_lengths, smooth_push,
+                      surface_runtime)
 
 #: Per-frame methods of :func:`runtime_pose`; the first is the default.
 RUNTIME_METHODS = ("carried", "surface", "capsules")
+#: Whether the surface methods start each garment from its skinning plus the body's displacement beyond skinning at
+#: its bound point (:mod:`kisekae.fit.body_follow`), by default (since 2026-12-06: over the 68 cells 5 / 105 / 22 ->
+#: 2 / 90 / 21 vertices inside / edges through the body / flipped faces, the crouch tights' poke-through 92 -> 0 px).
+BODY_FOLLOW = True
+#: One-ring passes of :func:`~kisekae.fit.surface.smooth_push` over the body follow's displacement, as many as the push's
+#: own (neighbouring garment vertices bound to different body parts take different displacements; unsmoothed, the
+#: follow turned faces over where thigh meets calf: 68 cells 29 flipped faces, 3 passes 25, 6 24, 10 21, docs/fit.md).
+FOLLOW_SMOOTH = SMOOTH_PASSES
 
 
 def _cached(avatar: Avatar, slot: str, key, make):
@@ -270,7 +280,7 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
                  method: str = "carried", state: CarryState | None = None, edge_lift: bool = True,
                  finish_step: float | None = FINISH_STEP, layers: bool = False, correctives: str = "auto",
-                 compression: float = COMPRESSION_LIMIT) -> dict:
+                 compression: float = COMPRESSION_LIMIT, body_follow: bool = BODY_FOLLOW) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -301,6 +311,9 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     compression : float in [0, 1), for ``"carried"`` and ``"surface"``: the stretch limit's compression limit of the
         cloth that clings to the body (:func:`garment_shortest`; default
         :data:`~kisekae.fit.surface.COMPRESSION_LIMIT`); 0: no floor, edges shrink freely (the path before 2026-12-06)
+    body_follow : bool, for ``"carried"`` and ``"surface"``: the push starts from the skinned garment plus the outward
+        part of the body's displacement beyond plain skinning at each vertex's bound point, faded out with its rest
+        clearance (:mod:`kisekae.fit.body_follow`; default :data:`BODY_FOLLOW`; nothing to follow on a plain body)
 
     Returns
     -------
@@ -321,14 +334,16 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         # the surface methods work in the frame of the first bone's skinning translation, so where the body stands in
         # the world changes nothing but the final float32 rounding (float32 skinning 10 m away would add 1e-6 m of
         # noise, which the push's choices between candidates can amplify)
+        body_follow = bool(body_follow) and avatar.body.deform is not None  # a plain body has nothing to follow
         origin = m[0, :3, 3].copy()
         local = np.array(m, dtype=np.float64)
         local[:, :3, 3] -= origin
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step, layers, correctives, compression)
+                           finish_step, layers, correctives, compression, body_follow)
         else:
-            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives, compression)
+            out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives, compression,
+                           body_follow)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
@@ -349,15 +364,27 @@ def _metrics(push, ms: float, method: str, **extra) -> dict:
 
 
 def _setup(avatar: Avatar, garments, params, edge_lift: bool, correctives: str = "off",
-           compression: float = COMPRESSION_LIMIT) -> dict:
+           compression: float = COMPRESSION_LIMIT, follow: bool = False) -> dict:
     """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
-    faces, pose-space correctives or None, the stretch limit's floor)``, the baked parts made once and cached on the
-    avatar."""
+    faces, pose-space correctives or None, the stretch limit's floor, the body follow's binding or None)``, the baked
+    parts made once and cached on the avatar."""
     return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
                    *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)),
-                   garment_correctives(avatar, name, correctives), garment_shortest(avatar, name, compression))
+                   garment_correctives(avatar, name, correctives), garment_shortest(avatar, name, compression),
+                   garment_follow(avatar, name) if follow else None)
             for name in garments}
+
+
+def garment_follow(avatar: Avatar, name: str) -> tuple:
+    """``(corners, bary, shares)`` of the garment's body follow (:mod:`kisekae.fit.body_follow`): its rest binding to
+    the body and each vertex's share of the body's displacement, made once and cached on the avatar."""
+    def make():
+        bind = garment_binding(avatar, name)
+        return (np.ascontiguousarray(bind.corners, dtype=np.int64), np.ascontiguousarray(bind.bary, dtype=np.float64),
+                follow_weights(bind.rest_offset))
+
+    return _cached(avatar, "_kisekae_follow", name, make)
 
 
 def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None,
@@ -372,14 +399,19 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
+    skinned_body = avatar.body.skinned(m) if any(s[8] is not None for s in setup.values()) else None
     out = {}
-    for name, (p, cand, ring, chord, lift, gfaces, gc, shortest) in setup.items():
+    for name, (p, cand, ring, chord, lift, gfaces, gc, shortest, follow) in setup.items():
         plain = avatar.part(name).posed(m).astype(np.float64)
         between = _beneath(avatar, name, p, ring, out) if layers and out else None
         t0 = time.perf_counter()
-        # the correctives only move where the first push starts: smoothing, stretch limit and cap measure from plain
-        # skinning, so the cloth keeps its skinned edge lengths
+        # the correctives and the body follow only move where the first push starts: smoothing, stretch limit and cap
+        # measure from plain skinning, so the cloth keeps its skinned edge lengths
         x = corrected_skin(avatar, name, gc, m, plain)
+        if follow is not None:
+            d = body_follow(*follow, body, skinned_body, normals)
+            if d.any():  # near rest the body does nothing beyond skinning: no passes to pay for
+                x = x + smooth_push(d, ring, FOLLOW_SMOOTH)
         start = x if starts is None else starts(name, x)
         new, push = surface_runtime(plain, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
                                     faces=gfaces, finish_step=finish_step, between=between, shortest=shortest)
@@ -445,22 +477,23 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
-             layers: bool = False, correctives: str = "off", compression: float = COMPRESSION_LIMIT) -> dict:
+             layers: bool = False, correctives: str = "off", compression: float = COMPRESSION_LIMIT,
+             follow: bool = False) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
-    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression),
+    step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression, follow),
                          finish_step=finish_step, layers=layers)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift, finish_step=finish_step,
-                                 compression_limit=compression)) for name, (x, new, push, ms) in step.items()}
+                                 compression_limit=compression, body_follow=bool(follow))) for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
              finish_step: float | None = None, layers: bool = False, correctives: str = "off",
-             compression: float = COMPRESSION_LIMIT) -> dict:
+             compression: float = COMPRESSION_LIMIT, follow: bool = False) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
     steps = state.path(avatar.skeleton, m)
-    setup = _setup(avatar, garments, params, edge_lift, correctives, compression)
+    setup = _setup(avatar, garments, params, edge_lift, correctives, compression, follow)
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
@@ -468,7 +501,7 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: 
                              layers)
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
-                               finish_step=finish_step, compression_limit=compression)
+                               finish_step=finish_step, compression_limit=compression, body_follow=bool(follow))
             state.corrections[name] = new - x
             out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)

@@ -1402,6 +1402,41 @@ def _corrective_bake_checks(av, c, label: str, poses) -> list:
     return checks
 
 
+def body_follow_checks(poses=SURFACE_POSES, garments=("tights", "skirt")):
+    """``KisekaeBodyFollow`` (``kisekae_bound.hlsl``) against :func:`kisekae.fit.body_follow.body_follow_numpy`: an
+    analytic case (out along the normal is taken, in and sideways are not), then the built-in avatar's garments on the
+    default body (packaged correctives, joint planes) in ``poses``."""
+    from ..avatar.builtin import load_builtin_avatar
+    from ..avatar.contact import GAP, apply_contact
+    from ..avatar.poses import named_pose
+    from ..fit.body_follow import body_follow_numpy
+    from ..fit.runtime import garment_follow
+    from ..geom.normals import vertex_normals
+
+    z = np.tile([0.0, 0.0, 1.0], (3, 1))
+    corners = np.array([[0, 1, 2]] * 4)
+    bary = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [0.2, 0.3, 0.5]])
+    skinned = np.zeros((3, 3))
+    body = np.array([[0.01, 0.02, 0.03], [0.0, 0.0, -0.02], [0.05, 0.0, 0.0]])  # out and sideways, in, sideways
+    want = np.array([[0, 0, 0.03], [0, 0, 0], [0, 0, 0], [0, 0, 0.006]]) * 0.5
+    got = X.gpu_body_follow(corners, bary, np.full(4, 0.5), body, skinned, z)
+    checks = [Check("body follow (analytic)", _err(got, want), TOL_CORRECTIVE, 4)]
+    av = _memo(("follow", "avatar"), lambda: apply_contact(load_builtin_avatar(), GAP))
+    faces = av.body.mesh.faces
+    for name in poses:
+        m = named_pose(av.skeleton, name).skinning_matrices(av.skeleton)
+        body = av.body.posed(m).astype(np.float64)
+        skinned = av.body.skinned(m).astype(np.float64)
+        normals = vertex_normals(body, faces).astype(np.float64)
+        for g in garments:
+            c, b, share = garment_follow(av, g)
+            want = body_follow_numpy(c, b, share, body, skinned, normals)
+            got = X.gpu_body_follow(c, b, share, body, skinned, normals)
+            checks.append(Check(f"{g} body follow {name} ({int((np.abs(want).max(1) > 1e-3).sum())} over 1 mm)",
+                                _err(got, want), TOL_CORRECTIVE, len(want)))
+    return checks
+
+
 def corrective_checks(poses=SURFACE_POSES):
     """The body's pose-space correctives (``kisekae_corrective.hlsl``): analytic cases, then the packaged bake."""
     return corrective_analytic_checks() + corrective_avatar_checks(poses)
@@ -1425,6 +1460,7 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
             checks += [Check(f"[{src}] " + c.name, c.error, c.tolerance, c.count) for c in wound_checks(src)]
         checks += pushout_checks(sources[0], poses)
         checks += bound_checks(poses, sources[0])
+        checks += body_follow_checks()
         checks += tension_checks(poses)
         checks += wrinkle_checks()
         checks += tight_look_checks()

@@ -56,6 +56,7 @@ MODES = {
     "corrective_feature": 26,
     "clamp_step": 27,
     "skinned_offset": 28,
+    "body_follow": 29,
 }
 
 #: Bone influences a vertex that ``KisekaeSkinnedOffset`` reads in the harness (``KISEKAE_SKIN_INFLUENCES``).
@@ -1108,6 +1109,40 @@ def gpu_skinned_offsets(rest_offsets, skin_indices, skin_weights, skin_matrices)
     offsets[:, :3] = d
     o0, _ = _run("skinned_offset", "constants", n, in0=offsets, in1=_rows(bones, n), in2=_rows(weights, n),
                  in5=_rows(m[:, :3, :], n))
+    return o0[:, :3]
+
+
+def gpu_body_follow(corners, bary, shares, body, skinned, normals):
+    """``KisekaeBodyFollow`` on the GPU: :func:`kisekae.fit.body_follow.body_follow` per garment vertex, the corners'
+    displacements (``body - skinned``, formed here in float64 and rounded once) and normals gathered on the CPU.
+
+    Parameters
+    ----------
+    corners : (N, 3) int body vertex ids; bary : (N, 3); shares : (N,)
+    body, skinned, normals : (M, 3) posed body, the same by plain skinning (m), posed unit normals
+
+    Returns
+    -------
+    (N, 3) float32 displacements, metres
+    """
+    from ..fit.body_follow import _check
+
+    corners, bary, shares, body, skinned, normals = _check(corners, bary, shares, body, skinned, normals)
+    n = len(corners)
+    if not n:
+        return np.zeros((0, 3), np.float32)
+    d = body - skinned
+    ins = {}
+    for k in range(3):
+        a = np.zeros((n, 4), np.float32)
+        a[:, :3] = d[corners[:, k]]
+        a[:, 3] = bary[:, k]
+        ins[f"in{k}"] = a
+        b = np.zeros((n, 4), np.float32)
+        b[:, :3] = normals[corners[:, k]]
+        ins[f"in{k + 3}"] = b
+    ins["in3"][:, 3] = shares
+    o0, _ = _run("body_follow", "constants", n, **ins)
     return o0[:, :3]
 
 

@@ -34,6 +34,33 @@ float3 KisekaeBoundPushOut(float3 p, float3 x0, float3 x1, float3 x2, float3 n0,
     return p + push * KisekaePushDirection(n, P);
 }
 
+// The body follow (kisekae.fit.body_follow): the outward part of what the body does beyond plain skinning
+// (correctives, joint planes, volume bulge) at a garment vertex's bound point, added to the skinned garment where the
+// per-frame push starts. d0..d2: the bound triangle's corners' posed minus plain-skinned positions (m); n0..n2: their
+// posed unit normals; bary: the binding's barycentrics; share: the vertex's share from its rest clearance (1 within
+// 2 cm, 0 from 6 cm: kisekae.fit.body_follow.follow_weights, baked per vertex).
+//   follow = share * sum_k bary_k max(0, d_k . n_k) n_k
+float3 KisekaeBodyFollow(float3 d0, float3 d1, float3 d2, float3 n0, float3 n1, float3 n2, float3 bary, float share)
+{
+    float3 f = bary.x * max(0.0, dot(d0, n0)) * n0 + bary.y * max(0.0, dot(d1, n1)) * n1
+             + bary.z * max(0.0, dot(d2, n2)) * n2;
+    return share * f;
+}
+
+#if defined(KISEKAE_LOAD_BODY_POSITION) && defined(KISEKAE_LOAD_BODY_SKINNED)
+// KisekaeBodyFollow with the posed body, its normals and the plain-skinned body read through
+// KISEKAE_LOAD_BODY_POSITION / _NORMAL / _SKINNED(vertex id).
+float3 KisekaeBodyFollowLoad(uint3 corners, float3 bary, float share)
+{
+    return KisekaeBodyFollow(
+        KISEKAE_LOAD_BODY_POSITION(corners.x) - KISEKAE_LOAD_BODY_SKINNED(corners.x),
+        KISEKAE_LOAD_BODY_POSITION(corners.y) - KISEKAE_LOAD_BODY_SKINNED(corners.y),
+        KISEKAE_LOAD_BODY_POSITION(corners.z) - KISEKAE_LOAD_BODY_SKINNED(corners.z),
+        KISEKAE_LOAD_BODY_NORMAL(corners.x), KISEKAE_LOAD_BODY_NORMAL(corners.y), KISEKAE_LOAD_BODY_NORMAL(corners.z),
+        bary, share);
+}
+#endif
+
 #ifdef KISEKAE_LOAD_BODY_POSITION
 // KisekaeBoundPushOut with the posed body read through KISEKAE_LOAD_BODY_POSITION / _NORMAL(vertex id).
 float3 KisekaeBoundPushOutLoad(float3 p, uint3 corners, float3 bary, float tightness, float softness,

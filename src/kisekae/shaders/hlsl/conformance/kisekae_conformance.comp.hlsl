@@ -457,6 +457,15 @@ void main(uint3 id : SV_DispatchThreadID)
         y0 = float4(d, left);
     }
 #endif
+#if KISEKAE_HARNESS_HAS(29)
+    if (gMode == 29u)
+    {
+        // body follow: corners' displacements (posed minus plain skinned) in gIn0..gIn2 (w: barycentrics), their
+        // normals in gIn3..gIn5 (gIn3.w: the vertex's share)
+        y0 = float4(KisekaeBodyFollow(gIn0[i].xyz, gIn1[i].xyz, gIn2[i].xyz, gIn3[i].xyz, gIn4[i].xyz, gIn5[i].xyz,
+                                      float3(gIn0[i].w, gIn1[i].w, gIn2[i].w), gIn3[i].w), 0.0);
+    }
+#endif
 #if KISEKAE_HARNESS_HAS(18)
     if (gMode == 18u)
     {
