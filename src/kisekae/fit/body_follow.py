@@ -48,11 +48,8 @@ def follow_weights(rest_offset, near: float = FOLLOW_NEAR, far: float = FOLLOW_F
 
 def _check(corners, bary, weights, body, skinned, normals):
     corners = np.ascontiguousarray(corners, dtype=np.int64)
-    bary = np.ascontiguousarray(bary, dtype=np.float64)
-    weights = np.ascontiguousarray(weights, dtype=np.float64)
-    body = np.ascontiguousarray(body, dtype=np.float64)
-    skinned = np.ascontiguousarray(skinned, dtype=np.float64)
-    normals = np.ascontiguousarray(normals, dtype=np.float64)
+    bary, weights, body, skinned, normals = (np.ascontiguousarray(a, dtype=np.float64)
+                                             for a in (bary, weights, body, skinned, normals))
     n = len(corners)
     if corners.shape != (n, 3) or bary.shape != (n, 3) or weights.shape != (n,):
         raise KisekaeError(f"binding of {corners.shape} corners, {bary.shape} weights and {weights.shape} shares do "
