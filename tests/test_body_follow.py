@@ -103,3 +103,13 @@ def test_runtime_starts_from_the_followed_garment(tmp_path, monkeypatch):
     off = runtime_pose(av, pose, ["skirt"], body_follow=False)["skirt"]
     assert on[1]["body_follow"] is True and off[1]["body_follow"] is False
     assert not np.array_equal(on[0], off[0])
+
+
+def test_cli_refuses_the_follow_where_it_does_nothing(capsys):
+    from kisekae.cli import main
+
+    assert main(["check", "--pose", "stand", "--garment", "skirt", "--body-follow"]) != 0
+    assert "--body-follow" in capsys.readouterr().err
+    assert main(["check", "--runtime", "--runtime-method", "capsules", "--pose", "stand", "--garment", "skirt",
+                 "--no-body-follow"]) != 0
+    assert "carried or surface" in capsys.readouterr().err
