@@ -47,20 +47,6 @@ float3 KisekaeBodyFollow(float3 d0, float3 d1, float3 d2, float3 n0, float3 n1, 
     return share * f;
 }
 
-#if defined(KISEKAE_LOAD_BODY_POSITION) && defined(KISEKAE_LOAD_BODY_SKINNED)
-// KisekaeBodyFollow with the posed body, its normals and the plain-skinned body read through
-// KISEKAE_LOAD_BODY_POSITION / _NORMAL / _SKINNED(vertex id).
-float3 KisekaeBodyFollowLoad(uint3 corners, float3 bary, float share)
-{
-    return KisekaeBodyFollow(
-        KISEKAE_LOAD_BODY_POSITION(corners.x) - KISEKAE_LOAD_BODY_SKINNED(corners.x),
-        KISEKAE_LOAD_BODY_POSITION(corners.y) - KISEKAE_LOAD_BODY_SKINNED(corners.y),
-        KISEKAE_LOAD_BODY_POSITION(corners.z) - KISEKAE_LOAD_BODY_SKINNED(corners.z),
-        KISEKAE_LOAD_BODY_NORMAL(corners.x), KISEKAE_LOAD_BODY_NORMAL(corners.y), KISEKAE_LOAD_BODY_NORMAL(corners.z),
-        bary, share);
-}
-#endif
-
 #ifdef KISEKAE_LOAD_BODY_POSITION
 // KisekaeBoundPushOut with the posed body read through KISEKAE_LOAD_BODY_POSITION / _NORMAL(vertex id).
 float3 KisekaeBoundPushOutLoad(float3 p, uint3 corners, float3 bary, float tightness, float softness,
