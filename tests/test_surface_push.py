@@ -77,6 +77,26 @@ def test_smoothing_spreads_pushes_and_never_shrinks_one():
     np.testing.assert_allclose(smooth_push(d, ring, 7), smooth_push_numpy(d, ring, 7), atol=1e-15)
 
 
+def test_smoothing_visits_only_where_the_push_reached_and_equals_the_reference():
+    """The kernel visits the vertices near a non-zero displacement only: on the tights' ring with a few scattered
+    pushes (and an isolated vertex's) it must give the reference's numbers for every pass count, zeros far away."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+
+    mesh = load_builtin_avatar().part("tights").mesh
+    ring = one_ring(mesh.n_vertices, mesh.edges)
+    rng = np.random.default_rng(4)
+    d = np.zeros((mesh.n_vertices, 3))
+    hit = rng.choice(mesh.n_vertices, 12, replace=False)
+    d[hit] = rng.normal(0, 0.01, (12, 3))
+    for passes in (0, 1, 3, 10):
+        got = smooth_push(d, ring, passes)
+        want = smooth_push_numpy(d, ring, passes)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+        assert (np.abs(got).max(axis=1) > 0).sum() == (np.abs(want).max(axis=1) > 0).sum()
+    assert 12 < (np.abs(got).max(axis=1) > 0).sum() < mesh.n_vertices  # spread, but not everywhere
+    np.testing.assert_array_equal(smooth_push(np.zeros_like(d), ring, 10), 0.0)
+
+
 @pytest.mark.parametrize("limit", [stretch_limit, stretch_limit_numpy])
 def test_stretch_limit_meets_halfway_at_the_limit(limit):
     """Analytic: an edge stretched to twice its skinned length comes back to exactly 1.1 times it in one pass, each

@@ -474,10 +474,22 @@ def smooth_push_numpy(displacement, ring, passes: int = SMOOTH_PASSES) -> np.nda
 
 
 @numba.njit(cache=True)
-def _smooth_kernel(d, ptr, idx, passes, tmp):
+def _smooth_kernel(d, ptr, idx, passes, tmp, near):  # pragma: no cover - compiled
+    """Jacobi passes of :func:`smooth_push_numpy` over the vertices ``near`` a non-zero displacement only.
+
+    A vertex whose own displacement and whose one-ring's are all zero keeps its zero (its ring mean is zero, which
+    does not grow it), so each pass visits the vertices marked ``near`` (non-zero, or next to one), and marks the ring
+    of each vertex it turned non-zero for the next pass: the same numbers as visiting every vertex, for the price of
+    the region the displacement has reached (a push's displacement covers a fraction of the garment). ``tmp`` must
+    be zero, ``near`` the mark of ``d``'s non-zero vertices and their rings.
+    """
     n = d.shape[0]
+    grew = np.empty(n, dtype=np.int64)
     for _ in range(passes):
+        count = 0
         for i in range(n):
+            if not near[i]:
+                continue
             ax = ay = az = 0.0
             c = ptr[i + 1] - ptr[i]
             for e in range(ptr[i], ptr[i + 1]):
@@ -490,6 +502,9 @@ def _smooth_kernel(d, ptr, idx, passes, tmp):
                 ay /= c
                 az /= c
             if ax * ax + ay * ay + az * az > d[i, 0] * d[i, 0] + d[i, 1] * d[i, 1] + d[i, 2] * d[i, 2]:
+                if d[i, 0] == 0.0 and d[i, 1] == 0.0 and d[i, 2] == 0.0:
+                    grew[count] = i
+                    count += 1
                 tmp[i, 0] = 0.5 * (d[i, 0] + ax)
                 tmp[i, 1] = 0.5 * (d[i, 1] + ay)
                 tmp[i, 2] = 0.5 * (d[i, 2] + az)
@@ -497,16 +512,37 @@ def _smooth_kernel(d, ptr, idx, passes, tmp):
                 tmp[i, 0] = d[i, 0]
                 tmp[i, 1] = d[i, 1]
                 tmp[i, 2] = d[i, 2]
+        for k in range(count):
+            i = grew[k]
+            for e in range(ptr[i], ptr[i + 1]):
+                near[idx[e]] = True
         d, tmp = tmp, d
     return d
 
 
+@numba.njit(cache=True)
+def _near_nonzero(d, ptr, idx):  # pragma: no cover - compiled
+    """(N,) bool: the vertices with a non-zero displacement and their one-rings."""
+    near = np.zeros(d.shape[0], dtype=np.bool_)
+    for i in range(d.shape[0]):
+        if d[i, 0] != 0.0 or d[i, 1] != 0.0 or d[i, 2] != 0.0:
+            near[i] = True
+            for e in range(ptr[i], ptr[i + 1]):
+                near[idx[e]] = True
+    return near
+
+
+def smooth_passes(d, ptr, idx, passes: int) -> np.ndarray:
+    """``passes`` Jacobi passes of :func:`smooth_push_numpy` on ``d (N, 3) float64`` (not changed) over the CSR ring
+    ``ptr, idx`` (int64), visiting only where the displacement has reached (:func:`_smooth_kernel`)."""
+    return _smooth_kernel(d.copy(), ptr, idx, int(passes), np.zeros_like(d), _near_nonzero(d, ptr, idx))
+
+
 def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
-    """:func:`smooth_push_numpy` as a Numba kernel (one core)."""
+    """:func:`smooth_push_numpy` as a Numba kernel (one core), over the vertices the displacement has reached."""
     d = np.array(displacement, dtype=np.float64)
     ptr, idx = ring
-    return _smooth_kernel(d, np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64), int(passes),
-                          np.empty_like(d))
+    return smooth_passes(d, np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64), passes)
 
 
 def _check_stretch(stretch) -> None:
