@@ -31,9 +31,9 @@ deterministic: the same pose gives the same body wherever the body stands (withi
 Without contact the correction is zero: where no pair is violated the membrane has nothing to
 spread, so the result equals plain skinning, and the rest pose is unchanged.
 
-Volume (``ContactSolveParams.keep_volume``, off by default; ``kisekae bake-correctives --keep-volume``): at the start of each
-step, before its pairs are found, each bone's part gets back the volume that skinning and the contact took from
-it, as a bulge along the normals away from the previous step's contact pairs
+Volume (``ContactSolveParams.keep_volume``, off by default; ``kisekae bake-correctives --keep-volume``): at the
+start of each step, before its pairs are found, each bone's part gets back the volume that skinning and the contact
+took from it, as a bulge along the normals away from the previous step's contact pairs
 (:mod:`kisekae.avatar.volume_restore`). The bulge is part of the base the contact correction is measured from,
 so the membrane's screening does not wear it away, and a bulge that reaches another part is caught by the
 step's pairs. Far from contact a bent joint then keeps its flesh (skinning's own loss is given back too).

@@ -323,7 +323,8 @@ class PoseCorrectives:
         """The entries joint by joint, for :func:`joint_offsets_kernel` (made once, cached; the arrays are not
         to be changed after it): ``joint_ptr (J + 1,) int64`` (joint ``j``'s entries are
         ``joint_ptr[j]:joint_ptr[j + 1]``), ``entry_vertex (E,) int32`` and ``coefficients_t (E, 3, K)``
-        (the coefficients' dtype), the coefficients with each entry's axes as rows. Within a joint the entries keep their vertex order."""
+        (the coefficients' dtype), the coefficients with each entry's axes as rows. Within a joint the entries keep
+        their vertex order."""
         order = np.argsort(self.entry_joint, kind="stable")
         joint_ptr = np.zeros(len(self.joints) + 1, np.int64)
         joint_ptr[1:] = np.cumsum(np.bincount(self.entry_joint, minlength=len(self.joints)))

@@ -125,10 +125,11 @@ def run(args) -> int:
     check_outputs([args.json] if args.json else [], force=args.force)
     if args.inbetweens < 1:
         raise KisekaeError(f"must be at least 1, got {args.inbetweens}", "--inbetweens")
-    if args.compression_limit is not None and not (args.runtime and args.runtime_method != "capsules"):
+    surface_path = args.runtime and args.runtime_method != "capsules"  # the per-frame methods of the surface push
+    if args.compression_limit is not None and not surface_path:
         raise KisekaeError("sets the per-frame path's stretch limit: needs --runtime with the carried or surface "
                            "method", "--compression-limit")
-    if args.body_follow is not None and not (args.runtime and args.runtime_method != "capsules"):
+    if args.body_follow is not None and not surface_path:
         raise KisekaeError("sets where the per-frame path starts: needs --runtime with the carried or surface method",
                            "--body-follow")
     if args.finish_step is not None and not (args.runtime and args.edge_lift):

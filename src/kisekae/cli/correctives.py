@@ -13,9 +13,9 @@ def register(sub):
                        description="Solves the body's self-contact offline (the continuation from rest) in POSES "
                                    "range-of-motion poses and M poses with the arms at the sides, and fits corrective "
                                    "shapes that follow the joint rotations, "
-                                   "so the per-frame body keeps its parts apart "
-                                   "(`--correctives FILE` on check, fit, "
-                                   "tension, wound, demo). About a second a pose on one core (two with --keep-volume). With --garment NAME it "
+                                   "so the per-frame body keeps its parts apart (`--correctives FILE` on check, fit, "
+                                   "tension, wound, demo). About a second a pose on one core (two with "
+                                   "--keep-volume). With --garment NAME it "
                                    "learns that garment's correctives from the per-frame path instead, on the default "
                                    "contact body (`--garment-correctives FILE` on check; about 0.2 s a pose).")
     p.add_argument("--avatar", metavar="FILE", help="avatar file (.glb/.gltf/.vrm) instead of the built-in one")

@@ -8,7 +8,8 @@ them inside. Here each garment vertex takes the outward part of the body's own d
 bound to at rest (:class:`kisekae.fit.bound.SkinBinding`: three corners and barycentric weights), faded out with the
 rest clearance, so fabric that lies on the skin moves out with it and loose fabric (a skirt's hem) barely does:
 
-    d_i = f(|c_i|) Σ_k b_ik max(0, (body_k − skinned_k) · n_k) n_k,    f(c) = clip((far − c) / (far − near), 0, 1)
+    d_i = f(|c_i|) Σ_k b_ik max(0, (body_k − skinned_k) · n_k) n_k
+    f(c) = clip((far − c) / (far − near), 0, 1)
 
 with ``body`` the frame's posed body, ``skinned`` the same body by plain skinning, ``n`` the posed body's unit
 vertex normals and ``c_i`` the vertex's rest clearance. Only the outward part: where the body moves in (the joint
@@ -18,7 +19,7 @@ per garment vertex (a vertex or compute shader reads the body buffers the frame 
 wherever the body's displacement is.
 
 :func:`follow_weights` gives ``f``, :func:`body_follow` the displacement (Numba), :func:`body_follow_numpy` its
-reference.
+reference, :func:`follow_inputs` their checked arguments.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def follow_weights(rest_offset, near: float = FOLLOW_NEAR, far: float = FOLLOW_F
     return np.clip((far - c) / (far - near), 0.0, 1.0)
 
 
-def _check(corners, bary, weights, body, skinned, normals):
+def follow_inputs(corners, bary, weights, body, skinned, normals) -> tuple:
+    """The arguments of :func:`body_follow` checked and converted (int64 corners, float64 arrays), or a
+    :class:`KisekaeError` naming what disagrees."""
     corners = np.ascontiguousarray(corners, dtype=np.int64)
     bary, weights, body, skinned, normals = (np.ascontiguousarray(a, dtype=np.float64)
                                              for a in (bary, weights, body, skinned, normals))
@@ -97,7 +100,7 @@ def body_follow(corners, bary, weights, body, skinned, normals) -> np.ndarray:
     skinned : (M, 3) float the same body by plain skinning, metres
     normals : (M, 3) float unit outward vertex normals of ``body``
     """
-    args = _check(corners, bary, weights, body, skinned, normals)
+    args = follow_inputs(corners, bary, weights, body, skinned, normals)
     out = np.empty((len(args[0]), 3))
     _follow_kernel(*args, out)
     return out
@@ -105,6 +108,6 @@ def body_follow(corners, bary, weights, body, skinned, normals) -> np.ndarray:
 
 def body_follow_numpy(corners, bary, weights, body, skinned, normals) -> np.ndarray:
     """:func:`body_follow` in NumPy (the reference)."""
-    corners, bary, weights, body, skinned, normals = _check(corners, bary, weights, body, skinned, normals)
+    corners, bary, weights, body, skinned, normals = follow_inputs(corners, bary, weights, body, skinned, normals)
     outward = np.maximum(np.einsum("mc,mc->m", body - skinned, normals), 0.0)[:, None] * normals
     return weights[:, None] * np.einsum("nk,nkc->nc", bary, outward[corners])

@@ -51,8 +51,8 @@ RUNTIME_METHODS = ("carried", "surface", "capsules")
 #: its bound point (:mod:`kisekae.fit.body_follow`), by default (since 2026-12-06: over the 68 cells 5 / 105 / 22 ->
 #: 2 / 90 / 21 vertices inside / edges through the body / flipped faces, the crouch tights' poke-through 92 -> 0 px).
 BODY_FOLLOW = True
-#: One-ring passes of :func:`~kisekae.fit.surface.smooth_push` over the body follow's displacement, as many as the push's
-#: own (neighbouring garment vertices bound to different body parts take different displacements; unsmoothed, the
+#: One-ring passes of :func:`~kisekae.fit.surface.smooth_push` over the body follow's displacement, as many as the
+#: push's own (neighbouring garment vertices bound to different body parts take different displacements; unsmoothed, the
 #: follow turned faces over where thigh meets calf: 68 cells 29 flipped faces, 3 passes 25, 6 24, 10 21, docs/fit.md).
 FOLLOW_SMOOTH = SMOOTH_PASSES
 
@@ -399,7 +399,7 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
-    skinned_body = avatar.body.skinned(m) if any(s[8] is not None for s in setup.values()) else None
+    skinned_body = None  # the body by plain skinning, made once a frame for the first garment that follows it
     out = {}
     for name, (p, cand, ring, chord, lift, gfaces, gc, shortest, follow) in setup.items():
         plain = avatar.part(name).posed(m).astype(np.float64)
@@ -409,6 +409,7 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
         # measure from plain skinning, so the cloth keeps its skinned edge lengths
         x = corrected_skin(avatar, name, gc, m, plain)
         if follow is not None:
+            skinned_body = avatar.body.skinned(m) if skinned_body is None else skinned_body
             d = body_follow(*follow, body, skinned_body, normals)
             if d.any():  # near rest the body does nothing beyond skinning: no passes to pay for
                 x = x + smooth_push(d, ring, FOLLOW_SMOOTH)
@@ -483,7 +484,8 @@ def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finis
     step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression, follow),
                          finish_step=finish_step, layers=layers)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift, finish_step=finish_step,
-                                 compression_limit=compression, body_follow=bool(follow))) for name, (x, new, push, ms) in step.items()}
+                                 compression_limit=compression, body_follow=bool(follow)))
+            for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,

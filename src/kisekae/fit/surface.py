@@ -532,17 +532,11 @@ def _near_nonzero(d, ptr, idx):  # pragma: no cover - compiled
     return near
 
 
-def smooth_passes(d, ptr, idx, passes: int) -> np.ndarray:
-    """``passes`` Jacobi passes of :func:`smooth_push_numpy` on ``d (N, 3) float64`` (not changed) over the CSR ring
-    ``ptr, idx`` (int64), visiting only where the displacement has reached (:func:`_smooth_kernel`)."""
-    return _smooth_kernel(d.copy(), ptr, idx, int(passes), np.zeros_like(d), _near_nonzero(d, ptr, idx))
-
-
 def smooth_push(displacement, ring, passes: int = SMOOTH_PASSES) -> np.ndarray:
     """:func:`smooth_push_numpy` as a Numba kernel (one core), over the vertices the displacement has reached."""
     d = np.array(displacement, dtype=np.float64)
-    ptr, idx = ring
-    return smooth_passes(d, np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64), passes)
+    ptr, idx = (np.asarray(a, dtype=np.int64) for a in ring)
+    return _smooth_kernel(d, ptr, idx, int(passes), np.zeros_like(d), _near_nonzero(d, ptr, idx))
 
 
 def _check_stretch(stretch) -> None:

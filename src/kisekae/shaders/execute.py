@@ -1125,9 +1125,9 @@ def gpu_body_follow(corners, bary, shares, body, skinned, normals):
     -------
     (N, 3) float32 displacements, metres
     """
-    from ..fit.body_follow import _check
+    from ..fit.body_follow import follow_inputs
 
-    corners, bary, shares, body, skinned, normals = _check(corners, bary, shares, body, skinned, normals)
+    corners, bary, shares, body, skinned, normals = follow_inputs(corners, bary, shares, body, skinned, normals)
     n = len(corners)
     if not n:
         return np.zeros((0, 3), np.float32)
