@@ -22,7 +22,7 @@ from kisekae.fit.edge_lift import (LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_REACH, b
 from kisekae.fit.unflip import TURN_START, UNFLIP_PASSES, vertex_faces
 from kisekae.geom.closest import closest_point_triangles_numpy
 from kisekae.geom.normals import vertex_normals
-from kisekae.fit.runtime import garment_shortest
+from kisekae.fit.runtime import FOLLOW_SMOOTH, garment_follow, garment_shortest
 from kisekae.shaders import surface_bake as sb
 from kisekae.shaders.toolchain import HLSL_DIR, compile_hlsl
 
@@ -42,7 +42,7 @@ def baked(avatar, tmp_path_factory):
     lift = (samples, bake_sample_candidates(av, "tights", samples, n_poses=40), vertex_samples(samples, mesh.weld))
     doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=garment_chords(mesh),
                           n_body_vertices=av.body.mesh.n_vertices, weld=mesh.weld, lift=lift,
-                          shortest=garment_shortest(av, "tights"))
+                          shortest=garment_shortest(av, "tights"), follow=garment_follow(av, "tights"))
     folder = tmp_path_factory.mktemp("surface")
     head, binary = sb.write_surface_bake(doc, folder / "tights.surface.json")
     return av, cand, ring, doc, head, binary, lift
@@ -65,7 +65,7 @@ def test_bake_round_trips(baked):
     # CANDIDATES triples of uint32 per vertex (12 B each), the ring (4 B per offset and per entry), the weld map (4 B),
     # the chord (float32, 4 B); per sample its three corners, three weights, chord (28 B) and CANDIDATES candidate
     # triples, the vertex sample table (4 B per offset and per entry): 3,583 edge samples (two corners each) and
-    # 1,702 face samples (three)
+    # 1,702 face samples (three); the floor (4 B) and the follow's binding (3 ids, 3 weights, a share: 28 B)
     samples, scand, (sptr, sidx) = lift
     ns = len(samples)
     assert header["samples"] == ns == 3583 + 1702 and header["vertexSampleEntries"] == len(sidx) \
@@ -75,7 +75,10 @@ def test_bake_round_trips(baked):
     assert header["turnStart"] == TURN_START
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 3 * CANDIDATES + (n + 1) + len(ring[1]) + n + n
                                                             + ns * (7 + 3 * CANDIDATES)
-                                                            + (n + 1) + len(sidx) + n)
+                                                            + (n + 1) + len(sidx) + n + 7 * n)
+    assert header["followPasses"] == FOLLOW_SMOOTH == 10
+    corners, bary, share = garment_follow(av, "tights")
+    assert (share == 1).all()  # the tights lie within 2 cm of the skin everywhere
     chords = garment_chords(av.part("tights").mesh)
     shortest = garment_shortest(av, "tights")
     inline = json.loads(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in doc.items()}))
@@ -101,10 +104,15 @@ def test_bake_round_trips(baked):
         assert got["turn_start"] == TURN_START
         np.testing.assert_array_equal(got["shortest"], shortest.astype(np.float32))
         assert got["shortest"].dtype == np.float64 and got["shortest"].max() == np.float32(1.0 - COMPRESSION_LIMIT)
+        np.testing.assert_array_equal(got["follow_corners"], corners)
+        np.testing.assert_allclose(got["follow_bary"], bary, atol=1e-7)
+        np.testing.assert_array_equal(got["follow_share"], share.astype(np.float32))
+        assert got["follow_passes"] == FOLLOW_SMOOTH
     # other values round-trip through the header and inline; 0 passes: an engine without the stretch limit
     other = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chords, weld=av.part("tights").mesh.weld,
                             n_body_vertices=nb, limit_passes=0, stretch_limit=0.25)
     assert other["limitPasses"] == 0 and other["stretchLimit"] == 0.25
+    assert not other["followShare"].any()  # no binding given: nothing follows
     head2 = sb.write_surface_bake(other, head.parent / "other.surface.json")[0]
     for source in (head2, other):
         got = _load(source, av)
@@ -331,8 +339,9 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     header["binary"] = "b.surface.bytes"
     path = case()
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
-    for old in (1, 2, 3, 4, 5, 6):  # no chords, stretch limit, edge lift, last stretch limit, face samples, floor
-        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-7 kisekae surface bake"):
+    for old in (1, 2, 3, 4, 5, 6, 7):  # no chords, stretch limit, edge lift, last stretch limit, face samples, floor,
+        # body follow
+        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-8 kisekae surface bake"):
             _load(case({"version": old}), av)
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
@@ -422,13 +431,25 @@ def test_bad_bakes_are_refused(baked, tmp_path):
                           (sidx_out, "vertexSampleIdx entries outside")):
         with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: {message}"):
             _load(case(edit_data=edit), av)
-    # the stretch limit's floor: the last array, fractions in [0, 1)
+    # the stretch limit's floor (before the follow's 7 N values), fractions in [0, 1)
     for bad in (-0.1, 1.0, np.nan):
         def floor_bad(d, bad=bad):
-            d[-n + 5] = np.array([bad], "<f4").view("<u4")[0]
+            d[-8 * n + 5] = np.array([bad], "<f4").view("<u4")[0]
 
         with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'shortest' must be fractions in \[0, 1\)"):
             _load(case(edit_data=floor_bad), av)
+    # the body follow's binding: corners within the body, barycentric weights, shares in [0, 1]
+    def follow_corner_out(d):
+        d[-7 * n + 4] = nb
+
+    with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: followCorners outside 0\.\.{nb - 1}"):
+        _load(case(edit_data=follow_corner_out), av)
+    for at, bad in ((-4 * n + 3, 1.5), (-4 * n + 3, np.nan), (-n + 2, 1.5), (-n + 2, -0.25), (-n + 2, np.nan)):
+        def follow_bad(d, at=at, bad=bad):
+            d[at] = np.array([bad], "<f4").view("<u4")[0]
+
+        with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'followBary' must be three weights"):
+            _load(case(edit_data=follow_bad), av)
     for bad in (-0.1, float("nan"), "0.05", None):
         with pytest.raises(KisekaeError, match=r"('turnStart' must be a finite number >= 0|missing entry 'turnStart')"):
             _load(case({"turnStart": bad}), av)
@@ -464,6 +485,13 @@ def test_bad_bakes_are_refused(baked, tmp_path):
         sb.surface_bake(cand, ring, av.body.mesh.faces[:-1], "tights", chord=chord)
     with pytest.raises(KisekaeError, match="chords of tights: need 2674 finite lengths"):
         sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord[:-1])
+    fc, fb, fs = garment_follow(av, "tights")
+    for follow, message in (((fc[:-1], fb, fs), "binding of"), ((fc + nb, fb, fs), "outside the body's"),
+                            ((fc, fb * 2, fs), "barycentric"), ((fc, fb, fs + 0.5), "shares in")):
+        with pytest.raises(KisekaeError, match=f"body follow of tights: .*{message}"):
+            sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord, follow=follow)
+    with pytest.raises(KisekaeError, match="follow passes: must be an integer >= 0"):
+        sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord, follow_passes=-1)
     for bad in (-1, 2.0, True):
         with pytest.raises(KisekaeError, match="limit passes: must be an integer >= 0"):
             sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chord, limit_passes=bad)
@@ -527,7 +555,7 @@ _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvat
                   "KisekaeSurfacePushFirst",
                   "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeSampleLifts",
                   "KisekaeEdgeLifts", "KisekaeLiftApply", "KisekaeUnflips", "KisekaeFinish", "KisekaeGarmentNormals",
-                  "KisekaeLayerPush", "KisekaeLayerPushAgain")
+                  "KisekaeLayerPush", "KisekaeLayerPushAgain", "KisekaeBodyOffsets", "KisekaeFollowGather")
 
 
 def _has_surface_core() -> bool:
@@ -561,11 +589,25 @@ def test_compute_kernels_declared_and_dispatched():
     assert "KisekaeStretchLimit(v, _KisekaeStretchLimit, moved)" in text
     # the carried correction: read by the first push, written by the finish, its keep set, cleared on a reset
     record = cs[cs.index("void Record(CommandBuffer cmd)"):]
-    assert re.search(r"KisekaeCarryStart\(x \+ _KisekaeGarmentCorrectiveRW\[v\]\.xyz, _KisekaeCorrectionRW\[v\]\.xyz,\s+"
-                     r"_KisekaeCarryKeep\)", text)
-    assert "_KisekaeCorrectionRW[v] = float4(disp - _KisekaeGarmentCorrectiveRW[v].xyz, 0.0);" in text
+    assert re.search(r"KisekaeCarryStart\(x \+ _KisekaeGarmentCorrectiveRW\[v\]\.xyz \+ _KisekaeFollow\[v\]\.xyz,\s+"
+                     r"_KisekaeCorrectionRW\[v\]\.xyz, _KisekaeCarryKeep\)", text)
+    assert ("_KisekaeCorrectionRW[v] = float4(disp - _KisekaeGarmentCorrectiveRW[v].xyz - _KisekaeFollow[v].xyz, 0.0);"
+            in text)
     # the garment's correctives: computed before the first push, bound to it and to the finish
-    assert record.index("RecordCorrectives(cmd);") < record.index("cmd.DispatchCompute(cs, _kPushFirst, ")
+    assert record.index("RecordCorrectiveSet(cmd, _garmentSet, _kGarmentCorrectives") \
+        < record.index("cmd.DispatchCompute(cs, _kPushFirst, ")
+    # the body follow: the body's corrective offsets before the body is prepared, the gather and its smoothing
+    # after the body normals, the result bound where the push starts and where the carry is stored
+    assert record.index("RecordCorrectiveSet(cmd, _bodySet, _kBodyOffsets") \
+        < record.index("cmd.DispatchCompute(cs, _kBodyPrepare, ") < record.index("cmd.DispatchCompute(cs, _kBodyNormals, ") \
+        < record.index("GraphicsBuffer follow = RecordFollow(cmd);") < record.index("cmd.DispatchCompute(cs, _kPushFirst, ")
+    assert 'cmd.SetComputeBufferParam(cs, k, "_KisekaeFollow", follow);' in cs
+    assert "public bool bodyFollow = true;" in cs and f"public int followPasses = {FOLLOW_SMOOTH};" in cs
+    assert "public int followPasses;" in cs and "pass < followPasses" in cs
+    assert "public KisekaeBodyCorrectives bodyCorrectives;" in cs and "BodyCorrectivesProblem()" in cs
+    assert 'cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyBeyondRW", _bodyBeyond);' in cs
+    for macro in ("KISEKAE_LOAD_FOLLOW_CORNERS", "KISEKAE_LOAD_FOLLOW_WEIGHTS", "KISEKAE_LOAD_BODY_BEYOND"):
+        assert f"#define {macro}(" in text, macro
     assert "foreach (int k in new[] { _kPushFirst, _kFinish })" in cs and "public KisekaeBodyCorrectives garmentCorrectives;" in cs
     assert "public const int SkinInfluences = 8;" in cs and "public const int CorrectiveCentres = 16;" in cs
     assert '"_KisekaeCarryKeep", carryKeep' in cs and f"public float carryKeep = {KEEP}f;" in cs
@@ -577,7 +619,7 @@ def test_compute_kernels_declared_and_dispatched():
     # the stretch limit's floor (the bake's last array) reaches KisekaeStretchLimit
     assert "#define KISEKAE_LOAD_SHORTEST(j) _KisekaeSurfaceShortest[(j)]" in text
     assert 'cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeSurfaceShortest", _shortest);' in cs
-    assert '"vertexSampleIdx",\n                                            "shortest" };' in cs
+    assert '"vertexSampleIdx",\n                                            "shortest", "followCorners", "followBary", "followShare" };' in cs
     assert "BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);" in cs
     assert '"_KisekaeBodyCurvature", curvature' in cs and '"chord"' in cs
     # the layer push (beneath): its constants are kisekae's, its stage between the stretch limit and the edge lift,
@@ -645,11 +687,13 @@ def test_o3de_srg_defines_the_surface_macros():
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_CURVATURE",
                   "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED",
-                  "KISEKAE_LOAD_SHORTEST"):
+                  "KISEKAE_LOAD_SHORTEST", "KISEKAE_LOAD_FOLLOW_CORNERS", "KISEKAE_LOAD_FOLLOW_WEIGHTS",
+                  "KISEKAE_LOAD_BODY_BEYOND"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
     for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_surfaceShortest",
                    "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
-                   "m_garmentSkinned", "m_correction", "m_carryKeep", "m_finishBudget", "m_finishStep"):
+                   "m_garmentSkinned", "m_correction", "m_carryKeep", "m_finishBudget", "m_finishStep", "m_followCorners",
+                   "m_followBary", "m_followShare", "m_bodyBeyond", "m_follow"):
         assert member in srg, member
 
 
@@ -664,8 +708,8 @@ def test_unity_compute_kernels_compile(tmp_path, kernel):
 
 def test_o3de_surface_macros_compile_with_the_srg_flattened(tmp_path):
     """The SRG's surface macros, with the SRG turned into plain globals (AZSLc is not here), drive the core's
-    KisekaeSurfacePush (with the chord allowance), KisekaeSmoothPush, KisekaeStretchLimit and KisekaeBodyCurvature
-    through glslang."""
+    KisekaeSurfacePush (with the chord allowance), KisekaeSmoothPush, KisekaeStretchLimit, KisekaeBodyCurvature and
+    KisekaeBodyFollowLoad through glslang."""
     if not _has_surface_core():
         pytest.skip("the core has no kisekae_surface.hlsl yet")
     flat_srg(tmp_path)
@@ -688,7 +732,8 @@ void main(uint3 id : SV_DispatchThreadID)
     float3 lifted = KisekaeSamplePush(sp, id.x, 0.0, 0.0, P, P.maxPush, m_sampleChord[id.x], push, s) - sp;
     bool turned;
     float3 unflipped = KisekaeUnflip(id.x, m_turnStart, turned);
-    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x) + limited + lifted + KisekaeEdgeLift(id.x) + unflipped,
+    gOut[id.x] = float4(q + KisekaeSmoothPush(id.x) + limited + lifted + KisekaeEdgeLift(id.x) + unflipped
+                        + KisekaeBodyFollowLoad(id.x) + m_follow[id.x].xyz,
                         push + KisekaeBodyCurvature(id.x) + (moved ? 1.0 : 0.0) + (turned ? 1.0 : 0.0));
 }
 """)
@@ -697,7 +742,8 @@ void main(uint3 id : SV_DispatchThreadID)
                  "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles", "m_garmentSkinned", "m_correction",
                  "m_carryKeep", "m_sampleEnds", "m_sampleWeights", "m_sampleChord", "m_sampleCorners", "m_vertexSamplePtr",
                  "m_vertexSampleIdx", "m_sampleLift", "m_garmentTriangles", "m_garmentVertexFacePtr",
-                 "m_garmentVertexFaces", "m_weld", "m_turnStart"):
+                 "m_garmentVertexFaces", "m_weld", "m_turnStart", "m_followCorners", "m_followBary", "m_followShare",
+                 "m_bodyBeyond", "m_follow"):
         assert name in c.glsl, name
 
 
@@ -753,7 +799,8 @@ class _Kernel:
 
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
-                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None, correctives=None):
+                params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None, correctives=None,
+                follow=None):
     """KisekaeSurfacePush.cs's frame: the thirteen kernels with its bindings, its ping-pong (the smoothing, the second
     push, the stretch-limit passes, the edge lift and unflip rounds and the unflips, from the bake's counts) and its
     stride-40 skinned buffers (position, normal,
@@ -765,7 +812,10 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     ``triangles`` and the layer ``bake`` (load_surface_bake of OUTER.over.INNER). ``correctives``: the garment's
     pose-space correctives (KisekaeSurfacePush.garmentCorrectives): dict of the bake ``c``
     (:class:`~kisekae.avatar.correctives.PoseCorrectives`), this frame's ``features`` (J, K), the garment's ``skin``
-    and the world ``skin_matrices`` (B, 4, 4), run through KisekaeGarmentCorrectives first (None: zero offsets)."""
+    and the world ``skin_matrices`` (B, 4, 4), run through KisekaeGarmentCorrectives first (None: zero offsets).
+    ``follow``: KisekaeSurfacePush.bodyFollow, a dict whose ``body`` is None or the body's correctives in the form of
+    ``correctives`` (KisekaeSurfacePush.bodyCorrectives, run through KisekaeBodyOffsets over the body), then
+    KisekaeFollowGather with the bake's binding and its ``follow_passes`` smoothing passes (None: no follow)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -851,13 +901,30 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         bufs["_KisekaeContact" + key.capitalize()] = f4(data)
     tex = ctx.texture((1, 1), 4, np.array([*mask, 0.0, 0.0], np.float32).tobytes(), dtype="f4")
     textures = [("KisekaeMaskMap", tex)]
-    kernels["KisekaeBodyPrepare"].run(nb, uni, {**bufs, "_KisekaeBodyPositionsRW": body_pos})
+    body_offset, beyond = buf(np.zeros((nb, 4), np.float32).tobytes()), buf(reserve=nb * 16)
+    if follow is not None and follow["body"] is not None:
+        kernels["KisekaeBodyOffsets"].run(nb, uni, {**_corrective_buffers(follow["body"], nb, buf, u32, f4),
+                                                    "_KisekaeBodyOffsetRW": body_offset})
+    kernels["KisekaeBodyPrepare"].run(nb, uni, {**bufs, "_KisekaeBodyPositionsRW": body_pos,
+                                                "_KisekaeBodyOffset": body_offset, "_KisekaeBodyBeyondRW": beyond})
     kernels["KisekaeBodyNormals"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
                                                 "_KisekaeBodyNormalsRW": body_nrm})
     kernels["KisekaeBodyCurvatures"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
                                                    "_KisekaeBodyNormals": body_nrm, "_KisekaeBodyCurvatureRW": body_kv})
     common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm,
               "_KisekaeBodyCurvature": body_kv}
+    fol = [buf(np.zeros((n, 4), np.float32).tobytes()), buf(reserve=n * 16)]
+    if follow is not None:
+        kernels["KisekaeFollowGather"].run(n, uni, {
+            **common, "_KisekaeBodyBeyond": beyond, "_KisekaeFollowCorners": u32(bake["follow_corners"]),
+            "_KisekaeFollowBary": buf(np.asarray(bake["follow_bary"], np.float32).tobytes()),
+            "_KisekaeFollowShare": buf(np.asarray(bake["follow_share"], np.float32).tobytes()),
+            "_KisekaeDisplacementOut": fol[0]})
+        for _ in range(bake["follow_passes"]):
+            kernels["KisekaeSmooth"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": fol[0],
+                                                  "_KisekaeDisplacementOut": fol[1]})
+            fol.reverse()
+    common["_KisekaeFollow"] = bufs["_KisekaeFollow"] = fol[0]
     offsets = buf(np.zeros((n, 4), np.float32).tobytes())
     if correctives is not None:
         kernels["KisekaeGarmentCorrectives"].run(n, uni, {**_corrective_buffers(correctives, n, buf, u32, f4),
@@ -930,7 +997,7 @@ def _corrective_buffers(correctives, n, buf, u32, f4) -> dict:
     return {"_KisekaeCorrectiveRange": u32(np.c_[ptr[:-1], np.diff(ptr)]), "_KisekaeCorrectiveJoint": u32(c.entry_joint),
             "_KisekaeCorrectiveCoef": f4(coef),
             "_KisekaeCorrectiveFeature": buf(np.asarray(correctives["features"], np.float32).tobytes()),
-            "_KisekaeGarmentBones": u32(idx), "_KisekaeGarmentWeights": buf(w.tobytes()),
+            "_KisekaeSkinBones": u32(idx), "_KisekaeSkinWeights": buf(w.tobytes()),
             "_KisekaeSkinRows": f4(m[:, :3, :].reshape(-1, 4))}
 
 
@@ -1210,3 +1277,60 @@ def test_unity_kernels_start_from_the_garment_correctives(avatar, baked, tmp_pat
     plain = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
                             start=carry_start(x, previous, KEEP))[0]
     assert np.abs(plain - ref).max() > 1e-3  # the correctives matter
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_follow_the_body_beyond_its_skinning(avatar, baked, tmp_path):
+    """KisekaeSurfacePush.bodyFollow with bodyCorrectives on the default body (packaged correctives as blend shapes,
+    then the joint planes), in a world frame turned and moved from kisekae's: the renderer's skinning holds the blend
+    shapes, KisekaeBodyOffsets recovers what they add, and the push starts from the skinned garment plus the smoothed
+    body follow, as kisekae's runtime (kisekae.fit.runtime._surface_step with body_follow=True)."""
+    from kisekae.avatar.contact import GAP, apply_contact, joint_contact_of
+    from kisekae.avatar.skinning import lbs
+    from kisekae.fit.body_follow import body_follow
+    from kisekae.fit.surface import smooth_push
+    from kisekae.shaders import contact_bake as cb
+
+    av, cand, ring, doc, head, binary, lift = baked
+    body_av = apply_contact(avatar, GAP)  # correctives, then the planes: kisekae check's default body
+    deform = body_av.body.deform
+    bake, mesh, faces = _load(head, av), avatar.part("tights").mesh, avatar.body.mesh.faces
+    m = named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton)
+    T = np.eye(4)
+    T[:3, :3] = [[np.cos(0.7), 0.0, np.sin(0.7)], [0.0, 1.0, 0.0], [-np.sin(0.7), 0.0, np.cos(0.7)]]
+    T[:3, 3] = [0.3, -0.1, 2.0]
+    world = _frame_of(T)
+    skin = avatar.body.skin
+    # what Unity's skinning gives with the corrective blend shapes: plain skinning of the rest mesh plus the offsets
+    with_shapes = lbs(avatar.body.mesh.vertices + deform.rest_offsets(m), skin.indices, skin.weights, m)
+    tables = cb.contact_from_bake(cb.contact_bake(joint_contact_of(deform), avatar.skeleton.names),
+                                  avatar.skeleton.names)
+    centre, normal, reach = cb.posed_tables(tables, np.einsum("ij,bjk->bik", T, m))
+    contact = {"_KisekaeJointCentre": np.c_[centre, reach], "_KisekaeJointNormal": np.c_[normal, tables["radius"]],
+               "_KisekaeJointRest": np.c_[tables["rest_centre"], tables["flesh"]],
+               "_KisekaeJointRestDir": np.c_[tables["rest_dir"], np.zeros(len(reach))],
+               "_KisekaeContact": [tables["gap"], tables["band"], tables["ring_factor"], tables["rest_slack"]],
+               "joints": tables["joints"], "sides": tables["sides"],
+               "rest": np.c_[tables["rest"], np.zeros(len(tables["rest"]))]}
+    c = deform.correctives
+    body_bake = {"c": c, "features": c.features(avatar.skeleton, m), "skin": skin,
+                 "skin_matrices": np.einsum("ij,bjk->bik", T, m)}
+    params = params_for("tights", None)
+    x = avatar.part("tights").posed(m).astype(np.float64)
+    pos, _, body_pos, body_nrm, _ = unity_frame(tmp_path, with_shapes, x, T, T, bake, faces, mesh.faces, params,
+                                                contact, follow={"body": body_bake})
+    body = body_av.body.posed(m).astype(np.float64)
+    assert np.abs(body_pos[:, :3] - world(body)).max() < 2e-5
+    normals = vertex_normals(body, faces).astype(np.float64)
+    f = body_follow(*garment_follow(body_av, "tights"), body, body_av.body.skinned(m), normals)
+    assert np.linalg.norm(f, axis=1).max() > 0.005  # the body grows out of the skinned tights here (9.5 mm)
+    start = x + smooth_push(f, ring, bake["follow_passes"])
+    ref, push = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
+                                start=start, lift=lift, faces=_garment_faces(mesh), shortest=bake["shortest"])
+    err = np.linalg.norm(pos[:, :3] - world(ref), axis=1)
+    assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+    # without KisekaeBodyOffsets (bodyCorrectives unset) the follow sees the planes only: another start
+    (tmp_path / "planes").mkdir()
+    plain = unity_frame(tmp_path / "planes", with_shapes, x, T, T, bake, faces, mesh.faces, params, contact,
+                        follow={"body": None})[0]
+    assert np.linalg.norm(plain[:, :3] - pos[:, :3], axis=1).max() > 1e-3

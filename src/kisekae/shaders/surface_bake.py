@@ -14,7 +14,8 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
   ``unflipPasses``, ``turnStart`` and ``liftLimitPasses`` (the edge lift and unflip:
   :data:`kisekae.fit.edge_lift.LIFT_PASSES`, :data:`kisekae.fit.unflip.UNFLIP_PASSES`,
   :data:`~kisekae.fit.unflip.TURN_START`, and the stretch-limit passes after them,
-  :data:`kisekae.fit.edge_lift.LIFT_LIMIT_PASSES`), the binary's file name,
+  :data:`kisekae.fit.edge_lift.LIFT_LIMIT_PASSES`), ``followPasses`` (the smoothing passes of the body follow,
+  :data:`kisekae.fit.runtime.FOLLOW_SMOOTH`), the binary's file name,
   ``layout`` and ``bytes``);
 - a binary file of little-endian uint32 arrays (the last one float32), one after the other, in the order of
   ``layout``:
@@ -48,6 +49,13 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
                                         times its skinned length (``KISEKAE_LOAD_SHORTEST(v)``;
                                         :func:`kisekae.fit.surface.shortest_lengths`: 0.85 where the cloth clings
                                         to the body at rest, 0 where it is loose and may fold)
+  ``followCorners``     N · 3           the body follow's binding (:mod:`kisekae.fit.body_follow`): body vertex
+                                        ids of the triangle vertex v is bound to at rest
+                                        (``KISEKAE_LOAD_FOLLOW_CORNERS(v)``)
+  ``followBary``        N · 3           **float32**: its barycentric weights on them (>= 0, summing to 1)
+  ``followShare``       N               **float32**: the share in [0, 1] of the body's outward displacement the
+                                        vertex takes (:func:`kisekae.fit.body_follow.follow_weights` of its rest
+                                        clearance; all 0: the garment does not follow, as in a layer bake)
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
@@ -80,23 +88,26 @@ from ..validate import as_nonnegative
 #: per sample, ``sampleWeights`` in place of ``sampleT``). Other versions are refused: a version-3 bake was made for
 #: an engine without the edge lift, a version-4 one for an engine without the last stretch limit, a version-5 one
 #: for an engine whose samples lie on edges only; 7: ``shortest``, the stretch limit's floor per vertex, the
-#: compression limit of the cloth that clings to the body; a version-6 bake was made for an engine without it).
-SURFACE_BAKE_VERSION = 7
+#: compression limit of the cloth that clings to the body; a version-6 bake was made for an engine without it; 8:
+#: ``followCorners``, ``followBary``, ``followShare`` and ``followPasses``, the body follow where the push starts; a
+#: version-7 bake was made for an engine without it).
+SURFACE_BAKE_VERSION = 8
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
 LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights", "sampleChord", "sampleCorners",
-          "vertexSamplePtr", "vertexSampleIdx", "shortest")
+          "vertexSamplePtr", "vertexSampleIdx", "shortest", "followCorners", "followBary", "followShare")
 #: Arrays of float32 values (the others are uint32 ids).
-FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest")
+FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest", "followBary", "followShare")
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
-                  "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses")
+                  "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses",
+                  "followPasses")
 
 
 def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0) -> dict:
     return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 3 * s,
             "sampleWeights": 3 * s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
-            "vertexSampleIdx": m, "shortest": n}
+            "vertexSampleIdx": m, "shortest": n, "followCorners": 3 * n, "followBary": 3 * n, "followShare": n}
 
 
 def _doc_lengths(doc: dict) -> dict:
@@ -107,7 +118,8 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
                  weld=None, smooth_passes: int | None = None, limit_passes: int | None = None,
                  stretch_limit: float | None = None, lift=None, lift_passes: int | None = None,
                  unflip_passes: int | None = None, turn_start: float | None = None,
-                 lift_limit_passes: int | None = None, shortest=None) -> dict:
+                 lift_limit_passes: int | None = None, shortest=None, follow=None,
+                 follow_passes: int | None = None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -134,12 +146,17 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         limit, unflips and stretch-limit passes after them (defaults from :mod:`kisekae.fit.edge_lift`)
     turn_start : float, optional, the unflip's :data:`kisekae.fit.unflip.TURN_START`
     shortest : (N,) in [0, 1), optional, the stretch limit's floor (:func:`kisekae.fit.runtime.garment_shortest`; 0)
+    follow : ``(corners (N, 3), bary (N, 3), shares (N,))``, optional, the body follow's binding
+        (:func:`kisekae.fit.runtime.garment_follow`); default: no follow (every share 0)
+    follow_passes : int, optional, the smoothing passes of the body follow (default
+        :data:`kisekae.fit.runtime.FOLLOW_SMOOTH`)
 
     Returns
     -------
     dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``,
     ``sampleEnds``, ``sampleCorners``, ``vertexSamplePtr``, ``vertexSampleIdx`` (flat uint32) and ``chord``,
-    ``sampleWeights``, ``sampleChord``, ``shortest`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    ``sampleWeights``, ``sampleChord``, ``shortest`` (float32), ``followCorners`` (uint32), ``followBary`` and
+    ``followShare`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
 
     Raises
     ------
@@ -160,7 +177,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     _check_ring(ptr, idx, w, n, f"one-ring of {garment_name}")
     c = as_nonnegative(chord, n, f"chords of {garment_name}")
     settings = _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start,
-                         lift_limit_passes)
+                         lift_limit_passes, follow_passes)
     k = int(tri.shape[1])
     corners = f[tri].astype(np.uint32).ravel()  # (N, K, 3) body vertex ids
     samples = _sample_arrays(lift, f, n, k, int(candidates.n_body_faces), garment_name)
@@ -183,7 +200,35 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "vertexSampleEntries": len(samples["vertexSampleIdx"]),
         **samples,
         "shortest": (np.zeros(n) if shortest is None else as_shortest(shortest, n)).astype(np.float32),
+        **_follow_arrays(follow, n, nb, garment_name),
     }
+
+
+def _follow_arrays(follow, n: int, nb: int, garment_name: str) -> dict:
+    """The body follow's arrays of :func:`surface_bake` (no follow: corner 0 with weight 1 and share 0)."""
+    if follow is None:
+        bary = np.zeros((n, 3), np.float32)
+        bary[:, 0] = 1.0
+        return {"followCorners": np.zeros(3 * n, np.uint32), "followBary": bary.ravel(),
+                "followShare": np.zeros(n, np.float32)}
+    corners, bary, share = (np.asarray(a) for a in follow)
+    source = f"body follow of {garment_name}"
+    if corners.shape != (n, 3) or bary.shape != (n, 3) or share.shape != (n,):
+        raise KisekaeError(f"binding of {corners.shape} corners, {bary.shape} weights and {share.shape} shares for "
+                           f"{n} garment vertices", source)
+    if corners.size and (corners.min() < 0 or corners.max() >= nb):
+        raise KisekaeError(f"binding corners outside the body's {nb} vertices", source)
+    bary = np.clip(np.asarray(bary, np.float64), 0.0, None)  # a closest point's weights, rounding below 0 dropped
+    if not _barycentric(bary) or not _shares(share):
+        raise KisekaeError("binding weights must be barycentric and shares in [0, 1]", source)
+    return {"followCorners": corners.astype(np.uint32).ravel(), "followBary": bary.astype(np.float32).ravel(),
+            "followShare": np.asarray(share, np.float32)}
+
+
+def _shares(share) -> bool:
+    """True when every share is finite and in [0, 1]."""
+    share = np.asarray(share, dtype=np.float64)
+    return bool(np.all(np.isfinite(share)) and np.all(share >= 0) and np.all(share <= 1))
 
 
 def _body_faces(body_faces) -> np.ndarray:
@@ -195,7 +240,7 @@ def _body_faces(body_faces) -> np.ndarray:
 
 
 def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_passes, turn_start,
-              lift_limit_passes=None) -> dict:
+              lift_limit_passes=None, follow_passes=None) -> dict:
     """The header's pass counts and numbers of :func:`surface_bake`, kisekae's defaults where None, checked."""
     from ..fit.edge_lift import LIFT_LIMIT_PASSES, LIFT_PASSES
     from ..fit.surface import LIMIT_PASSES, SMOOTH_PASSES, STRETCH_LIMIT
@@ -213,6 +258,9 @@ def _settings(smooth_passes, limit_passes, stretch_limit, lift_passes, unflip_pa
     out["unflipPasses"] = _passes(UNFLIP_PASSES if unflip_passes is None else unflip_passes, "unflip passes")
     out["liftLimitPasses"] = _passes(LIFT_LIMIT_PASSES if lift_limit_passes is None else lift_limit_passes,
                                      "lift limit passes")
+    if follow_passes is None:
+        from ..fit.runtime import FOLLOW_SMOOTH as follow_passes
+    out["followPasses"] = _passes(follow_passes, "follow passes")
     return out
 
 
@@ -409,7 +457,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     ``weld`` (N,) int64 and ``chord`` (N,) float64 metres (float32 values); ``lift_passes``, ``unflip_passes``,
     ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 3), ``sample_weights`` (S, 3), ``sample_chord`` (S,)
     float64, ``sample_corners`` (S, K, 3), ``vertex_samples`` ``(ptr (N+1,), idx (M,))`` and ``shortest`` (N,) float64
-    (float32 values).
+    (float32 values); ``follow_passes`` (int), ``follow_corners`` (N, 3) int64, ``follow_bary`` (N, 3) and
+    ``follow_share`` (N,) float64 (float32 values).
 
     Raises
     ------
@@ -434,10 +483,16 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     _check_ids(corners, ptr, idx, weld, n, e, n_body_vertices, source)
     if not np.all(np.isfinite(chord)) or (chord.size and chord.min() < 0):
         raise KisekaeError("'chord' must be finite lengths >= 0 (m)", source)
-    ends, w, schord, scorners, sptr, sidx, floor = (arrays[name] for name in LAYOUT[5:])
+    ends, w, schord, scorners, sptr, sidx, floor = (arrays[name] for name in LAYOUT[5:12])
     _check_samples(ends, w, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
     if not np.all(np.isfinite(floor)) or (floor.size and (floor.min() < 0 or floor.max() >= 1)):
         raise KisekaeError("'shortest' must be fractions in [0, 1) of the skinned edge lengths", source)
+    fcorners, fbary, fshare = (arrays[name] for name in LAYOUT[12:])
+    if fcorners.size and fcorners.max() >= n_body_vertices:
+        raise KisekaeError(f"followCorners outside 0..{n_body_vertices - 1}", source)
+    if not _barycentric(fbary.reshape(-1, 3)) or not _shares(fshare):
+        raise KisekaeError("'followBary' must be three weights >= 0 per vertex, summing to 1, and 'followShare' "
+                           "shares in [0, 1]", source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
@@ -447,7 +502,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
             "turn_start": counts["turnStart"], "sample_ends": ends.reshape(ns, 3),
             "sample_weights": w.reshape(ns, 3),
             "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx),
-            "shortest": floor}
+            "shortest": floor, "follow_passes": counts["followPasses"], "follow_corners": fcorners.reshape(n, 3),
+            "follow_bary": fbary.reshape(n, 3), "follow_share": fshare}
 
 
 def _check_samples(ends, w, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:

@@ -47,6 +47,21 @@ float3 KisekaeBodyFollow(float3 d0, float3 d1, float3 d2, float3 n0, float3 n1, 
     return share * f;
 }
 
+#if defined(KISEKAE_LOAD_FOLLOW_CORNERS) && defined(KISEKAE_LOAD_BODY_BEYOND) && defined(KISEKAE_LOAD_BODY_NORMAL)
+// KisekaeBodyFollow of garment vertex v from the engine's buffers: its baked binding (the surface bake's followCorners,
+// followBary and followShare: KISEKAE_LOAD_FOLLOW_CORNERS(v) uint3 body vertex ids, KISEKAE_LOAD_FOLLOW_WEIGHTS(v)
+// float4 (bary, share)), the body's displacement beyond plain skinning KISEKAE_LOAD_BODY_BEYOND(i) (posed minus
+// plain-skinned, m) and the posed body's unit normals KISEKAE_LOAD_BODY_NORMAL(i).
+float3 KisekaeBodyFollowLoad(uint v)
+{
+    uint3 c = KISEKAE_LOAD_FOLLOW_CORNERS(v);
+    float4 w = KISEKAE_LOAD_FOLLOW_WEIGHTS(v);
+    return KisekaeBodyFollow(KISEKAE_LOAD_BODY_BEYOND(c.x), KISEKAE_LOAD_BODY_BEYOND(c.y), KISEKAE_LOAD_BODY_BEYOND(c.z),
+                             KISEKAE_LOAD_BODY_NORMAL(c.x), KISEKAE_LOAD_BODY_NORMAL(c.y), KISEKAE_LOAD_BODY_NORMAL(c.z),
+                             w.xyz, w.w);
+}
+#endif
+
 #ifdef KISEKAE_LOAD_BODY_POSITION
 // KisekaeBoundPushOut with the posed body read through KISEKAE_LOAD_BODY_POSITION / _NORMAL(vertex id).
 float3 KisekaeBoundPushOutLoad(float3 p, uint3 corners, float3 bary, float tightness, float softness,

@@ -13,7 +13,9 @@
 // also needs its candidate triangles (KISEKAE_LOAD_SURFACE_TRIANGLE) and the body curvature for its chord
 // allowance (KISEKAE_LOAD_BODY_CURVATURE, from KisekaeBodyCurvature over KISEKAE_LOAD_BODY_FACE_RANGE / _FACE), and
 // its smoothing pass the garment's one-ring (KISEKAE_LOAD_RING, _RING_RANGE, _DISPLACEMENT); see
-// kisekae_surface.hlsl.
+// kisekae_surface.hlsl. The body follow's gather (KisekaeBodyFollowLoad, kisekae_bound.hlsl) needs the garment
+// vertex's binding (KISEKAE_LOAD_FOLLOW_CORNERS, _FOLLOW_WEIGHTS) and the body's displacement beyond plain skinning
+// (KISEKAE_LOAD_BODY_BEYOND).
 #ifndef KISEKAE_CORE_HLSL
 #define KISEKAE_CORE_HLSL
 

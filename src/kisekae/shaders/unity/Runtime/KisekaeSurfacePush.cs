@@ -1,15 +1,21 @@
 // Runs kisekae's per-frame garment correction (the surface push, kisekae.fit.surface.surface_runtime) on the GPU for
 // one garment on one body, with the kernels of Shaders/KisekaeSurfacePush.compute.
 // Input: the garment's bake from `kisekae fit -o DIR` (kisekae.shaders.surface_bake): NAME.surface.json (header) and
-// NAME.surface.bytes (little-endian uint32 arrays: per garment vertex 16 candidate body triangles as body vertex id
+// NAME.surface.bytes (little-endian uint32 arrays: per garment vertex 32 candidate body triangles as body vertex id
 // triples, the welded one-ring as CSR, the weld map; then float32 per garment vertex: its longest rest edge in m, the
-// chord of the chord allowance, baked so that it is kisekae's metres whatever scale the mesh was imported at), both
-// as TextAssets.
+// chord of the chord allowance, baked so that it is kisekae's metres whatever scale the mesh was imported at; the edge
+// samples, the stretch limit's floor and the body follow's binding: kisekae.shaders.surface_bake), both as TextAssets.
 // Each frame, once the renderers are skinned (RenderPipelineManager.beginContextRendering; URP), one command buffer:
 //   1. body: the skinned vertices (SkinnedMeshRenderer.GetVertexBuffer, vertexBufferTarget |= Raw) to world space,
 //      then the body contact of KisekaeBodyContact when one is given (the body Kisekae/BodyURP draws), then the body's
 //      area-weighted vertex normals, then its curvature (KisekaeBodyCurvature over the triangles around each
 //      vertex, after the normals)                                                     3 dispatches over the body
+//      With bodyFollow (on by default, as kisekae check --runtime), KisekaeBodyPrepare also writes what the body does
+//      beyond plain skinning (the contact's step plus, with bodyCorrectives, the body's corrective blend shapes'
+//      skinned offsets, which KisekaeBodyOffsets recomputes first: 1 more dispatch over the body); after the normals,
+//      KisekaeFollowGather takes each garment vertex's outward share of it at its baked binding (the bake's
+//      followCorners, followBary, followShare) and followPasses KisekaeSmooth passes smooth it: the push starts from
+//      there too (kisekae.fit.body_follow)                            1 + followPasses dispatches over the garment
 //   2. garment: with garmentCorrectives (the garment's pose-space correctives, kisekae.fit.garment_correctives: a
 //      KisekaeBodyCorrectives with blendShapes off on the garment's renderer, fed GARMENT.correctives.json + .bytes),
 //      KisekaeGarmentCorrectives first: each vertex's corrective offset carried to world space by its blended
@@ -78,6 +84,7 @@ namespace Kisekae
         public int unflipPasses;       // unflips after them (2)
         public float turnStart;        // the unflip's turn start, a cosine (0.05)
         public int liftLimitPasses;    // stretch-limit passes after the lift rounds and unflips (2)
+        public int followPasses;       // smoothing passes of the body follow (10)
         public string binary;          // the .bytes file's name
         // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 3S, sampleWeights 3S (float32),
         // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M, shortest N (float32)
@@ -88,14 +95,14 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 7;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 8;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 32;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
         static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights",
                                             "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx",
-                                            "shortest" };
+                                            "shortest", "followCorners", "followBary", "followShare" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
         public SkinnedMeshRenderer body;
@@ -154,6 +161,15 @@ namespace Kisekae
                  "KisekaeBodyCorrectives on the garment's renderer with blendShapes off): each frame starts from " +
                  "the skinned garment plus them, as kisekae check --runtime does for garments that have them")]
         public KisekaeBodyCorrectives garmentCorrectives;
+        [Tooltip("Start each frame's push from the skinned garment plus the outward part of what the body does beyond " +
+                 "plain skinning (its correctives and contact) at each vertex's bound point, as kisekae check --runtime " +
+                 "does by default (--no-body-follow turns it off)")]
+        public bool bodyFollow = true;
+        [Tooltip("One-ring smoothing passes of the body follow (kisekae: 10)")]
+        public int followPasses = 10;
+        [Tooltip("With bodyFollow: the body's KisekaeBodyCorrectives (blend shapes on). Unity's skinning holds them, so " +
+                 "the follow takes their skinned offsets back out to find plain skinning; unset, it sees only the contact")]
+        public KisekaeBodyCorrectives bodyCorrectives;
         public const int SkinInfluences = 8;    // = KISEKAE_SKIN_INFLUENCES of the kernel (kisekae_corrective.hlsl)
         public const int CorrectiveCentres = 16;  // = KISEKAE_CORRECTIVE_CENTRES
         [Tooltip("With beneath: OUTER.over.INNER.surface.json from kisekae fit --layered")]
@@ -171,10 +187,20 @@ namespace Kisekae
 
         int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
             _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals, _kLayerPush,
-            _kLayerPushAgain, _kGarmentCorrectives;
-        GraphicsBuffer _corrRange, _corrJoint, _corrCoef, _corrFeature, _garmentBones, _garmentWeights, _skinRows,
-            _garmentCorrective;  // the garment's correctives (garmentCorrectives); _garmentCorrective zeros without
-        Vector4[] _rows;
+            _kLayerPushAgain, _kGarmentCorrectives, _kBodyOffsets, _kFollowGather;
+        // One renderer's pose-space correctives as the kernels read them: the bake's entries, its 8 influences a
+        // vertex, this frame's features and its bones' skinning rows.
+        sealed class CorrectiveSet
+        {
+            public KisekaeBodyCorrectives source;
+            public SkinnedMeshRenderer renderer;
+            public GraphicsBuffer range, joint, coef, feature, bones, weights, rows;
+            public Vector4[] rowData;
+        }
+        CorrectiveSet _garmentSet, _bodySet;  // garmentCorrectives (zeros without), bodyCorrectives (null without)
+        GraphicsBuffer _garmentCorrective;    // per garment vertex: its corrective offset (zeros without)
+        GraphicsBuffer _followCorners, _followBary, _followShare, _bodyOffset, _bodyBeyond, _followA, _followB,
+            _noFollow;  // the body follow: the bake's binding, the body's offsets and beyond, the ping-pong, zeros
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _shortest, _uv;
         GraphicsBuffer _sampleEnds, _sampleWeights, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
@@ -216,8 +242,8 @@ namespace Kisekae
                        "number >= 0";
             if (!(carryKeep >= 0f && carryKeep <= 1f))
                 return $"{who}: carryKeep {carryKeep} must lie in [0, 1]";
-            if (liftLimitPasses < 0)
-                return $"{who}: liftLimitPasses {liftLimitPasses} must be >= 0";
+            if (liftLimitPasses < 0 || followPasses < 0)
+                return $"{who}: liftLimitPasses {liftLimitPasses} and followPasses {followPasses} must be >= 0";
             if (liftPasses < 0 || unflipPasses < 0 || !(turnStart >= 0f) || float.IsInfinity(turnStart))
                 return $"{who}: liftPasses {liftPasses} and unflipPasses {unflipPasses} must be >= 0 and turnStart " +
                        $"{turnStart} a finite number >= 0";
@@ -259,7 +285,7 @@ namespace Kisekae
                 return $"{who}: the bake's ringEntries {h.ringEntries}, samples {h.samples} or vertexSampleEntries " +
                        $"{h.vertexSampleEntries} is negative";
             long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 3L * h.samples, 3L * h.samples, h.samples,
-                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n };
+                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n, 3L * n, 3L * n, n };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
             for (int i = 0; i < Layout.Length; i++)
@@ -342,6 +368,22 @@ namespace Kisekae
                 if (!(floor >= 0f && floor < 1f))
                     return $"{who}: the stretch limit's floor at garment vertex {i} ({floor}) is not in [0, 1)";
             }
+            at += n;
+            for (int i = 0; i < 3 * n; i++)
+                if (data[at + i] >= (uint)nb)
+                    return $"{who}: the body follow's corner id {data[at + i]} is outside the body's {nb} vertices";
+            at += 3 * n;
+            for (int i = 0; i < n; i++)
+            {
+                float w0 = BitConverter.ToSingle(raw, 4 * (at + 3 * i));
+                float w1 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 1));
+                float w2 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 2));
+                float share = BitConverter.ToSingle(raw, 4 * (at + 3 * n + i));
+                if (!(w0 >= 0f && w1 >= 0f && w2 >= 0f) || !(Math.Abs(w0 + w1 + w2 - 1f) < 1e-5f) ||
+                    !(share >= 0f && share <= 1f))
+                    return $"{who}: the body follow of garment vertex {i} has weights ({w0}, {w1}, {w2}) (must be " +
+                           $">= 0 and sum to 1) or share {share} (must be in [0, 1])";
+            }
             _data = data;
             _nGarment = n;
             _nBody = nb;
@@ -373,12 +415,29 @@ namespace Kisekae
             return null;
         }
 
-        // The garment's correctives' arrays and skin, uploaded once; without correctives only the zero offsets.
-        void UploadCorrectives(int n)
+        // Null when bodyCorrectives is unset or fits the body and the kernels, else the message that refuses it.
+        public string BodyCorrectivesProblem()
         {
-            _garmentCorrective = Make(n, 16);
-            _garmentCorrective.SetData(new Vector4[n]);
-            KisekaeBodyCorrectives c = garmentCorrectives;
+            string who = $"KisekaeSurfacePush on '{name}'";
+            KisekaeBodyCorrectives c = bodyCorrectives;
+            if (c == null) return null;
+            if (c.body != body)
+                return $"{who}: the KisekaeBodyCorrectives on '{c.name}' is for another renderer, not the body";
+            if (!c.blendShapes)
+                return $"{who}: the body's KisekaeBodyCorrectives on '{c.name}' must apply its blend shapes: the body " +
+                       "follow takes their offsets back out of the body's skinning";
+            if (!c.isActiveAndEnabled || c.Features == null || c.VertexPtr == null)
+                return $"{who}: the KisekaeBodyCorrectives on '{c.name}' is disabled or refused its bake";
+            if (c.Centres != CorrectiveCentres)
+                return $"{who}: the body's correctives have {c.Centres} centres a joint, the kernel reads " +
+                       $"{CorrectiveCentres}";
+            return null;
+        }
+
+        // One renderer's correctives (c, or none: zero entries) and skin, uploaded once.
+        CorrectiveSet UploadCorrectiveSet(KisekaeBodyCorrectives c, SkinnedMeshRenderer r, int n)
+        {
+            var set = new CorrectiveSet { source = c, renderer = r };
             int e = c != null ? c.EntryJoint.Length : 0;
             var range = new uint[2 * Math.Max(n, 1)];
             var coef = new Vector4[Math.Max(e * CorrectiveCentres, 1)];
@@ -389,19 +448,19 @@ namespace Kisekae
             }
             for (int i = 0; i < e * CorrectiveCentres; i++)
                 coef[i] = new Vector4(c.Coefficients[3 * i], c.Coefficients[3 * i + 1], c.Coefficients[3 * i + 2], 0f);
-            _corrRange = Make(Math.Max(n, 1), 8);
-            _corrRange.SetData(range);
-            _corrJoint = Upload(c != null ? c.EntryJoint : new uint[0], 0, e);
-            _corrCoef = Make(coef.Length, 16);
-            _corrCoef.SetData(coef);
-            _corrFeature = Make(c != null ? c.Features.Length : 1, 4);
+            set.range = Make(Math.Max(n, 1), 8);
+            set.range.SetData(range);
+            set.joint = Upload(c != null ? c.EntryJoint : new uint[0], 0, e);
+            set.coef = Make(coef.Length, 16);
+            set.coef.SetData(coef);
+            set.feature = Make(c != null ? c.Features.Length : 1, 4);
             // 8 influences a vertex, heaviest first (Unity sorts them), renormalised when a vertex has more
             var bones = new uint[SkinInfluences * n];
             var weights = new float[SkinInfluences * n];
             if (c != null)
             {
-                var per = garment.sharedMesh.GetBonesPerVertex();
-                var all = garment.sharedMesh.GetAllBoneWeights();
+                var per = r.sharedMesh.GetBonesPerVertex();
+                var all = r.sharedMesh.GetAllBoneWeights();
                 for (int v = 0, at = 0; v < n; at += per[v], v++)
                 {
                     int k = Math.Min(per[v], SkinInfluences);
@@ -414,39 +473,81 @@ namespace Kisekae
                     }
                 }
             }
-            _garmentBones = Make(bones.Length, 4);
-            _garmentBones.SetData(bones);
-            _garmentWeights = Make(weights.Length, 4);
-            _garmentWeights.SetData(weights);
-            _rows = new Vector4[3 * Math.Max(garment.bones.Length, 1)];
-            _skinRows = Make(_rows.Length, 16);
+            set.bones = Make(bones.Length, 4);
+            set.bones.SetData(bones);
+            set.weights = Make(weights.Length, 4);
+            set.weights.SetData(weights);
+            set.rowData = new Vector4[3 * Math.Max(r.bones.Length, 1)];
+            set.rows = Make(set.rowData.Length, 16);
+            return set;
+        }
+
+        // The garment's and (with bodyCorrectives) the body's correctives, and the body follow's buffers.
+        void UploadCorrectives(int n, int nb)
+        {
+            _garmentCorrective = Make(n, 16);
+            _garmentCorrective.SetData(new Vector4[n]);
+            _garmentSet = UploadCorrectiveSet(garmentCorrectives, garment, n);
+            _bodySet = bodyCorrectives != null ? UploadCorrectiveSet(bodyCorrectives, body, nb) : null;
+            _bodyOffset = Make(nb, 16);
+            _bodyOffset.SetData(new Vector4[nb]);  // stays zero without bodyCorrectives
+            _bodyBeyond = Make(nb, 16);
+            _followA = Make(n, 16);
+            _followB = Make(n, 16);
+            _noFollow = Make(n, 16);
+            _noFollow.SetData(new Vector4[n]);
         }
 
         // This frame's features and the bones' skinning rotations (bone.localToWorld * bindpose, the mesh's import
-        // scale divided out: the offsets are kisekae's metres), then KisekaeGarmentCorrectives.
-        void RecordCorrectives(CommandBuffer cmd)
+        // scale divided out: the offsets are kisekae's metres), then `kernel` (KisekaeGarmentCorrectives or
+        // KisekaeBodyOffsets) over `count` vertices into `target` (bound as `output`).
+        void RecordCorrectiveSet(CommandBuffer cmd, CorrectiveSet set, int kernel, string output, GraphicsBuffer target,
+                                 int count)
         {
             ComputeShader cs = compute;
-            if (garmentCorrectives == null) return;
-            Matrix4x4[] bindposes = garment.sharedMesh.bindposes;
-            Transform[] bones = garment.bones;
+            Matrix4x4[] bindposes = set.renderer.sharedMesh.bindposes;
+            Transform[] bones = set.renderer.bones;
             for (int b = 0; b < bones.Length; b++)
             {
                 Matrix4x4 m = bones[b] != null ? bones[b].localToWorldMatrix * bindposes[b] : Matrix4x4.identity;
                 float scale = ((Vector3)m.GetColumn(0)).magnitude;
                 scale = scale > 1e-12f ? scale : 1f;
-                for (int r = 0; r < 3; r++) _rows[3 * b + r] = m.GetRow(r) / scale;
+                for (int r = 0; r < 3; r++) set.rowData[3 * b + r] = m.GetRow(r) / scale;
             }
-            cmd.SetBufferData(_skinRows, _rows);
-            cmd.SetBufferData(_corrFeature, garmentCorrectives.Features);
+            cmd.SetBufferData(set.rows, set.rowData);
+            cmd.SetBufferData(set.feature, set.source.Features);
             var bound = new (string, GraphicsBuffer)[] {
-                ("_KisekaeCorrectiveRange", _corrRange), ("_KisekaeCorrectiveJoint", _corrJoint),
-                ("_KisekaeCorrectiveCoef", _corrCoef), ("_KisekaeCorrectiveFeature", _corrFeature),
-                ("_KisekaeGarmentBones", _garmentBones), ("_KisekaeGarmentWeights", _garmentWeights),
-                ("_KisekaeSkinRows", _skinRows), ("_KisekaeGarmentCorrectiveRW", _garmentCorrective) };
+                ("_KisekaeCorrectiveRange", set.range), ("_KisekaeCorrectiveJoint", set.joint),
+                ("_KisekaeCorrectiveCoef", set.coef), ("_KisekaeCorrectiveFeature", set.feature),
+                ("_KisekaeSkinBones", set.bones), ("_KisekaeSkinWeights", set.weights),
+                ("_KisekaeSkinRows", set.rows), (output, target) };
             foreach ((string id, GraphicsBuffer b) in bound)
-                cmd.SetComputeBufferParam(cs, _kGarmentCorrectives, id, b);
-            cmd.DispatchCompute(cs, _kGarmentCorrectives, Groups(_nGarment), 1, 1);
+                cmd.SetComputeBufferParam(cs, kernel, id, b);
+            cmd.DispatchCompute(cs, kernel, Groups(count), 1, 1);
+        }
+
+        // The body follow after the body's normals: KisekaeFollowGather, then followPasses smoothing passes;
+        // returns the buffer that holds the result (the zeros without bodyFollow).
+        GraphicsBuffer RecordFollow(CommandBuffer cmd)
+        {
+            if (!bodyFollow) return _noFollow;
+            ComputeShader cs = compute;
+            var bound = new (string, GraphicsBuffer)[] {
+                ("_KisekaeFollowCorners", _followCorners), ("_KisekaeFollowBary", _followBary),
+                ("_KisekaeFollowShare", _followShare), ("_KisekaeBodyBeyond", _bodyBeyond),
+                ("_KisekaeBodyNormals", _bodyNormals), ("_KisekaeDisplacementOut", _followA) };
+            foreach ((string id, GraphicsBuffer b) in bound)
+                cmd.SetComputeBufferParam(cs, _kFollowGather, id, b);
+            cmd.DispatchCompute(cs, _kFollowGather, Groups(_nGarment), 1, 1);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ringIdx);
+            GraphicsBuffer a = _followA, b2 = _followB;
+            for (int pass = 0; pass < followPasses; pass++)  // Jacobi, as the push's smoothing
+            {
+                Pass(cmd, _kSmooth, a, b2, _nGarment);
+                (a, b2) = (b2, a);
+            }
+            return a;
         }
 
         // Null when there is no garment beneath or its layer bake fits this garment and that one, else the message
@@ -565,7 +666,7 @@ namespace Kisekae
 
         void OnEnable()
         {
-            string problem = BakeProblem() ?? LayerProblem() ?? CorrectivesProblem();
+            string problem = BakeProblem() ?? LayerProblem() ?? CorrectivesProblem() ?? BodyCorrectivesProblem();
             if (problem != null)
             {
                 Debug.LogError(problem, this);
@@ -590,6 +691,8 @@ namespace Kisekae
             _kLayerPush = compute.FindKernel("KisekaeLayerPush");
             _kLayerPushAgain = compute.FindKernel("KisekaeLayerPushAgain");
             _kGarmentCorrectives = compute.FindKernel("KisekaeGarmentCorrectives");
+            _kBodyOffsets = compute.FindKernel("KisekaeBodyOffsets");
+            _kFollowGather = compute.FindKernel("KisekaeFollowGather");
 
             int n = _nGarment, nb = _nBody, e = _nRing, ns = _nSamples;
             int at = 0;
@@ -618,6 +721,12 @@ namespace Kisekae
             _vertexSampleIdx = Upload(_data, at, _nSampleEntries);
             at += _nSampleEntries;
             _shortest = Upload(_data, at, n);  // float32 bits: the stretch limit's floor per vertex
+            at += n;
+            _followCorners = Upload(_data, at, 3 * n);  // the body follow's binding
+            at += 3 * n;
+            _followBary = Upload(_data, at, 3 * n);  // float32 bits
+            at += 3 * n;
+            _followShare = Upload(_data, at, n);  // float32 bits
             _data = null;
 
             int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
@@ -652,7 +761,7 @@ namespace Kisekae
             _sampleLift = Make(ns, 16);
             _liftA = Make(n, 16);
             _liftB = Make(n, 16);
-            UploadCorrectives(n);
+            UploadCorrectives(n, nb);
             ResetCarry();
             FillUntilTheFirstFrame(n);
 
@@ -888,11 +997,15 @@ namespace Kisekae
                 cmd.SetComputeVectorArrayParam(cs, "_KisekaeJointRestDir", contact.JointRestDir);
                 cmd.SetComputeVectorParam(cs, "_KisekaeContact", contact.ContactParams);
             }
+            if (_bodySet != null && bodyFollow)  // what the corrective blend shapes add to the body's plain skinning
+                RecordCorrectiveSet(cmd, _bodySet, _kBodyOffsets, "_KisekaeBodyOffsetRW", _bodyOffset, _nBody);
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodySkinned", _bodyVertices);
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeContactJoints", _contactJoints);
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeContactSides", _contactSides);
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeContactRest", _contactRest);
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyPositionsRW", _bodyPositions);
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyOffset", _bodyOffset);
+            cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyBeyondRW", _bodyBeyond);
             cmd.DispatchCompute(cs, _kBodyPrepare, Groups(_nBody), 1, 1);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyPositions", _bodyPositions);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyTriangles", _bodyTriangles);
@@ -923,9 +1036,15 @@ namespace Kisekae
             cmd.SetComputeFloatParam(cs, "_KisekaeTurnStart", turnStart);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
             BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
-            RecordCorrectives(cmd);
+            if (garmentCorrectives != null)
+                RecordCorrectiveSet(cmd, _garmentSet, _kGarmentCorrectives, "_KisekaeGarmentCorrectiveRW",
+                                    _garmentCorrective, _nGarment);
+            GraphicsBuffer follow = RecordFollow(cmd);
             foreach (int k in new[] { _kPushFirst, _kFinish })  // where the push starts, and what the carry keeps
+            {
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentCorrectiveRW", _garmentCorrective);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeFollow", follow);
+            }
             cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction);  // last frame's
             foreach (int k in new[] { _kPushFirst, _kLiftApply, _kUnflips })  // set, then spent by the finish
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeFinishBudgetRW", _finishBudget);
