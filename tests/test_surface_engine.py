@@ -1051,6 +1051,21 @@ def _garment_faces(mesh):
     return mesh.faces.astype(np.int64), vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld)
 
 
+def _unity_contact(step, names, world_matrices) -> dict:
+    """``unity_frame``'s ``contact``: the joint-plane step's tables posed by the world skinning matrices, as
+    KisekaeSurfacePush.cs uploads them (the constant arrays, and the per-vertex joints, sides and rest positions)."""
+    from kisekae.shaders import contact_bake as cb
+
+    tables = cb.contact_from_bake(cb.contact_bake(step, names), names)
+    centre, normal, reach = cb.posed_tables(tables, world_matrices)
+    return {"_KisekaeJointCentre": np.c_[centre, reach], "_KisekaeJointNormal": np.c_[normal, tables["radius"]],
+            "_KisekaeJointRest": np.c_[tables["rest_centre"], tables["flesh"]],
+            "_KisekaeJointRestDir": np.c_[tables["rest_dir"], np.zeros(len(reach))],
+            "_KisekaeContact": [tables["gap"], tables["band"], tables["ring_factor"], tables["rest_slack"]],
+            "joints": tables["joints"], "sides": tables["sides"],
+            "rest": np.c_[tables["rest"], np.zeros(len(tables["rest"]))]}
+
+
 def _frame_of(T):
     return lambda p: np.asarray(p, np.float64) @ T[:3, :3].T + T[:3, 3]
 
@@ -1061,8 +1076,6 @@ def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
     contact, a renderer-to-world transform per mesh and Unity's 40-byte skinned vertices, equal kisekae's runtime
     (surface_runtime on the contact body with the chords runtime_pose passes, crouch) in world space; the body and
     garment normals equal kisekae.geom.normals', the body curvature kisekae.fit.surface.body_curvature."""
-    from kisekae.shaders import contact_bake as cb
-
     av, cand, ring, doc, head, binary, lift = baked
     bake = _load(head, av)
     mesh, faces = av.part("tights").mesh, av.body.mesh.faces
@@ -1074,14 +1087,7 @@ def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
     G[:3, 3] = [-1.0, 0.5, 0.25]
     world = _frame_of(T)
     skinned_garment = av.part("tights").posed(m).astype(np.float64)
-    tables = cb.contact_from_bake(cb.contact_bake(av.body.deform, av.skeleton.names), av.skeleton.names)
-    centre, normal, reach = cb.posed_tables(tables, np.einsum("ij,bjk->bik", T, m))  # world skinning matrices
-    contact = {"_KisekaeJointCentre": np.c_[centre, reach], "_KisekaeJointNormal": np.c_[normal, tables["radius"]],
-               "_KisekaeJointRest": np.c_[tables["rest_centre"], tables["flesh"]],
-               "_KisekaeJointRestDir": np.c_[tables["rest_dir"], np.zeros(len(reach))],
-               "_KisekaeContact": [tables["gap"], tables["band"], tables["ring_factor"], tables["rest_slack"]],
-               "joints": tables["joints"], "sides": tables["sides"],
-               "rest": np.c_[tables["rest"], np.zeros(len(tables["rest"]))]}
+    contact = _unity_contact(av.body.deform, av.skeleton.names, np.einsum("ij,bjk->bik", T, m))
     params = params_for("tights", None)
     to_garment_local = _frame_of(np.linalg.inv(G) @ T)
     pos, nrm, body_pos, body_nrm, body_kv = unity_frame(tmp_path, av.body.skinned(m),
@@ -1289,7 +1295,6 @@ def test_unity_kernels_follow_the_body_beyond_its_skinning(avatar, baked, tmp_pa
     from kisekae.avatar.skinning import lbs
     from kisekae.fit.body_follow import body_follow
     from kisekae.fit.surface import smooth_push
-    from kisekae.shaders import contact_bake as cb
 
     av, cand, ring, doc, head, binary, lift = baked
     body_av = apply_contact(avatar, GAP)  # correctives, then the planes: kisekae check's default body
@@ -1303,15 +1308,7 @@ def test_unity_kernels_follow_the_body_beyond_its_skinning(avatar, baked, tmp_pa
     skin = avatar.body.skin
     # what Unity's skinning gives with the corrective blend shapes: plain skinning of the rest mesh plus the offsets
     with_shapes = lbs(avatar.body.mesh.vertices + deform.rest_offsets(m), skin.indices, skin.weights, m)
-    tables = cb.contact_from_bake(cb.contact_bake(joint_contact_of(deform), avatar.skeleton.names),
-                                  avatar.skeleton.names)
-    centre, normal, reach = cb.posed_tables(tables, np.einsum("ij,bjk->bik", T, m))
-    contact = {"_KisekaeJointCentre": np.c_[centre, reach], "_KisekaeJointNormal": np.c_[normal, tables["radius"]],
-               "_KisekaeJointRest": np.c_[tables["rest_centre"], tables["flesh"]],
-               "_KisekaeJointRestDir": np.c_[tables["rest_dir"], np.zeros(len(reach))],
-               "_KisekaeContact": [tables["gap"], tables["band"], tables["ring_factor"], tables["rest_slack"]],
-               "joints": tables["joints"], "sides": tables["sides"],
-               "rest": np.c_[tables["rest"], np.zeros(len(tables["rest"]))]}
+    contact = _unity_contact(joint_contact_of(deform), avatar.skeleton.names, np.einsum("ij,bjk->bik", T, m))
     c = deform.correctives
     body_bake = {"c": c, "features": c.features(avatar.skeleton, m), "skin": skin,
                  "skin_matrices": np.einsum("ij,bjk->bik", T, m)}
