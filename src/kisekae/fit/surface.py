@@ -823,6 +823,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         frame = _body_frame(v, nb, f, chord is not None)
         ch = np.zeros(len(x)) if chord is None else as_nonnegative(chord, len(x), "chord")
         push = (candidates, v, nb, frame, ch, t, s, params, up, None)
+        limits = _FrameLimits(x, ring, *limits)  # the squared limits made once for both stretch-limit stages
         first = _push(y0, np.arange(len(x), dtype=np.int64), *push)[0]
         if passes > 0:
             first = x + smooth_push(first - x, ring, passes)
@@ -932,13 +933,30 @@ def _finish(new, x, push, chord, lift, faces, ring, limits, budget=None):
     return _limit_passes(new, x, push, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
 
 
+class _FrameLimits:
+    """The stretch limit of one frame (:func:`surface_runtime`): the skinned garment ``x``, its one-ring, ``stretch``
+    and the floor ``shortest``; :meth:`arrays` makes the ring's CSR arrays and the squared limits of each entry on first
+    use and keeps them, so the frame's two stretch-limit stages (after the second push, after the lift) share them."""
+
+    def __init__(self, x, ring, stretch, shortest=None):
+        self.x, self.ring, self.stretch, self.shortest = x, ring, stretch, shortest
+        self._arrays = None
+
+    def arrays(self) -> tuple:
+        """``(ptr, idx, rest2, floor2)``."""
+        if self._arrays is None:
+            ptr, idx = _ring_arrays(self.ring, len(self.x))
+            self._arrays = (ptr, idx, *_squared_limits(self.x, ptr, idx, self.stretch, self.shortest))
+        return self._arrays
+
+
 def _limit_passes(new, x, push, ring, limits, passes: int):
     """``passes`` stretch-limit passes (Numba), each followed by the push of the vertices it moved; ``push`` as
-    :func:`_push`'s arguments after the points and ids; ``limits``: ``(stretch, shortest)``."""
+    :func:`_push`'s arguments after the points and ids; ``limits``: the frame's :class:`_FrameLimits` (of ``x`` and
+    ``ring``)."""
     if passes <= 0:
         return new
-    ptr, idx = _ring_arrays(ring, len(x))
-    rest2, floor2 = _squared_limits(x, ptr, idx, *limits)
+    ptr, idx, rest2, floor2 = limits.arrays()
     limited, moved = np.empty_like(new), np.empty(len(new), dtype=np.bool_)
     for _ in range(passes):
         _limit_kernel(new, ptr, idx, rest2, floor2, limited, moved)
