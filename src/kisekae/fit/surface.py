@@ -818,12 +818,11 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         new = _between(between, _limit_passes_numpy(new, x, args, chord, ring, limits, limit_passes))
         new = _finish_numpy(new, x, args, chord, lift, faces, ring, limits, budget)
     else:
-        # the body's spheres and curvature are the same for every push: made once
+        # made once a frame: the body's spheres and curvature (every push), the squared limits (both limit stages)
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
-        frame = _body_frame(v, nb, f, chord is not None)
         ch = np.zeros(len(x)) if chord is None else as_nonnegative(chord, len(x), "chord")
-        push = (candidates, v, nb, frame, ch, t, s, params, up, None)
-        limits = _FrameLimits(x, ring, *limits)  # the squared limits made once for both stretch-limit stages
+        push = (candidates, v, nb, _body_frame(v, nb, f, chord is not None), ch, t, s, params, up, None)
+        limits = _FrameLimits(x, ring, *limits)
         first = _push(y0, np.arange(len(x), dtype=np.int64), *push)[0]
         if passes > 0:
             first = x + smooth_push(first - x, ring, passes)
