@@ -222,3 +222,38 @@ def test_fit_exports_the_garment_correctives_for_the_engine(tmp_path, contact_av
     c, *_ = B.correctives_from_bake(json.loads(head.read_text()), blob.read_bytes(), sk.names)
     assert c.settings["garment"] == "skirt" and c.settings["n_poses"] == 6
     assert B.corrective_bake_paths(given, "tights")[0].exists()  # the others auto
+
+
+def test_samples_are_repaired_offline_where_the_path_leaves_crossings(contact_avatar):
+    """The crouch's per-frame tights leave two crotch edges through the body: the bake's sample lifts them out
+    (kisekae.fit.crossing_repair) by millimetres at a few dozen vertices, and leaves every other vertex as the path
+    has it; the stand has nothing to repair."""
+    from kisekae.fit.crossing_repair import repair_crossings
+    from kisekae.qa.check import body_topology
+    from kisekae.qa.penetration import BodyQuery
+
+    av = contact_avatar
+    poses = [named_pose(av.skeleton, "crouch"), named_pose(av.skeleton, "stand")]
+    _, plain = garment_correction_samples(av, "tights", poses, repair=False)
+    mats, fixed = garment_correction_samples(av, "tights", poses)
+    moved = np.linalg.norm(fixed - plain, axis=2)
+    assert 5 <= (moved[0] > 1e-6).sum() <= 100 and moved[0].max() < 0.015 and moved[1].max() == 0.0
+    # the repaired sample is the repair of the path's result, taken back to rest space (independently here)
+    part = av.part("tights")
+    x = part.skinned(mats[0]).astype(np.float64)
+    rot = blended_rotations(part.skin, mats[0])
+    y = x + np.einsum("nij,nj->ni", rot, plain[0].astype(np.float64))
+    query = BodyQuery(body_topology(av), av.body.posed(mats[0]))
+    assert query.crossing_edges(y, part.mesh.edges).sum() > 0
+    want = repair_crossings(query, y, part.mesh.edges, 0.002, weld=part.mesh.weld)[0]
+    assert not query.crossing_edges(want, part.mesh.edges).any()
+    got = x + np.einsum("nij,nj->ni", rot, fixed[0].astype(np.float64))
+    assert np.abs(got - want).max() < 1e-4  # float32 rest-space samples
+
+
+def test_cli_refuses_no_repair_without_a_garment(tmp_path, capsys):
+    from kisekae.cli import main
+
+    out = tmp_path / "body.npz"
+    assert main(["bake-correctives", "--no-repair", "--poses", "2", "--arm-poses", "0", "-o", str(out)]) == 2
+    assert "--no-repair" in capsys.readouterr().err and not out.exists()

@@ -36,6 +36,10 @@ def register(sub):
                    help="learn the solve that gives each body part back the volume skinning and the contact take "
                         "(the body keeps its volume within 2%% in the named poses, but garments must then cover "
                         "fuller hips and thighs; docs/contact.md 'Volume kept by parts'); not with --garment")
+    p.add_argument("--no-repair", dest="repair", action="store_false",
+                   help="with --garment: learn the per-frame path as it is, without first lifting what it leaves "
+                        "through the body out of each sample (the offline crossing repair, docs/fit.md 'Garment "
+                        "correctives'; on by default)")
     p.add_argument("-o", "--out", default="correctives.npz", help="output file (default: correctives.npz)")
     add_force_arg(p, "the output file")
     p.set_defaults(func=run)
@@ -62,6 +66,8 @@ def run(args) -> int:
     if name is not None and args.keep_volume:
         raise KisekaeError("keeps the body's volume; a garment's bake learns the per-frame path on the body as it is",
                            "--keep-volume")
+    if name is None and not args.repair:
+        raise KisekaeError("repairs the samples of a garment's bake: needs --garment", "--no-repair")
     bar = tqdm(total=n + max(arms, 0), desc="contact solve" if name is None else f"{name} per-frame path",
                unit="pose", file=sys.stderr)
 
@@ -76,7 +82,7 @@ def run(args) -> int:
             from ..fit.garment_correctives import bake_garment_correctives
 
             c = bake_garment_correctives(avatar, name, n, args.seed, arm_poses=arms, jobs=args.jobs,
-                                         progress=progress)
+                                         progress=progress, repair=args.repair)
     finally:
         bar.close()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@ this with corrective blend shapes driven by the joint rotations, and the body al
 
 1. **Samples** (:func:`garment_correction_samples`): the garment corrected by :func:`kisekae.fit.runtime.runtime_pose`
    (the default carried method, each pose warmed up from rest, without correctives) in the same training poses as
-   the body's bake (:func:`kisekae.avatar.correctives.training_poses`: range of motion and arms at the sides); each
+   the body's bake (:func:`kisekae.avatar.correctives.training_poses`: range of motion and arms at the sides), with
+   what it leaves through the body lifted out offline (:func:`kisekae.fit.crossing_repair.repair_crossings`); each
    correction taken back to rest space through the vertex's blended bone rotation, as the body's.
 2. **Fit**: :func:`kisekae.avatar.correctives.fit_correctives` on the garment's own mesh and skin (each vertex's
    joints are those of its bones), with basis width :data:`SIGMA` (wider than the body's: the fit should carry the
@@ -57,7 +58,7 @@ def body_key(avatar) -> dict:
     return {"body_correctives": corr, "gap": None if gap is None else round(float(gap), 9)}
 
 
-def garment_correction_samples(avatar, name: str, poses, params=None, progress=None) -> tuple:
+def garment_correction_samples(avatar, name: str, poses, params=None, progress=None, repair: bool = True) -> tuple:
     """The per-frame path's corrections of garment ``name`` over ``poses``, in rest space.
 
     Parameters
@@ -67,14 +68,22 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
     poses : list of Pose
     params : PushParams or None for the garment's defaults
     progress : callable ``progress(done, total)`` or None
+    repair : bool, lift what the per-frame path left through the body out of each sample first
+        (:func:`kisekae.fit.crossing_repair.repair_crossings` against the posed body, offline): the correctives then
+        carry it into the per-frame start (docs/fit.md "Garment correctives")
 
     Returns
     -------
     (mats (S, B, 4, 4) float64 skinning matrices, offsets (S, N, 3) float32 rest-space corrections, metres)
     """
+    from ..qa.check import body_topology
+    from ..qa.penetration import BodyQuery
+    from .crossing_repair import repair_crossings
+    from .fix import params_for
     from .runtime import runtime_pose
 
     part = avatar.part(name)
+    push_params = (params.get(name) if isinstance(params, dict) else params) or params_for(name, None)
     mats, offsets = [], []
     for s, pose in enumerate(poses):
         m = pose.skinning_matrices(avatar.skeleton).astype(np.float64)
@@ -83,6 +92,9 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
         # and 6 flipped faces against 10 and 4, docs/fit.md 'Body follow')
         y = runtime_pose(avatar, pose, [name], params, correctives="off", body_follow=False)[name][0]
         y = y.astype(np.float64)
+        if repair:
+            query = BodyQuery(body_topology(avatar), avatar.body.posed(m))
+            y = repair_crossings(query, y, part.mesh.edges, push_params.margin, weld=part.mesh.weld)[0]
         x = part.skinned(m).astype(np.float64)
         mats.append(m)
         offsets.append(sample_offsets(part.skin, m, x, y, f"{name} corrective sample {pose.name}"))
@@ -93,28 +105,29 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
 
 
 def _chunk(job):
-    avatar, name, n_poses, arm_poses, seed, lo, hi = job
-    return garment_correction_samples(avatar, name, training_poses(avatar.skeleton, n_poses, arm_poses, seed)[lo:hi])
+    avatar, name, n_poses, arm_poses, seed, lo, hi, repair = job
+    return garment_correction_samples(avatar, name, training_poses(avatar.skeleton, n_poses, arm_poses, seed)[lo:hi],
+                                      repair=repair)
 
 
 def bake_garment_correctives(avatar, name: str, n_poses: int = TRAIN_POSES, seed: int = 0, *,
                              arm_poses: int = TRAIN_ARM_POSES, jobs: int = 1, progress=None, sigma: float = SIGMA,
-                             arm_sigma: float = ARM_SIGMA) -> PoseCorrectives:
+                             arm_sigma: float = ARM_SIGMA, repair: bool = True) -> PoseCorrectives:
     """Sample the per-frame path over the training poses and fit garment ``name``'s correctives (module docstring).
 
-    About 0.17 s a pose for the built-in tights on one core (540 poses: 1.5 minutes). ``jobs`` worker processes
-    share the poses; the result does not depend on it.
+    About 0.3 s a pose for the built-in tights on one core with the repair of each sample (540 poses: 5 minutes;
+    without it, ``repair=False``, 0.17 s). ``jobs`` worker processes share the poses; the result does not depend on it.
     """
     avatar.part(name)
     poses = training_poses(avatar.skeleton, n_poses, arm_poses, seed)
     if jobs <= 1:
-        mats, offsets = garment_correction_samples(avatar, name, poses, progress=progress)
+        mats, offsets = garment_correction_samples(avatar, name, poses, progress=progress, repair=repair)
     else:
-        mats, offsets = pooled_samples(_chunk, [(avatar, name, int(n_poses), int(arm_poses), seed, lo, hi)
+        mats, offsets = pooled_samples(_chunk, [(avatar, name, int(n_poses), int(arm_poses), seed, lo, hi, bool(repair))
                                                 for lo, hi in chunk_bounds(len(poses), 16)],
                                        jobs, len(poses), progress)
     settings = {"poses": "range_of_motion", "n_poses": int(n_poses), "arm_poses": int(arm_poses), "seed": int(seed),
-                "garment": name, **body_key(avatar)}
+                "garment": name, "repair": bool(repair), **body_key(avatar)}
     return fit_correctives(avatar, mats, offsets, sigma=sigma, arm_sigma=arm_sigma, settings=settings, part=name)
 
 
