@@ -99,7 +99,7 @@ def test_the_fix_keeps_the_per_frame_shape_where_the_repair_clears_the_crouch(av
         s0, s1 = (shape_stats(mesh.vertices, x, q, mesh.faces, mesh.edges, mesh.weld)
                   for q in (start[name][0].astype(np.float64), y))
         assert s1["flipped_faces"] == s0["flipped_faces"] == 0
-        assert s1["strain_p99"] <= s0["strain_p99"] + 0.01 and s1["strain_max"] <= s0["strain_max"] + 0.05
+        assert s1["strain_p99"] <= s0["strain_p99"] + 0.01 and s1["strain_max"] <= s0["strain_max"] + 0.1
         assert np.linalg.norm(y - start[name][0], axis=1).max() < 0.005  # millimetres, where it crossed
 
 
