@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.closest import closest_point_triangles_numpy, surface_distance
+from .surface import one_ring, smooth_push
 
 #: Rounds of (find what crosses, lift it) at most.
 REPAIR_ROUNDS = 8
@@ -32,10 +33,12 @@ MAX_SAMPLES = 64
 #: How much of its length an edge may stretch when one end is lifted: the other end follows the lift less this
 #: slack (:func:`_spread`).
 REPAIR_SLACK = 0.05
+#: One-ring smoothing passes of the lift when ``slack`` is None (:func:`repair_crossings`).
+RING_SPREAD = 2
 
 
 def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: int = REPAIR_ROUNDS,
-                     spacing: float = REPAIR_SPACING, slack: float = REPAIR_SLACK) -> tuple:
+                     spacing: float = REPAIR_SPACING, slack: float | None = REPAIR_SLACK) -> tuple:
     """Lift the ends of the garment edges through the body, and the vertices inside it, until none is left.
 
     Parameters
@@ -46,8 +49,10 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
     margin : float, metres > 0, the clearance each lifted sample or vertex gets
     weld : (N,) int, optional, representative of each vertex (``Mesh.weld``): seam copies move with it
     rounds : int, optional (:data:`REPAIR_ROUNDS`)
-    slack : float, optional, the share of its length an edge may stretch as its lifted end pulls the other
-        (:data:`REPAIR_SLACK`)
+    slack : float or None, optional, the share of its length an edge may stretch as its lifted end pulls the other
+        (:data:`REPAIR_SLACK`); None: the lift spreads by :data:`RING_SPREAD` one-ring smoothing passes instead, which
+        keeps it to the lifted vertices' neighbourhood (what the garment correctives' samples use:
+        :func:`kisekae.fit.garment_correctives.garment_correction_samples`)
     spacing : float, metres, optional, the samples' spacing along an edge (:data:`REPAIR_SPACING`)
 
     Returns
@@ -72,12 +77,16 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
         raise KisekaeError(f"edges or weld map index outside the {n} vertices", "crossing repair")
     if not (np.isfinite(margin) and margin > 0):
         raise KisekaeError(f"margin must be a finite number > 0, got {margin!r}", "crossing repair")
+    ring = one_ring(n, e, w) if slack is None else None
     moved = np.zeros(n, dtype=bool)
     for done in range(rounds):
         ask = _asks(query, p, e, w, spacing, margin)
         if ask is None:
             return p, {"clean": True, "rounds": done, "moved": moved}
-        lift = _spread(ask, p, e, w, slack)[w]  # seam copies take their representative's lift
+        if slack is None:
+            lift = smooth_push(ask, ring, RING_SPREAD)[w]  # seam copies take their representative's lift
+        else:
+            lift = _spread(ask, p, e, w, slack)[w]
         p += lift
         moved |= np.einsum("ij,ij->i", lift, lift) > 0
     clean = not (query.inside(p).any() or query.crossing_edges(p, e).any())
