@@ -72,6 +72,10 @@ def test_bad_input_is_refused(ball):
             (p, e, 0.0, None, "margin"), (p, e, float("nan"), None, "margin")):
         with pytest.raises(KisekaeError, match=f"crossing repair: .*{message}"):
             repair_crossings(ball, points, edges, margin, weld=weld)
+    for kw in ({"spacing": 0.0}, {"slack": -0.1}, {"slack": float("inf")}, {"rounds": -1}, {"rounds": 2.5},
+               {"rounds": True}):
+        with pytest.raises(KisekaeError, match="crossing repair: "):
+            repair_crossings(ball, p, e, MARGIN, **kw)
 
 
 def test_the_fix_keeps_the_per_frame_shape_where_the_repair_clears_the_crouch(avatar):

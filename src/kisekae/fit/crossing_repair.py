@@ -48,12 +48,12 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
     edges : (E, 2) int unique edges between welded vertices (``Mesh.edges``)
     margin : float, metres > 0, the clearance each lifted sample or vertex gets
     weld : (N,) int, optional, representative of each vertex (``Mesh.weld``): seam copies move with it
-    rounds : int, optional (:data:`REPAIR_ROUNDS`)
-    slack : float or None, optional, the share of its length an edge may stretch as its lifted end pulls the other
-        (:data:`REPAIR_SLACK`); None: the lift spreads by :data:`RING_SPREAD` one-ring smoothing passes instead, which
-        keeps it to the lifted vertices' neighbourhood (what the garment correctives' samples use:
+    rounds : int >= 0, optional (:data:`REPAIR_ROUNDS`)
+    spacing : float, metres > 0, optional, the samples' spacing along an edge (:data:`REPAIR_SPACING`)
+    slack : float >= 0 or None, optional, the share of its length an edge may stretch as its lifted end pulls the
+        other (:data:`REPAIR_SLACK`); None: the lift spreads by :data:`RING_SPREAD` one-ring smoothing passes instead,
+        which keeps it to the lifted vertices' neighbourhood (what the garment correctives' samples use:
         :func:`kisekae.fit.garment_correctives.garment_correction_samples`)
-    spacing : float, metres, optional, the samples' spacing along an edge (:data:`REPAIR_SPACING`)
 
     Returns
     -------
@@ -64,8 +64,8 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
     Raises
     ------
     KisekaeError
-        If the points are not a finite (N, 3) array, the edges or weld map index outside them, or margin is not a
-        finite number > 0.
+        If the points are not a finite (N, 3) array, the edges or weld map index outside them, margin or spacing is
+        not a finite number > 0, slack not None or a finite number >= 0, or rounds not an integer >= 0.
     """
     p = np.array(points, dtype=np.float64)
     n = len(p)
@@ -75,8 +75,13 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
     w = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
     if (e.size and (e.min() < 0 or e.max() >= n)) or w.shape != (n,) or (n and (w.min() < 0 or w.max() >= n)):
         raise KisekaeError(f"edges or weld map index outside the {n} vertices", "crossing repair")
-    if not (np.isfinite(margin) and margin > 0):
-        raise KisekaeError(f"margin must be a finite number > 0, got {margin!r}", "crossing repair")
+    if not (np.isfinite(margin) and margin > 0 and np.isfinite(spacing) and spacing > 0):
+        raise KisekaeError(f"margin and spacing must be finite numbers > 0, got {margin!r} and {spacing!r}",
+                           "crossing repair")
+    if (slack is not None and not (np.isfinite(slack) and slack >= 0)) or isinstance(rounds, bool) \
+            or not isinstance(rounds, (int, np.integer)) or rounds < 0:
+        raise KisekaeError(f"slack must be None or a finite number >= 0 and rounds an integer >= 0, got {slack!r} and "
+                           f"{rounds!r}", "crossing repair")
     ring = one_ring(n, e, w) if slack is None else None
     moved = np.zeros(n, dtype=bool)
     for done in range(rounds):
