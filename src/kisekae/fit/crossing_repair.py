@@ -67,6 +67,26 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
         If the points are not a finite (N, 3) array, the edges or weld map index outside them, margin or spacing is
         not a finite number > 0, slack not None or a finite number >= 0, or rounds not an integer >= 0.
     """
+    p, e, w = _checked(points, edges, weld, margin, spacing, slack, rounds)
+    n = len(p)
+    ring = one_ring(n, e, w) if slack is None else None
+    moved = np.zeros(n, dtype=bool)
+    for done in range(rounds):
+        ask = _asks(query, p, e, w, spacing, margin)
+        if ask is None:
+            return p, {"clean": True, "rounds": done, "moved": moved}
+        if slack is None:
+            lift = smooth_push(ask, ring, RING_SPREAD)[w]  # seam copies take their representative's lift
+        else:
+            lift = _spread(ask, p, e, w, slack)[w]
+        p += lift
+        moved |= np.einsum("ij,ij->i", lift, lift) > 0
+    clean = not (query.inside(p).any() or query.crossing_edges(p, e).any())
+    return p, {"clean": clean, "rounds": rounds, "moved": moved}
+
+
+def _checked(points, edges, weld, margin, spacing, slack, rounds) -> tuple:
+    """:func:`repair_crossings`'s arguments checked: ``(positions (N, 3) float64 copy, edges (E, 2), weld (N,))``."""
     p = np.array(points, dtype=np.float64)
     n = len(p)
     if p.ndim != 2 or p.shape[1] != 3 or not np.all(np.isfinite(p)):
@@ -82,20 +102,7 @@ def repair_crossings(query, points, edges, margin: float, *, weld=None, rounds: 
             or not isinstance(rounds, (int, np.integer)) or rounds < 0:
         raise KisekaeError(f"slack must be None or a finite number >= 0 and rounds an integer >= 0, got {slack!r} and "
                            f"{rounds!r}", "crossing repair")
-    ring = one_ring(n, e, w) if slack is None else None
-    moved = np.zeros(n, dtype=bool)
-    for done in range(rounds):
-        ask = _asks(query, p, e, w, spacing, margin)
-        if ask is None:
-            return p, {"clean": True, "rounds": done, "moved": moved}
-        if slack is None:
-            lift = smooth_push(ask, ring, RING_SPREAD)[w]  # seam copies take their representative's lift
-        else:
-            lift = _spread(ask, p, e, w, slack)[w]
-        p += lift
-        moved |= np.einsum("ij,ij->i", lift, lift) > 0
-    clean = not (query.inside(p).any() or query.crossing_edges(p, e).any())
-    return p, {"clean": clean, "rounds": rounds, "moved": moved}
+    return p, e, w
 
 
 def _asks(query, p, e, w, spacing: float, margin: float):
