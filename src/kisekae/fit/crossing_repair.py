@@ -204,8 +204,7 @@ def _spread(ask, p, e, w, slack: float) -> np.ndarray:
         better = keep * size > np.linalg.norm(out[dst], axis=1) + 1e-12
         if not better.any():
             return out
-        out = out.copy()
-        _longest_into(out, dst[better], offer[better])
+        _longest_into(out, dst[better], offer[better])  # the offers were all read before: a Jacobi ring
     return out
 
 

@@ -83,7 +83,7 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
     from .runtime import runtime_pose
 
     part = avatar.part(name)
-    push_params = (params.get(name) if isinstance(params, dict) else params) or params_for(name, None)
+    push_params = params_for(name, params.get(name) if isinstance(params, dict) else params)
     mats, offsets = [], []
     for s, pose in enumerate(poses):
         m = pose.skinning_matrices(avatar.skeleton).astype(np.float64)

@@ -828,7 +828,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
-        new = _between(between, _limit_passes(new, x, push, ring, limits, limit_passes))
+        new = _between(between, _limit_passes(new, push, limits, limit_passes))
         new = _finish(new, x, push, chord, lift, faces, ring, limits, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
@@ -929,7 +929,7 @@ def _finish(new, x, push, chord, lift, faces, ring, limits, budget=None):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
-    return _limit_passes(new, x, push, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
+    return _limit_passes(new, push, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
 
 
 class _FrameLimits:
@@ -949,10 +949,10 @@ class _FrameLimits:
         return self._arrays
 
 
-def _limit_passes(new, x, push, ring, limits, passes: int):
+def _limit_passes(new, push, limits, passes: int):
     """``passes`` stretch-limit passes (Numba), each followed by the push of the vertices it moved; ``push`` as
-    :func:`_push`'s arguments after the points and ids; ``limits``: the frame's :class:`_FrameLimits` (of ``x`` and
-    ``ring``)."""
+    :func:`_push`'s arguments after the points and ids; ``limits``: the frame's :class:`_FrameLimits` (the skinned
+    garment, its ring and the limits)."""
     if passes <= 0:
         return new
     ptr, idx, rest2, floor2 = limits.arrays()

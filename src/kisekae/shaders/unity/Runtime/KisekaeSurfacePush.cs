@@ -338,11 +338,8 @@ namespace Kisekae
             at += 3 * ns;
             for (int i = 0; i < ns; i++)
             {
-                float w0 = BitConverter.ToSingle(raw, 4 * (at + 3 * i));
-                float w1 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 1));
-                float w2 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 2));
                 float c = BitConverter.ToSingle(raw, 4 * (at + 3 * ns + i));
-                if (!(w0 >= 0f && w1 >= 0f && w2 >= 0f) || !(Math.Abs(w0 + w1 + w2 - 1f) < 1e-5f) || !(c >= 0f) ||
+                if (!Barycentric(raw, at + 3 * i, out float w0, out float w1, out float w2) || !(c >= 0f) ||
                     float.IsInfinity(c))
                     return $"{who}: sample {i} has weights ({w0}, {w1}, {w2}) (must be >= 0 and sum to 1) or " +
                            $"chord {c} m (finite, >= 0)";
@@ -375,11 +372,8 @@ namespace Kisekae
             at += 3 * n;
             for (int i = 0; i < n; i++)
             {
-                float w0 = BitConverter.ToSingle(raw, 4 * (at + 3 * i));
-                float w1 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 1));
-                float w2 = BitConverter.ToSingle(raw, 4 * (at + 3 * i + 2));
                 float share = BitConverter.ToSingle(raw, 4 * (at + 3 * n + i));
-                if (!(w0 >= 0f && w1 >= 0f && w2 >= 0f) || !(Math.Abs(w0 + w1 + w2 - 1f) < 1e-5f) ||
+                if (!Barycentric(raw, at + 3 * i, out float w0, out float w1, out float w2) ||
                     !(share >= 0f && share <= 1f))
                     return $"{who}: the body follow of garment vertex {i} has weights ({w0}, {w1}, {w2}) (must be " +
                            $">= 0 and sum to 1) or share {share} (must be in [0, 1])";
@@ -391,6 +385,16 @@ namespace Kisekae
             _nSamples = ns;
             _nSampleEntries = h.vertexSampleEntries;
             return null;
+        }
+
+        // The three float32 weights at uint index `at` of a bake's bytes, and whether they are barycentric: each >= 0,
+        // summing to 1 within float32 rounding (kisekae.shaders.surface_bake._barycentric); NaN is not.
+        static bool Barycentric(byte[] raw, int at, out float w0, out float w1, out float w2)
+        {
+            w0 = BitConverter.ToSingle(raw, 4 * at);
+            w1 = BitConverter.ToSingle(raw, 4 * (at + 1));
+            w2 = BitConverter.ToSingle(raw, 4 * (at + 2));
+            return w0 >= 0f && w1 >= 0f && w2 >= 0f && Math.Abs(w0 + w1 + w2 - 1f) < 1e-5f;
         }
 
         // Null when garmentCorrectives is unset or fits the garment and the kernels, else the message that refuses it.
