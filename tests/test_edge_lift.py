@@ -172,6 +172,45 @@ def test_kernel_equals_reference_on_random_garment():
     np.testing.assert_array_equal(a[1], b[1])
 
 
+def test_lift_reuses_the_pushes_of_samples_that_did_not_move():
+    """A round given the previous round's samples pushes again only those whose points changed, and equals a fresh
+    round bit for bit; a sample kept from it keeps its old push even if the body changed (the caller's contract:
+    the same frame), which shows that it was not pushed again."""
+    from kisekae.fit.edge_lift import _lift, lift_frame
+    from kisekae.fit.pushout import PushParams as Params
+    from kisekae.fit.surface import _body_frame
+
+    rng = np.random.default_rng(5)
+    body = rng.normal(size=(40, 3)) * 0.1
+    normals = rng.normal(size=(40, 3))
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    faces = np.array([rng.choice(40, 3, replace=False) for _ in range(30)], dtype=np.int64)
+    pts = rng.normal(size=(25, 3)) * 0.1
+    edges = np.unique(np.sort(rng.integers(0, 25, size=(60, 2)), axis=1), axis=0)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    s = edge_samples(pts, edges, spacing=0.03)
+    cand = SurfaceCandidates(np.array([rng.choice(30, 6, replace=False) for _ in range(len(s))], np.int32), 30)
+    table = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in vertex_samples(s))
+    sframe = lift_frame(s, np.zeros(25), np.zeros(25), 25)
+    up = np.array([0.0, 1.0, 0.0])
+
+    def run(p, b, previous=None):
+        return _lift(p, s, cand, table, b, normals, _body_frame(b, normals, faces, True), sframe, Params(), up,
+                     previous=previous)
+
+    first = run(pts, body)
+    moved = pts.copy()
+    moved[3] += 0.01  # one vertex moves: only the samples on its edges change
+    again, fresh = run(moved, body, previous=first[2]), run(moved, body)
+    np.testing.assert_array_equal(again[0], fresh[0])
+    np.testing.assert_array_equal(again[2][1], fresh[2][1])
+    on_3 = ((s.ends == 3) & (s.bary > 0)).any(axis=1)
+    assert on_3.any() and not on_3.all()
+    shifted = run(moved, body + 0.05, previous=first[2])  # a different body: only the moved samples see it
+    np.testing.assert_array_equal(shifted[2][1][~on_3], first[2][1][~on_3])
+    assert not np.array_equal(shifted[2][1][on_3], first[2][1][on_3])
+
+
 def test_stretched_lengths_widen_the_chord_not_the_count():
     """With ``lengths`` (the longest skinning makes each edge) the samples stay where the rest length puts them and
     each one's chord allowance is the stretched edge's spacing; a length below the rest length changes nothing."""

@@ -358,17 +358,29 @@ def lift_frame(samples: EdgeSamples, tightness, softness, n: int) -> tuple:
             np.ascontiguousarray(samples.shares()))
 
 
-def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up, reach=None):
-    """Numba edge lift of validated float64 inputs: new points, moved."""
+def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up, reach=None, previous=None):
+    """Numba edge lift of validated float64 inputs: ``(new points, moved, (sample points, pushed samples))``.
+
+    ``previous``: the last element of an earlier call's result against the same body frame and parameters; the
+    samples whose points have not changed since (bit for bit) keep their pushed points from it instead of being
+    pushed again (each sample's push reads only its own point, so the result is the same: the frame's second and
+    third lift rounds push only the samples next to what the rounds before them moved)."""
     ts, ss, share = sframe
     ps = samples.points(p)
-    pushed = _push(ps, np.arange(len(ps), dtype=np.int64), cand, v, nb, frame, samples.chord, ts, ss, params, up,
-                   reach)[0]
+    if previous is None:
+        ids = np.arange(len(ps), dtype=np.int64)
+    else:
+        old_points, old_pushed = previous
+        same = np.all(ps == old_points, axis=1)
+        ids = np.flatnonzero(~same)
+    pushed = _push(ps, ids, cand, v, nb, frame, samples.chord, ts, ss, params, up, reach)[0]
+    if previous is not None:
+        pushed[same] = old_pushed[same]
     out = np.empty_like(p)
     moved = np.empty(len(p), dtype=np.bool_)
     ptr, idx = table
     _choose_kernel(pushed - ps, share, ptr, idx, p, LIFT_REACH, out, moved)
-    return out, moved
+    return out, moved, (ps, pushed)
 
 
 def edge_lift(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates, table, body, body_normals,
@@ -382,4 +394,4 @@ def edge_lift(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates
     frame = _body_frame(v, nb, f, True)
     table = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in table)
     return _lift(p, samples, sample_candidates, table, v, nb, frame, lift_frame(samples, t, s, len(p)), params,
-                 np.asarray(up, dtype=np.float64), reach)
+                 np.asarray(up, dtype=np.float64), reach)[:2]

@@ -914,8 +914,11 @@ def _finish(new, x, push, chord, lift, faces, ring, limits, budget=None):
         _step_kernel(points, d, is_target, spend, budget is not None, LIFT_EPS ** 2, stepped, took)
         return _push(stepped, np.flatnonzero(took), *push)[0]
 
+    pushed_samples = [None]  # the last round's sample points and pushes: a round pushes only the samples that moved
+
     def lift_round(points):
-        lifted = _lift(points, samples, cand, table, push[1], push[2], push[3], sframe, push[7], push[8])[0]
+        lifted, _moved, pushed_samples[0] = _lift(points, samples, cand, table, push[1], push[2], push[3], sframe,
+                                                  push[7], push[8], previous=pushed_samples[0])
         return push_moved(points, smooth_push(lifted - points, ring, LIFT_SMOOTH), False)
 
     def unflip_round(points):

@@ -8,6 +8,8 @@ of garment edges that cross body triangles.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,20 +25,48 @@ from ..geom.winding import winding_number
 INSIDE_THRESHOLD = 0.5
 
 
+def _digest(a: np.ndarray) -> tuple:
+    """A key for a contiguous array's exact contents: shape, dtype and a 128-bit BLAKE2 digest of its bytes."""
+    return a.shape, a.dtype.str, hashlib.blake2b(a.tobytes(), digest_size=16).digest()
+
+
 class BodyQuery:
     """A posed body ready for inside, depth and crossing queries.
 
     Build one :class:`BodyTopology` per body mesh, then ``BodyQuery(topology, posed_vertices)``
     per pose: that costs one BVH refit.
+
+    The winding numbers and edge crossings of the last :data:`MEMO_SIZE` point sets asked for are kept, keyed by
+    a digest of the points' float64 bytes (and of the edges): the fix asks the same questions of one candidate
+    several times (is it clean, how many defects, what is left inside), and a repeated question is answered
+    from the memo with the same bits (the crouch's tights: 12 winding passes of 14 ms, 5 distinct). Callers get
+    copies, so changing an answer does not change the memo.
     """
+
+    #: Point sets whose answers are kept (least recently used first out).
+    MEMO_SIZE = 8
 
     def __init__(self, topology: "BodyTopology", vertices: np.ndarray):
         self.topology = topology
         self.vertices = as_points(vertices, "body vertices")
         self.state = refit(topology.bvh, self.vertices, topology.faces)
+        self._memo = OrderedDict()
+
+    def _remembered(self, key, compute):
+        memo = self._memo
+        if key in memo:
+            memo.move_to_end(key)
+        else:
+            memo[key] = compute()
+            if len(memo) > self.MEMO_SIZE:
+                memo.popitem(last=False)
+        got = memo[key]
+        return tuple(a.copy() for a in got) if isinstance(got, tuple) else got.copy()
 
     def winding(self, points) -> np.ndarray:
-        return winding_number(points, self.topology.bvh, self.state) * self.topology.orientation
+        p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+        return self._remembered(("winding", _digest(p)), lambda: winding_number(
+            p, self.topology.bvh, self.state) * self.topology.orientation)
 
     def inside(self, points) -> np.ndarray:
         """(P,) bool, True where the point is inside the body."""
@@ -48,7 +78,10 @@ class BodyQuery:
 
     def crossing_edges(self, points, edges, *, return_triangles: bool = False):
         """(E,) bool per edge crossing a body triangle (and the crossed face ids, if asked)."""
-        return edge_crossings(points, edges, self.topology.bvh, self.state, return_triangles=return_triangles)
+        p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+        e = np.ascontiguousarray(edges, dtype=np.int64)
+        return self._remembered(("crossings", bool(return_triangles), _digest(p), _digest(e)), lambda: edge_crossings(
+            p, e, self.topology.bvh, self.state, return_triangles=return_triangles))
 
     @property
     def face_normals(self) -> np.ndarray:
