@@ -208,3 +208,61 @@ def test_culled_skin_keeps_the_whole_body_for_the_inside_test():
     assert whole > 0
     assert poke_through(_item(_cull_far_half(poking), "body"), [garment], cam, solid=_item(poking, "body")).count \
         == whole
+
+
+def _nearest(cam, w, h, surfaces):
+    """CPU reference of the id buffer: per pixel the nearest of ``surfaces`` [(positions, faces, id)], negated on
+    back faces, 0 on a miss."""
+    best, ids = np.full((h, w), np.inf), np.zeros((h, w), dtype=np.int64)
+    for p, f, k in surfaces:
+        if len(f) == 0:
+            continue
+        d, front = raycast(cam, w, h, p, f)
+        near = d < best
+        best[near] = d[near]
+        ids[near] = np.where(front, k, -k)[near]
+    return ids
+
+
+def test_culled_skin_seen_through_a_hem_counts_as_holes():
+    """Legs in a skirt, seen from below: culling the legs' skin inside the skirt leaves holes where the view looks
+    up the hem (an independent CPU ray cast of the same rule agrees); culling nothing leaves none."""
+    from kisekae.render.poke import culled_skin_seen
+
+    lp, lf = tube(radius=0.2, y0=-0.9, y1=0.9, nv=12)
+    legs = _item((lp, lf), "body")
+    skirt = _item(tube(radius=0.3), "garment", "cloth")
+    cut = lp[lf].mean(axis=1)[:, 1] > -0.3  # the skin well inside the skirt
+    w, h = 200, 150
+    below = Camera(eye=(0.0, -1.6, 0.6), target=(0.0, 0.0, 0.0), fov_y=45.0)
+    res = culled_skin_seen(legs, cut, [skirt], below, (w, h))
+    first = _nearest(below, w, h, [(lp, lf[~cut], 1), (lp, lf[cut], 2), (skirt.positions, skirt.faces, 3)])
+    after = _nearest(below, w, h, [(lp, lf[~cut], 1), (skirt.positions, skirt.faces, 3)])
+    want = (first == 2) & (np.abs(after) != 3)
+    assert want.sum() > 30 and res.count > 30
+    assert (res.mask != want).sum() <= 0.05 * want.sum() + 3
+    assert culled_skin_seen(legs, np.zeros(len(lf), bool), [skirt], below, (w, h)).count == 0
+    assert culled_skin_seen(legs, np.ones(len(lf), bool), [skirt], below, (w, h)).count >= res.count
+
+
+def test_culled_skin_poking_through_the_front_is_not_a_hole():
+    """Skin that pokes through a shell and is culled shows the shell behind it: seen, but no hole."""
+    from kisekae.render.poke import culled_skin_seen, culled_skin_seen_report
+
+    bp, bf = sphere(center=(0, 0, 0.12), radius=0.40)
+    body = _item((bp, bf), "body")
+    shell = _item(sphere(radius=0.45, nu=40, nv=20), "garment", "cloth")
+    cam = named_camera("front", shell.positions, 4 / 3)
+    everything = np.ones(len(bf), bool)
+    res = culled_skin_seen(body, everything, [shell], cam, (160, 120))
+    assert res.covered > 100 and res.count == 0
+    open_front = culled_skin_seen(body, everything, [_item(sphere(center=(0, 0, -2.0), radius=0.1), "garment",
+                                                          "cloth")], cam, (160, 120))
+    assert open_front.count == open_front.covered > 1000  # nothing over the skin: every culled pixel is a hole
+    recs = culled_skin_seen_report(body, {"shell": everything}, {"shell": shell}, views=("front", "back"),
+                                   sizes=((80, 60),), frame_points=shell.positions)
+    assert [r["culled_skin_seen_pixels"] for r in recs] == [0, 0]
+    with pytest.raises(KisekaeError, match="culled"):
+        culled_skin_seen(body, everything[:-1], [shell], cam, (80, 60))
+    with pytest.raises(KisekaeError, match="culled"):
+        culled_skin_seen_report(body, {}, {"shell": shell}, views=("front",), sizes=((80, 60),))

@@ -149,11 +149,12 @@ def test_covered_skin_mask_keeps_tight_fabric_skin_culled_in_folds():
     from kisekae.app.report import add_poke_pixels
     from kisekae.avatar.poses import VERIFICATION_POSES
     from kisekae.fit.covered import avatar_covered
-    from kisekae.fit.runtime import covered_skin_triangles
+    from kisekae.fit.runtime import COVER_CONE, covered_skin_triangles
 
     av = load_builtin_avatar().with_body_contact()
     poses = [named_pose(av.skeleton, p) for p in VERIFICATION_POSES]
-    per_pose = {g: avatar_covered(av, poses, [g])[1] for g in ("tights", "skirt")}
+    per_pose = {g: avatar_covered(av, poses, [g], cone_angle=COVER_CONE[0], cone_rays=COVER_CONE[1])[1]
+                for g in ("tights", "skirt")}
     tights, skirt = covered_skin_triangles(av, "tights"), covered_skin_triangles(av, "skirt")
     np.testing.assert_array_equal(skirt, per_pose["skirt"])
     assert np.all(tights >= per_pose["tights"]) and tights.sum() > per_pose["tights"].sum()

@@ -26,7 +26,7 @@ import numpy as np
 from ..render import materials as M
 from ..render.camera import VIEWS, named_camera
 from ..render.htmlpage import picture, scroll_box
-from ..render.poke import mark_pixels, poke_through, poke_through_report
+from ..render.poke import culled_skin_seen_report, mark_pixels, poke_through, poke_through_report
 from ..render.renderer import DrawItem, default_renderer
 from ..render.scene import avatar_items, avatar_landmarks
 from ..render.sheets import comparison_sheet, save_gif
@@ -454,7 +454,7 @@ def section_animation(ctx) -> str:
 
 
 def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes=("720p", "2160p"),
-                    renderer=None, cull=None, key="poke_through_pixels") -> list:
+                    renderer=None, cull=None, key="poke_through_pixels", seen_key=None) -> list:
     """Add poke-through pixel counts to check records of one pose (``kisekae check --pixels``).
 
     Parameters
@@ -473,6 +473,9 @@ def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes
         Per garment, body triangles to leave out (the covered skin that the engine culls under it).
     key : str
         Record field for the total, default ``"poke_through_pixels"``.
+    seen_key : str, optional
+        With ``cull``: also count the holes that culling makes (:func:`~kisekae.render.poke.culled_skin_seen`: culled
+        skin a view sees past the garment) into this record field, and per view under it without ``_pixels``.
 
     Returns
     -------
@@ -495,15 +498,24 @@ def add_poke_pixels(avatar, pose, records, positions=None, *, views=VIEWS, sizes
             else:  # no skin left to show through
                 recs += [{"garment": name, "view": v, "resolution": z if isinstance(z, str) else f"{z[0]}x{z[1]}",
                           "poke_through_pixels": 0} for z in sizes for v in views]
+    _total_per_view(records, recs, "poke_through_pixels", key)
+    if cull is not None and seen_key:
+        seen = culled_skin_seen_report(body, {n: cull[n] for n in names}, gs, **kw)
+        _total_per_view(records, seen, "culled_skin_seen_pixels", seen_key)
+    return recs
+
+
+def _total_per_view(records, per_view, field, key):
+    """Sum ``field`` of the per-view records into each check record's ``key``, and keep them per resolution and
+    view under ``key`` without ``_pixels``."""
     per_key = key[: -len("_pixels")] if key.endswith("_pixels") else key + "_views"
     for rec in records:
-        mine = [x for x in recs if x["garment"] == rec["garment"]]
-        rec[key] = int(sum(x["poke_through_pixels"] for x in mine))
+        mine = [x for x in per_view if x["garment"] == rec["garment"]]
+        rec[key] = int(sum(x[field] for x in mine))
         per = {}
         for x in mine:
-            per.setdefault(x["resolution"], {})[x["view"]] = x["poke_through_pixels"]
+            per.setdefault(x["resolution"], {})[x["view"]] = x[field]
         rec[per_key] = per
-    return recs
 
 
 def format_pixel_table(records) -> str:

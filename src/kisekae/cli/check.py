@@ -32,7 +32,8 @@ def register(sub):
                         "2160p (offscreen OpenGL); adds poke_through_pixels to the records")
     p.add_argument("--runtime", action="store_true",
                    help="also run the per-frame path an engine runs (see --runtime-method) and report it with stage 'runtime'; with --pixels also poke_through_pixels_culled, with the "
-                        "skin covered in the verification poses culled as the engine does; with --bvh, pop_mm is the largest jump of the "
+                        "skin covered in the verification poses culled as the engine does, and culled_skin_seen_pixels, the holes that "
+                        "culling makes (culled skin a view sees past the garment); with --bvh, pop_mm is the largest jump of the "
                         "correction from the previous selected frame")
     p.add_argument("--inbetweens", type=int, default=1, metavar="N",
                    help="check N - 1 slerped poses between consecutive poses too (bone rotations slerped, root "
@@ -240,7 +241,8 @@ def _stage_records(args, avatar, pose, garments, stage, positions, metrics, prev
             from ..fit.runtime import covered_skin_triangles
 
             cull = {g: covered_skin_triangles(avatar, g) for g in garments}
-            add_poke_pixels(avatar, pose, after, positions, cull=cull, key="poke_through_pixels_culled")
+            add_poke_pixels(avatar, pose, after, positions, cull=cull, key="poke_through_pixels_culled",
+                            seen_key="culled_skin_seen_pixels")
     for a in after:
         a["stage"] = stage
         a.update(metrics[a["garment"]])

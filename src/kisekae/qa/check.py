@@ -159,7 +159,8 @@ def format_table(records, columns=None) -> str:
                                       "max_depth_m", "p95_depth_m", "edge_crossings", "flipped_faces", "folded_pairs",
                                       "strain_p99", "strain_max", "self_crossings", "max_push_m",
                                       "moved_fraction", "moved_unnecessarily", "under_lower_layers", "layer_crossings",
-                                      "poke_through_pixels", "poke_through_pixels_culled", "pop_mm", "body_buried", "body_self_crossings",
+                                      "poke_through_pixels", "poke_through_pixels_culled",
+                                      "culled_skin_seen_pixels", "pop_mm", "body_buried", "body_self_crossings",
                                       "body_volume_change", "body_dihedral_p99_deg", "body_flipped_faces",
                                       "body_inverted_faces", "body_new_inverted_faces", "body_buried_plain",
                                       "body_self_crossings_plain",
@@ -178,7 +179,8 @@ def format_table(records, columns=None) -> str:
              "body_inverted_faces": "body inverted", "body_inverted_faces_plain": "plain inverted",
              "body_new_inverted_faces": "new inverted",
              "flipped_faces": "| flipped", "folded_pairs": "folded", "strain_p99": "strain p99",
-             "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled"}
+             "strain_max": "strain max", "self_crossings": "self-x", "pop_mm": "pop mm", "poke_through_pixels_culled": "poke px culled",
+             "culled_skin_seen_pixels": "culled seen px"}
 
     def cell(c, v):
         if v is None or v == "":

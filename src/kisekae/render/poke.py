@@ -146,6 +146,108 @@ def poke_through(body, garments, camera: Camera, size="720p", *, tolerance_m: fl
                       size=(w, h), camera=camera)
 
 
+def culled_skin_seen(body, culled, garments, camera: Camera, size="720p", *,
+                     renderer: Renderer | None = None) -> PokeResult:
+    """Count the pixels where skin that culling leaves out would have been seen: holes that culling makes.
+
+    Culling the skin under a garment hides what pokes through it, but skin that a view sees *past* the garment
+    (inside a hem or a neck hole, from below) must be drawn. A pixel counts when the nearest surface of the whole
+    scene is the front of a culled body triangle and, with the culled triangles left out, the nearest surface is not
+    the front of a garment: the viewer then sees through the body (another limb, the inside of the cloth, the
+    background) where skin belongs. Where the garment's front lies behind the culled skin, that skin was poking
+    through it, and culling shows the cloth as it should. Nor does it count where the garment's inside (a back face)
+    is what shows: a view that looks into the cloth sees fabric, as a double-sided garment is drawn (and a close-up
+    whose near plane cuts the cloth but not the skin under it sees the same). A hole is where the body's own
+    inside, another body part or the background shows instead of skin.
+
+    Parameters
+    ----------
+    body : DrawItem
+        The whole posed body.
+    culled : (F,) bool
+        The body triangles an engine leaves out (:func:`kisekae.render.scene.covered_body_faces`).
+    garments : list of DrawItem
+        The garments worn.
+    camera : Camera
+    size : str or (int, int), default ``"720p"``
+    renderer : Renderer, optional
+
+    Returns
+    -------
+    PokeResult
+        ``count``: the holes; ``covered``: the pixels where culled skin is the nearest surface.
+    """
+    from dataclasses import replace
+
+    r = renderer or default_renderer()
+    body_items, garment_items = _split(body, garments)
+    if len(body_items) != 1:
+        raise KisekaeError("expected one body item (its triangles are what `culled` marks)", "body")
+    whole = body_items[0]
+    cut = np.asarray(culled, dtype=bool)
+    if cut.shape != (len(whole.faces),):
+        raise KisekaeError(f"expected one flag per body triangle ({len(whole.faces)}), got shape {cut.shape}", "culled")
+    w, h = _resolution(size)
+    if not cut.any():
+        none = np.zeros((h, w), dtype=bool)
+        return PokeResult(count=0, covered=0, mask=none, covered_mask=none, size=(w, h), camera=camera)
+    kept = [(replace(whole, faces=whole.faces[~cut]), 1)] if not cut.all() else []
+    cloth = [(g, 3 + k) for k, g in enumerate(garment_items)]
+    first = kept + [(replace(whole, faces=whole.faces[cut]), 2)] + cloth
+    ids, _ = r.id_depth([i for i, _ in first], camera, (w, h), item_ids=[k for _, k in first])
+    shown = ids == 2
+    if not shown.any():
+        return PokeResult(count=0, covered=0, mask=shown, covered_mask=shown, size=(w, h), camera=camera)
+    after, _ = r.id_depth([i for i, _ in kept + cloth], camera, (w, h), item_ids=[k for _, k in kept + cloth])
+    holes = shown & (after < 3) & (after > -3)
+    return PokeResult(count=int(holes.sum()), covered=int(shown.sum()), mask=holes, covered_mask=shown, size=(w, h),
+                      camera=camera)
+
+
+def culled_skin_seen_report(body, culled: dict, garments: dict, *, views=REPORT_VIEWS, sizes=REPORT_SIZES,
+                            frame_points=None, landmarks=None, renderer: Renderer | None = None,
+                            progress=None) -> list[dict]:
+    """:func:`culled_skin_seen` per garment, view and resolution, framed as :func:`poke_through_report` frames them.
+
+    Parameters
+    ----------
+    body : DrawItem
+        The whole posed body.
+    culled : dict[str, (F,) bool]
+        Per garment, the body triangles culled under it alone.
+    garments : dict[str, DrawItem]
+        Named garments; each is drawn alone with the skin its own mask culls.
+    views, sizes, frame_points, landmarks, renderer, progress
+        As :func:`poke_through_report`.
+
+    Returns
+    -------
+    list of dict
+        ``{"garment", "view", "resolution", "width", "height", "culled_skin_seen_pixels"}``.
+    """
+    r = renderer or default_renderer()
+    if not isinstance(garments, dict) or not garments:
+        raise KisekaeError("expected a non-empty dict of named garments", "garments")
+    missing = [g for g in garments if g not in culled]
+    if missing:
+        raise KisekaeError(f"no culled triangles given for {', '.join(missing)}", "culled")
+    body_items, _ = _split(body, list(garments.values()))
+    pts = frame_points if frame_points is not None else np.concatenate([b.positions for b in body_items])
+    records = []
+    for size in sizes:
+        w, h = _resolution(size)
+        label = size if isinstance(size, str) else f"{w}x{h}"
+        for view in views:
+            cam = named_camera(view, pts, w / h, landmarks=landmarks)
+            for gname, g in garments.items():
+                res = culled_skin_seen(body_items, culled[gname], [g], cam, (w, h), renderer=r)
+                records.append({"garment": gname, "view": view, "resolution": label, "width": w, "height": h,
+                                "culled_skin_seen_pixels": res.count})
+                if progress is not None:
+                    progress()
+    return records
+
+
 def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPORT_SIZES, frame_points=None,
                         landmarks=None, tolerance_m: float = DEFAULT_TOLERANCE_M, renderer: Renderer | None = None,
                         keep_masks: bool = False, progress=None, solid=None) -> list[dict]:
