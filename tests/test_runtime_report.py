@@ -31,6 +31,7 @@ def test_runtime_rows_pictures_and_numbers(contact_avatar):
         (layer, "knees", label) for layer in RUNTIME_LAYERS for label, _ in RUNTIME_COLUMNS]
     # culling the covered skin never shows more skin through the cloth than drawing the whole body
     assert all(0 <= p["poke_through_pixels_culled"] <= p["poke_through_pixels"] for p in pixels)
+    assert all(p["culled_skin_seen_pixels"] >= 0 for p in pixels)
     # the corrections move the tights: their pictures differ from plain skinning's
     tights = rows[0]
     assert all(np.abs(tights[i].astype(int) - tights[0]).sum() > 0 for i in (1, 2))

@@ -15,9 +15,9 @@ import time
 
 from ..render.camera import named_camera
 from ..render.htmlpage import scroll_box
-from ..render.poke import mark_pixels, poke_through
+from ..render.poke import culled_skin_seen, mark_pixels, poke_through
 from ..render.renderer import default_renderer
-from ..render.scene import avatar_items, avatar_landmarks, cull_covered
+from ..render.scene import avatar_items, avatar_landmarks, cull_covered, covered_body_faces
 from ..render.sheets import comparison_sheet
 
 #: Poses and close-up views of the section.
@@ -52,7 +52,8 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
     pixels : list of dict, one per picture in row order: ``pose``, ``garments`` (drawn), ``view``, ``method``,
         ``poke_through_pixels``, the pixels marked (:func:`~kisekae.render.poke.poke_through` at ``size``), and
         ``poke_through_pixels_culled``, the same with the skin the drawn garments cover left out, as the engine
-        glue draws the body (:func:`~kisekae.render.scene.cull_covered`; the inside test on the whole body)
+        glue draws the body (:func:`~kisekae.render.scene.cull_covered`; the inside test on the whole body), and
+        ``culled_skin_seen_pixels``, the holes that culling makes there (:func:`~kisekae.render.poke.culled_skin_seen`)
 
     The body is posed as the avatar poses it (``avatar.body.posed``: with its contact step, if it has one).
     The surface candidates are baked on the first call and cached on ``avatar``; each carried pose warms up from
@@ -89,9 +90,11 @@ def runtime_rows(avatar, poses=RUNTIME_POSES, views=RUNTIME_VIEWS, size=CELL, re
                     poke = poke_through(body_item, drawn, cam, size, renderer=r)
                     culled = poke_through(cull_covered(body_item, avatar, layer), drawn, cam, size, renderer=r,
                                           solid=body_item)
+                    holes = culled_skin_seen(body_item, covered_body_faces(avatar, layer), drawn, cam, size, renderer=r)
                     row.append(mark_pixels(r.draw([body_item, *drawn], cam, size).rgb, poke.mask, grow=1))
                     pixels.append({"pose": name, "garments": layer, "view": view, "method": label,
-                                   "poke_through_pixels": poke.count, "poke_through_pixels_culled": culled.count})
+                                   "poke_through_pixels": poke.count, "poke_through_pixels_culled": culled.count,
+                                   "culled_skin_seen_pixels": holes.count})
             rows.append(row)
     return rows, records, pixels
 
@@ -127,8 +130,9 @@ def section_runtime(ctx) -> str:
     labels = {"skinned": "skinned", "surface": "stateless push", "carried": "carried push"}
     cols = [f"{v}: {labels[m]}" for v in RUNTIME_VIEWS for m, _ in RUNTIME_COLUMNS]
     per_row = len(RUNTIME_VIEWS) * len(RUNTIME_COLUMNS)
-    captions = [[f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px"
-                 for p in pixels[i:i + per_row]] for i in range(0, len(pixels), per_row)]
+    captions = [[f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px, "
+                 f"holes {p['culled_skin_seen_pixels']} px" for p in pixels[i:i + per_row]]
+                for i in range(0, len(pixels), per_row)]
     row_labels = [f"{p['pose']}, {' + '.join(p['garments'])}" for p in pixels[::per_row]]
     sheet = comparison_sheet(rows, row_labels=row_labels, col_labels=cols, cell_width=CELL[0],
                              captions=captions, font_size=SHEET_FONT_PX,
@@ -142,7 +146,8 @@ def section_runtime(ctx) -> str:
                    f"<td class='num'>{r['flipped_faces']}</td><td class='num'>{r['strain_p99']:.3f}</td>"
                    f"<td class='num'>{r['strain_max']:.3f}</td></tr>" for r in records)
     nums = "; ".join(f"{p['pose']} {' + '.join(p['garments'])} {p['view']} {labels[p['method']]}: "
-                     f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px" for p in pixels)
+                     f"{p['poke_through_pixels']} px, culled {p['poke_through_pixels_culled']} px, holes "
+                     f"{p['culled_skin_seen_pixels']} px" for p in pixels)
     alt = (f"Close-ups of the {' and '.join(RUNTIME_VIEWS)} in the {' and '.join(RUNTIME_POSES)}, the body in the "
            f"tights alone and in the tights and the skirt, each skinned, corrected by the stateless and by the "
            f"carried surface push, skin poking through the garments in magenta ({nums}).")
@@ -170,7 +175,8 @@ def section_runtime(ctx) -> str:
             "they also see the flat garment triangles between the vertices, and the skirt hides the tights, so "
             "each pose is drawn in the tights alone and in both. The pictures draw the whole body; each caption also "
             "gives the count with the skin under the drawn garments culled, as the engine glue draws it (the "
-            "covered-skin masks that <code>kisekae fit</code> writes). The "
+            "covered-skin masks that <code>kisekae fit</code> writes), and the holes that culling makes: culled "
+            "skin that the view sees past the cloth, where the body's inside or another limb would show. The "
             f"surface candidates are baked once per garment and avatar ({baked}), counted in the timings as a "
             "one-time row of their own.</p>"
             + scroll_box(f"<table><thead>{head}</thead><tbody>{body}</tbody></table>")
