@@ -266,3 +266,25 @@ def test_culled_skin_poking_through_the_front_is_not_a_hole():
         culled_skin_seen(body, everything[:-1], [shell], cam, (80, 60))
     with pytest.raises(KisekaeError, match="culled"):
         culled_skin_seen_report(body, {}, {"shell": shell}, views=("front",), sizes=((80, 60),))
+
+
+def test_near_plane_points_project_to_their_pixels_and_a_camera_under_the_cloth_sees_no_holes():
+    from kisekae.render.poke import culled_skin_seen, near_plane_points
+
+    cam = Camera(eye=(0.3, 0.2, 1.5), target=(0.0, 0.1, 0.0), fov_y=40.0, near=0.07)
+    w, h = 64, 48
+    rows, cols = np.array([0, 10, 47, 23]), np.array([0, 50, 63, 31])
+    p = near_plane_points(cam, (w, h), rows, cols)
+    clip = np.c_[p, np.ones(len(p))] @ cam.view_projection(w / h).T
+    ndc = clip[:, :3] / clip[:, 3:]
+    np.testing.assert_allclose(ndc[:, 2], -1.0, atol=1e-9)  # on the near plane
+    np.testing.assert_allclose((ndc[:, 0] + 1) / 2 * w - 0.5, cols, atol=1e-9)
+    np.testing.assert_allclose((1 - ndc[:, 1]) / 2 * h - 0.5, rows, atol=1e-9)
+    # legs in a skirt, the camera between them and the cloth: it sees the culled skin from under the cloth
+    lp, lf = tube(radius=0.2, y0=-0.9, y1=0.9, nv=12)
+    legs = _item((lp, lf), "body")
+    skirt = _item(tube(radius=0.3, nu=64, nv=16), "garment", "cloth")
+    under = Camera(eye=(0.0, -0.2, 0.27), target=(0.0, 0.1, 0.2), fov_y=60.0, near=0.01)
+    every = np.ones(len(lf), bool)
+    res = culled_skin_seen(legs, every, [skirt], under, (80, 60))
+    assert res.covered > 100 and res.count == 0

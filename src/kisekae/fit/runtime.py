@@ -241,9 +241,9 @@ TIGHT_COVER = 0.01
 #: The cone of rays that must all meet the garment for skin to count as covered in a verification pose
 #: (:func:`covered_skin_triangles`): the normal and this many rays tilted by this many degrees. Skin is then hidden
 #: from every view within the cone's angle of its normal. With 30 degrees (the library's default) the skin just
-#: inside a skirt's hem was culled and showed as holes from below (leg_raise, 4,497 pixels over 9 views at 640x360);
-#: at 45 degrees 1,129, with the same poke-through once culled in the seed's matrix (docs/fit.md, "Culled skin that
-#: shows").
+#: inside a skirt's hem was culled and showed as holes from below (leg_raise skirt: 3,111 pixels over 9 views at 720p
+#: and 2160p, :func:`kisekae.render.poke.culled_skin_seen`); at 45 degrees 1,606, with the same poke-through once
+#: culled in the seed's matrix (docs/fit.md, "Culled skin that shows").
 COVER_CONE = (45.0, 8)
 
 

@@ -146,6 +146,31 @@ def poke_through(body, garments, camera: Camera, size="720p", *, tolerance_m: fl
                       size=(w, h), camera=camera)
 
 
+def near_plane_points(camera: Camera, size, rows, cols) -> np.ndarray:
+    """World points (P, 3) where the rays through pixel centres ``(rows, cols)`` (row 0 at the top) cross the near
+    plane, metres."""
+    w, h = _resolution(size)
+    right, up, forward = camera.basis()
+    t = np.tan(np.radians(camera.fov_y) / 2.0)
+    x = (2.0 * (np.asarray(cols) + 0.5) / w - 1.0) * t * w / h
+    y = (1.0 - 2.0 * (np.asarray(rows) + 0.5) / h) * t
+    d = forward[None] + x[:, None] * right[None] + y[:, None] * up[None]  # linear view depth 1 along d
+    return np.asarray(camera.eye, dtype=np.float64)[None] + float(camera.near) * d
+
+
+def _winding(item, points) -> np.ndarray:
+    """Generalized winding numbers of ``points`` against a draw item's triangles (fast, :mod:`kisekae.geom.winding`)."""
+    from ..geom.bvh import build_bvh, refit
+    from ..geom.winding import winding_number
+
+    v = np.asarray(item.positions, dtype=np.float64)
+    f = np.asarray(item.faces, dtype=np.int64)
+    if not len(f):
+        return np.zeros(len(points))
+    bvh = build_bvh(v, f)
+    return winding_number(points, bvh, refit(bvh, v, f))
+
+
 def culled_skin_seen(body, culled, garments, camera: Camera, size="720p", *,
                      renderer: Renderer | None = None) -> PokeResult:
     """Count the pixels where skin that culling leaves out would have been seen: holes that culling makes.
@@ -156,9 +181,10 @@ def culled_skin_seen(body, culled, garments, camera: Camera, size="720p", *,
     the front of a garment: the viewer then sees through the body (another limb, the inside of the cloth, the
     background) where skin belongs. Where the garment's front lies behind the culled skin, that skin was poking
     through it, and culling shows the cloth as it should. Nor does it count where the garment's inside (a back face)
-    is what shows: a view that looks into the cloth sees fabric, as a double-sided garment is drawn (and a close-up
-    whose near plane cuts the cloth but not the skin under it sees the same). A hole is where the body's own
-    inside, another body part or the background shows instead of skin.
+    is what shows: a view that looks into the cloth sees fabric, as a double-sided garment is drawn. A hole is where
+    the body's own inside, another body part or the background shows instead of skin. Pixels whose ray starts (on
+    the near plane) inside the garment or the body (generalized winding number over 0.5) are left out: a close-up
+    camera that a raised leg reaches sits under the cloth, and sees the skin from where no culling can hold.
 
     Parameters
     ----------
@@ -200,6 +226,13 @@ def culled_skin_seen(body, culled, garments, camera: Camera, size="720p", *,
         return PokeResult(count=0, covered=0, mask=shown, covered_mask=shown, size=(w, h), camera=camera)
     after, _ = r.id_depth([i for i, _ in kept + cloth], camera, (w, h), item_ids=[k for _, k in kept + cloth])
     holes = shown & (after < 3) & (after > -3)
+    if holes.any():
+        rows, cols = np.nonzero(holes)
+        start = near_plane_points(camera, (w, h), rows, cols)
+        inside = np.zeros(len(rows), dtype=bool)
+        for item in [whole, *garment_items]:
+            inside |= _winding(item, start) > 0.5
+        holes[rows[inside], cols[inside]] = False
     return PokeResult(count=int(holes.sum()), covered=int(shown.sum()), mask=holes, covered_mask=shown, size=(w, h),
                       camera=camera)
 
