@@ -243,7 +243,8 @@ TIGHT_COVER = 0.01
 #: from every view within the cone's angle of its normal. With 30 degrees (the library's default) the skin just
 #: inside a skirt's hem was culled and showed as holes from below (leg_raise skirt: 3,111 pixels over 9 views at 720p
 #: and 2160p, :func:`kisekae.render.poke.culled_skin_seen`); at 45 degrees 1,606, with the same poke-through once
-#: culled in the seed's matrix (docs/fit.md, "Culled skin that shows").
+#: culled in the seed's matrix (docs/fit.md, "Culled skin that shows"). The rest-pose rule of tight fabric
+#: (:data:`TIGHT_COVER`) asks the same cone.
 COVER_CONE = (45.0, 8)
 
 
@@ -269,7 +270,8 @@ def covered_skin_triangles(avatar: Avatar, name: str) -> np.ndarray:
         covered = avatar_covered(avatar, poses, [name], cone_angle=COVER_CONE[0], cone_rays=COVER_CONE[1])[0]
         if params_for(name, None).skirt_bias == 0:
             covered = covered | avatar_covered(avatar, [Pose.rest(avatar.skeleton)], [name],
-                                               max_distance=TIGHT_COVER)[0]
+                                               max_distance=TIGHT_COVER, cone_angle=COVER_CONE[0],
+                                               cone_rays=COVER_CONE[1])[0]
         return covered_triangles(covered, avatar.body.mesh.faces)
 
     return _cached(avatar, "_kisekae_covered", name, make)
