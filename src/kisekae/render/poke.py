@@ -259,26 +259,33 @@ def culled_skin_seen_report(body, culled: dict, garments: dict, *, views=REPORT_
         ``{"garment", "view", "resolution", "width", "height", "culled_skin_seen_pixels"}``.
     """
     r = renderer or default_renderer()
-    if not isinstance(garments, dict) or not garments:
-        raise KisekaeError("expected a non-empty dict of named garments", "garments")
-    missing = [g for g in garments if g not in culled]
+    missing = [g for g in garments if g not in culled] if isinstance(garments, dict) else []
     if missing:
         raise KisekaeError(f"no culled triangles given for {', '.join(missing)}", "culled")
+    records = []
+    for body_items, rec, cam, _k, (gname, g) in _report_cells(body, garments, views, sizes, frame_points, landmarks):
+        res = culled_skin_seen(body_items, culled[gname], [g], cam, (rec["width"], rec["height"]), renderer=r)
+        records.append({**rec, "culled_skin_seen_pixels": res.count})
+        if progress is not None:
+            progress()
+    return records
+
+
+def _report_cells(body, garments, views, sizes, frame_points, landmarks):
+    """The (body items, record head, camera, garment index, (name, item)) of every size, view and named garment of a
+    report, the cameras framing ``frame_points`` (default: the body's vertices)."""
+    if not isinstance(garments, dict) or not garments:
+        raise KisekaeError("expected a non-empty dict of named garments", "garments")
     body_items, _ = _split(body, list(garments.values()))
     pts = frame_points if frame_points is not None else np.concatenate([b.positions for b in body_items])
-    records = []
     for size in sizes:
         w, h = _resolution(size)
         label = size if isinstance(size, str) else f"{w}x{h}"
         for view in views:
             cam = named_camera(view, pts, w / h, landmarks=landmarks)
-            for gname, g in garments.items():
-                res = culled_skin_seen(body_items, culled[gname], [g], cam, (w, h), renderer=r)
-                records.append({"garment": gname, "view": view, "resolution": label, "width": w, "height": h,
-                                "culled_skin_seen_pixels": res.count})
-                if progress is not None:
-                    progress()
-    return records
+            for k, (gname, g) in enumerate(garments.items()):
+                yield body_items, {"garment": gname, "view": view, "resolution": label, "width": w, "height": h}, \
+                    cam, k, (gname, g)
 
 
 def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPORT_SIZES, frame_points=None,
@@ -312,26 +319,16 @@ def poke_through_report(body, garments: dict, *, views=REPORT_VIEWS, sizes=REPOR
         ``{"garment", "view", "resolution", "width", "height", "covered_pixels", "poke_through_pixels"}``.
     """
     r = renderer or default_renderer()
-    if not isinstance(garments, dict) or not garments:
-        raise KisekaeError("expected a non-empty dict of named garments", "garments")
-    body_items, _ = _split(body, list(garments.values()))
-    pts = frame_points if frame_points is not None else np.concatenate([b.positions for b in body_items])
     records = []
-    for size in sizes:
-        w, h = _resolution(size)
-        label = size if isinstance(size, str) else f"{w}x{h}"
-        for view in views:
-            cam = named_camera(view, pts, w / h, landmarks=landmarks)
-            for k, (gname, g) in enumerate(garments.items()):
-                res = poke_through(body_items, [g], cam, (w, h), tolerance_m=tolerance_m, renderer=r, solid=solid,
-                                   _body_pass=k > 0)  # the body pass of the first garment is reused
-                rec = {"garment": gname, "view": view, "resolution": label, "width": w, "height": h,
-                       "covered_pixels": res.covered, "poke_through_pixels": res.count}
-                if keep_masks:
-                    rec["result"] = res
-                records.append(rec)
-                if progress is not None:
-                    progress()
+    for body_items, rec, cam, k, (_gname, g) in _report_cells(body, garments, views, sizes, frame_points, landmarks):
+        res = poke_through(body_items, [g], cam, (rec["width"], rec["height"]), tolerance_m=tolerance_m, renderer=r,
+                           solid=solid, _body_pass=k > 0)  # the body pass of the first garment is reused
+        rec.update(covered_pixels=res.covered, poke_through_pixels=res.count)
+        if keep_masks:
+            rec["result"] = res
+        records.append(rec)
+        if progress is not None:
+            progress()
     return records
 
 
