@@ -158,21 +158,29 @@ def near_plane_points(camera: Camera, size, rows, cols) -> np.ndarray:
     return np.asarray(camera.eye, dtype=np.float64)[None] + float(camera.near) * d
 
 
-def _winding(item, points) -> np.ndarray:
-    """Generalized winding numbers of ``points`` against a draw item's triangles (fast, :mod:`kisekae.geom.winding`)."""
-    from ..geom.bvh import build_bvh, refit
-    from ..geom.winding import winding_number
+class _Solid:
+    """Generalized winding numbers against a draw item's triangles (:mod:`kisekae.geom.winding`), its tree built on
+    the first question and kept: a report asks of the same posed body in every view (0.3 s a tree for the body)."""
 
-    v = np.asarray(item.positions, dtype=np.float64)
-    f = np.asarray(item.faces, dtype=np.int64)
-    if not len(f):
-        return np.zeros(len(points))
-    bvh = build_bvh(v, f)
-    return winding_number(points, bvh, refit(bvh, v, f))
+    def __init__(self, item):
+        self.item, self._tree = item, None
+
+    def winding(self, points) -> np.ndarray:
+        from ..geom.bvh import build_bvh, refit
+        from ..geom.winding import winding_number
+
+        f = np.asarray(self.item.faces, dtype=np.int64)
+        if not len(f):
+            return np.zeros(len(points))
+        if self._tree is None:
+            v = np.asarray(self.item.positions, dtype=np.float64)
+            bvh = build_bvh(v, f)
+            self._tree = (bvh, refit(bvh, v, f))
+        return winding_number(points, *self._tree)
 
 
 def culled_skin_seen(body, culled, garments, camera: Camera, size="720p", *,
-                     renderer: Renderer | None = None) -> PokeResult:
+                     renderer: Renderer | None = None, _solids=None) -> PokeResult:
     """Count the pixels where skin that culling leaves out would have been seen: holes that culling makes.
 
     Culling the skin under a garment hides what pokes through it, but skin that a view sees *past* the garment
@@ -230,8 +238,9 @@ def culled_skin_seen(body, culled, garments, camera: Camera, size="720p", *,
         rows, cols = np.nonzero(holes)
         start = near_plane_points(camera, (w, h), rows, cols)
         inside = np.zeros(len(rows), dtype=bool)
-        for item in [whole, *garment_items]:
-            inside |= _winding(item, start) > 0.5
+        # the body's and the garments' trees, kept by a report across its views (_solids)
+        for solid in _solids or [_Solid(whole), *map(_Solid, garment_items)]:
+            inside |= solid.winding(start) > 0.5
         holes[rows[inside], cols[inside]] = False
     return PokeResult(count=int(holes.sum()), covered=int(shown.sum()), mask=holes, covered_mask=shown, size=(w, h),
                       camera=camera)
@@ -262,9 +271,14 @@ def culled_skin_seen_report(body, culled: dict, garments: dict, *, views=REPORT_
     missing = [g for g in garments if g not in culled] if isinstance(garments, dict) else []
     if missing:
         raise KisekaeError(f"no culled triangles given for {', '.join(missing)}", "culled")
-    records = []
+    records, solids = [], {}
     for body_items, rec, cam, _k, (gname, g) in _report_cells(body, garments, views, sizes, frame_points, landmarks):
-        res = culled_skin_seen(body_items, culled[gname], [g], cam, (rec["width"], rec["height"]), renderer=r)
+        if not solids:
+            solids[None] = _Solid(body_items[0])
+        if gname not in solids:
+            solids[gname] = _Solid(g)
+        res = culled_skin_seen(body_items, culled[gname], [g], cam, (rec["width"], rec["height"]), renderer=r,
+                               _solids=[solids[None], solids[gname]])
         records.append({**rec, "culled_skin_seen_pixels": res.count})
         if progress is not None:
             progress()
