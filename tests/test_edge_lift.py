@@ -219,7 +219,7 @@ def test_stretched_lengths_widen_the_chord_not_the_count():
     s = edge_samples(v, [[0, 1], [1, 2]], spacing=0.02, lengths=[0.15, 0.001])
     np.testing.assert_array_equal(s.ends, rest.ends)
     np.testing.assert_array_equal(s.bary, rest.bary)
-    np.testing.assert_allclose(s.chord, [0.15 / 3] * 2)  # 2 samples cut the 15 cm edge into thirds
+    np.testing.assert_allclose(s.chord, [0.15 / 3] * 2)  # 2 samples cut the 15 cm edge into thirds: kept, not 2 more
     np.testing.assert_allclose(edge_samples(v, [[0, 1]], spacing=0.02, lengths=[0.01]).chord, [0.05 / 3] * 2)
     for bad in ([0.1], [np.nan, 0.1], [-1.0, 0.1]):
         with pytest.raises(KisekaeError, match="edge sample lengths"):
@@ -244,17 +244,25 @@ def test_skinned_edge_lengths_is_the_longest_over_the_poses():
 
 def test_garment_samples_take_the_chord_from_the_range_of_motion(avatar):
     """The runtime's samples of the built-in tights: the rest samples, with a chord at least the rest one, wider
-    where skinning stretches the edge (the crotch, the hip creases), and equal to the stretched spacing."""
+    where skinning stretches the edge (the crotch, the hip creases), and equal to the stretched spacing; plus samples
+    on the edges too short at rest that skinning stretches past ``STRETCHED_SPACING`` spacings."""
     from kisekae.avatar.poses import named_pose
+    from kisekae.fit.edge_lift import SAMPLE_SPACING, STRETCHED_SPACING
     from kisekae.fit.runtime import garment_edge_lengths, garment_samples
 
     mesh = avatar.part("tights").mesh
     rest, s = garment_edge_samples(mesh), garment_samples(avatar, "tights")
-    np.testing.assert_array_equal(s.ends, rest.ends)
-    assert np.all(s.chord >= rest.chord - 1e-12) and np.sum(s.chord > 1.5 * rest.chord) > 100
     lengths = garment_edge_lengths(avatar, "tights")
-    crouch = avatar.part("tights").posed(named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton))
     e = mesh.edges
+    rest_len = np.linalg.norm(mesh.vertices[e[:, 0]] - mesh.vertices[e[:, 1]], axis=1)
+    added = (rest_len < SAMPLE_SPACING) & (lengths >= STRETCHED_SPACING * SAMPLE_SPACING * 1.001)
+    assert 0 < added.sum() < 0.01 * len(e)
+    extra = np.array([(s.ends[:, 0] == a) & (s.ends[:, 1] == b) for a, b in e[added]]).any(axis=0)
+    assert extra.sum() >= added.sum() and len(s) == len(rest) + extra.sum()
+    np.testing.assert_array_equal(s.ends[~extra], rest.ends)
+    keep = s.chord[~extra]
+    assert np.all(keep >= rest.chord - 1e-12) and np.sum(keep > 1.5 * rest.chord) > 100
+    crouch = avatar.part("tights").posed(named_pose(avatar.skeleton, "crouch").skinning_matrices(avatar.skeleton))
     posed = np.linalg.norm(crouch[e[:, 0]] - crouch[e[:, 1]], axis=1)
     assert np.mean(posed <= lengths * 1.01) > 0.999  # the range of motion covers a named pose it was not drawn for
 
@@ -423,3 +431,38 @@ def test_check_cli_edge_lift_flag(tmp_path):
     assert out[1]["edge_crossings"] < out[0]["edge_crossings"]  # measured 12 -> 5
     assert out[2]["edge_crossings"] < out[0]["edge_crossings"]
     assert out[1]["flipped_faces"] == 0
+
+
+def test_an_edge_short_at_rest_but_stretched_far_gets_samples():
+    """An edge without samples at rest (1.9 cm < 2 cm) gets ``ceil(longest / (STRETCHED_SPACING spacing)) - 1`` at
+    ``t = k / (n + 1)`` once skinning stretches it far enough, each with the stretched spacing as its chord; one
+    stretched less than that keeps none."""
+    from kisekae.fit.edge_lift import STRETCHED_SPACING
+
+    v = np.array([[0, 0, 0], [0.019, 0, 0], [0.019, 0.019, 0]], dtype=np.float64)
+    reach = STRETCHED_SPACING * 0.02
+    long_ = 2.5 * reach  # 2 samples
+    s = edge_samples(v, [[0, 1], [1, 2]], spacing=0.02, lengths=[long_, 0.99 * reach])
+    np.testing.assert_array_equal(s.ends, [[0, 1, 1], [0, 1, 1]])
+    np.testing.assert_allclose(s.bary[:, 1], [1 / 3, 2 / 3])
+    np.testing.assert_allclose(s.chord, [long_ / 3] * 2)
+    assert len(edge_samples(v, [[0, 1], [1, 2]], spacing=0.02)) == 0
+
+
+def test_corner_candidates_fill_a_samples_free_slots_in_turn():
+    """A sample keeps its own candidates in order, then takes its corners' in turn (the heavier corner first), each
+    triangle once; a full row is kept; a corner of weight 0 gives nothing; the row is padded with its first."""
+    from kisekae.fit.edge_lift import EdgeSamples, with_corner_candidates
+    from kisekae.fit.surface import SurfaceCandidates
+
+    samples = EdgeSamples(np.array([[0, 1, 1], [0, 1, 1], [0, 1, 2]]),
+                          np.array([[0.25, 0.75, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]]), np.full(3, 0.01), 3)
+    own = SurfaceCandidates(np.array([[7, 7, 7, 7, 7, 7], [9, 8, 7, 6, 5, 4], [7, 1, 7, 7, 7, 7]], np.int32), 20)
+    corner = SurfaceCandidates(np.array([[1, 2, 2, 2, 2, 2], [3, 4, 1, 3, 3, 3], [11, 11, 11, 11, 11, 11]], np.int32),
+                               20)
+    got = with_corner_candidates(own, corner, samples).triangles
+    np.testing.assert_array_equal(got[0], [7, 3, 1, 4, 2, 7])  # corner 1 (0.75) first; corner 2 has weight 0
+    np.testing.assert_array_equal(got[1], [9, 8, 7, 6, 5, 4])  # full: unchanged
+    np.testing.assert_array_equal(got[2], [7, 1, 11, 3, 4, 2])  # corners by weight 2, 1, 0: 11 3 1 | 11 4 2
+    with pytest.raises(KisekaeError, match="sample candidates"):
+        with_corner_candidates(own, SurfaceCandidates(corner.triangles[:2], 20), samples)

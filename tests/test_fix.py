@@ -285,13 +285,13 @@ def test_the_runtime_start_is_what_the_engine_shows_where_it_is_clean(avatar):
 
 
 def test_the_runtime_start_is_finished_where_it_clips(avatar):
-    """Where the per-frame tights keep edges through the body (contact body, leg_raise), the shape and exact solvers
+    """Where the per-frame tights keep edges through the body (the planes alone, the sit), the shape and exact solvers
     finish them from there: fewer visible defects than the per-frame result, nothing inside, within max_push."""
     from kisekae.fit.fix import _defects
     from kisekae.fit.runtime import runtime_pose
 
     av = avatar.with_body_contact()
-    pose = named_pose(av.skeleton, "leg_raise")
+    pose = named_pose(av.skeleton, "sit")
     m = pose.skinning_matrices(av.skeleton)
     q = BodyQuery(body_topology(av), av.body.posed(m))
     part = av.part("tights")

@@ -225,10 +225,11 @@ def test_fit_exports_the_garment_correctives_for_the_engine(tmp_path, contact_av
 
 
 def test_samples_are_repaired_offline_where_the_path_leaves_crossings(contact_avatar):
-    """The crouch's per-frame tights leave two crotch edges through the body: the bake's sample lifts them out
+    """The crouch's per-frame tights leave four crotch edges through the body: the bake's sample lifts them out
     (kisekae.fit.crossing_repair) by millimetres at a few dozen vertices, and leaves every other vertex as the path
     has it; the stand has nothing to repair."""
     from kisekae.fit.crossing_repair import repair_crossings
+    from kisekae.fit.garment_correctives import SAMPLE_REPAIR_ROUNDS
     from kisekae.qa.check import body_topology
     from kisekae.qa.penetration import BodyQuery
 
@@ -245,7 +246,8 @@ def test_samples_are_repaired_offline_where_the_path_leaves_crossings(contact_av
     y = x + np.einsum("nij,nj->ni", rot, plain[0].astype(np.float64))
     query = BodyQuery(body_topology(av), av.body.posed(mats[0]))
     assert query.crossing_edges(y, part.mesh.edges).sum() > 0
-    want = repair_crossings(query, y, part.mesh.edges, 0.002, weld=part.mesh.weld, slack=None)[0]
+    want = repair_crossings(query, y, part.mesh.edges, 0.002, weld=part.mesh.weld, slack=None,
+                            rounds=SAMPLE_REPAIR_ROUNDS)[0]
     assert not query.crossing_edges(want, part.mesh.edges).any()
     got = x + np.einsum("nij,nj->ni", rot, fixed[0].astype(np.float64))
     assert np.abs(got - want).max() < 1e-4  # float32 rest-space samples

@@ -386,7 +386,8 @@ def test_chord_allowance_on_a_cylinder():
 
 def test_check_compression_limit_flag(tmp_path, capsys):
     """``kisekae check --runtime --compression-limit C``: the records say the limit, 0 turns the floor off (the crouch
-    tights' strain maximum rises past 0.5, as before the floor), and the flag needs the carried or surface method."""
+    tights' strain maximum rises by half or more, as before the floor), and the flag needs the carried or surface
+    method."""
     import json
 
     from kisekae.cli import main
@@ -399,7 +400,7 @@ def test_check_compression_limit_flag(tmp_path, capsys):
         rec = [r for r in json.loads(path.read_text()) if r.get("stage") == "runtime"][0]
         assert rec["compression_limit"] == float(limit)
         strain[limit] = rec["strain_max"]
-    assert strain["0.15"] < 0.4 < 0.5 < strain["0"], strain
+    assert strain["0.15"] < 0.4 and strain["0"] > 1.5 * strain["0.15"], strain
     for extra in ([], ["--runtime", "--runtime-method", "capsules"]):
         assert main(["check", "--pose", "stand", "--garment", "tights", *extra, "--compression-limit", "0.1"]) == 2
         assert "--compression-limit" in capsys.readouterr().err

@@ -15,11 +15,14 @@ So the per-frame correction also pushes *points on the edges* and *inside the fa
   the spacing also gets the interior points of a barycentric grid of ``ceil(L / spacing)`` parts a side
   (:func:`face_samples`): the body can bulge through the inside of a coarse face with every vertex and edge point
   outside (the crouch skirt's 4-16 cm^2 faces let the thigh through, docs/fit.md). Every sample is a barycentric
-  blend of up to three vertices (:class:`EdgeSamples`). The built-in tights get 3,583 edge and 1,702 face samples,
-  the skirt 2,125 and 2,316; a garment finer than 2 cm gets none, and this stage then costs nothing.
+  blend of up to three vertices (:class:`EdgeSamples`). With the longest lengths skinning gives the edges, an edge
+  too short at rest that skinning stretches past :data:`STRETCHED_SPACING` spacings gets samples too. The built-in
+  tights get 3,600 edge and 1,702 face samples, the skirt 2,207 and 2,316; a garment finer than 2 cm that skinning
+  does not stretch gets none, and this stage then costs nothing.
 - **Candidates** (:func:`bake_sample_candidates`): each sample, skinned as the blend of its corners, gets its
   own candidate body triangles over the same range-of-motion poses as the vertices
-  (:func:`kisekae.fit.surface.bake_surface_candidates`).
+  (:func:`kisekae.fit.surface.bake_surface_candidates`); its free slots then take its corners' candidates
+  (:func:`with_corner_candidates`).
 - **Per frame** (:func:`edge_lift`): each sample at ``p_s = sum_k w_k p_k`` is pushed by the surface push's law
   (clearance to the nearest candidate along its blended normal, margin, stiffness, maxPush, skirt bias, masks
   blended from its corners, chord allowance of the spacing around it), giving a lift ``d_s``. Moving corner k by
@@ -50,6 +53,9 @@ from .surface import CANDIDATES, SurfaceCandidates, _body_frame, _inputs, _push,
 
 #: Largest spacing of the samples along an edge, metres (rest length): an edge of length L gets ceil(L / s) - 1.
 SAMPLE_SPACING = 0.02
+#: With the stretched lengths, an edge also gets samples at least every ``STRETCHED_SPACING`` times the spacing of the
+#: longest length skinning gives it (0: by the rest length alone).
+STRETCHED_SPACING = 3.0
 #: Rounds of (edge lift, push of the lifted vertices, unflip, push) at the end of the per-frame correction.
 LIFT_PASSES = 3
 #: Stretch-limit passes (:func:`kisekae.fit.surface.stretch_limit`, each followed by the push of what it moved) after
@@ -138,6 +144,10 @@ def edge_samples(vertices, edges, spacing: float = SAMPLE_SPACING, lengths=None)
         skinning pulled apart (an edge stretched 2-5x at a hip crease) by the sagitta of that spacing, not of the
         rest one. Measured over 68 cells of the per-frame path (docs/fit.md), edges through the body 121 -> 108 at
         no cost per frame; spacing the samples by the stretched length too (24-66 % more samples) gave 102.
+        An edge too short at rest for a sample but that skinning stretches past ``STRETCHED_SPACING`` spacings gets
+        ``ceil(max / (STRETCHED_SPACING spacing)) - 1`` samples: a 19 mm edge of the tights' crotch, 11 cm long in
+        the range of motion and 9-11 cm in the crouch, otherwise cuts the crotch corner between its two ends (17 more
+        samples for the tights, 82 for the skirt; docs/fit.md "Samples on stretched edges").
         None: the rest lengths
 
     Returns
@@ -155,7 +165,10 @@ def edge_samples(vertices, edges, spacing: float = SAMPLE_SPACING, lengths=None)
             raise KisekaeError(f"expected {len(e)} finite lengths >= 0, got shape {stretched.shape}",
                                "edge sample lengths")
         longest = np.maximum(length, stretched)
-    n = np.maximum(np.ceil(length / spacing - 1e-9) - 1, 0).astype(np.int64)
+    n = np.maximum(np.ceil(length / spacing - 1e-9) - 1, 0)
+    if lengths is not None and STRETCHED_SPACING > 0:
+        n = np.where(n > 0, n, np.maximum(np.ceil(longest / (STRETCHED_SPACING * spacing) - 1e-9) - 1, 0))
+    n = n.astype(np.int64)
     edge = np.repeat(np.arange(len(e)), n)
     first = np.repeat(np.cumsum(n) - n, n)
     k = np.arange(len(edge)) - first + 1
@@ -244,6 +257,56 @@ def bake_sample_candidates(avatar, name: str, samples: EdgeSamples, poses=None, 
     from .surface import bake_surface_candidates
 
     return bake_surface_candidates(avatar, name, poses, k, points_of=samples.points, **kwargs)
+
+
+def with_corner_candidates(sample_candidates: SurfaceCandidates, vertex_candidates: SurfaceCandidates,
+                           samples: EdgeSamples) -> SurfaceCandidates:
+    """Each sample's candidates, then its corners' until the row is full.
+
+    A sample's own bake sees the triangles nearest to it over the range of motion. In a pose deeper than those (the
+    crouch's thigh lifting the skirt's hem 6 cm) the skin under a sample can be a triangle that only one of its
+    corners saw: the sample then finds no triangle there and the edge passes through the body between lifted
+    samples. The free slots of each row (a sample has 15 distinct candidates of 32 on average) take its corners'
+    candidates, taken in turn from each corner (the largest weight first) in the order of its own bake; a row stays
+    padded with its first.
+    No cost per frame where a row was full; elsewhere the push tests the added triangles.
+
+    Parameters
+    ----------
+    sample_candidates : SurfaceCandidates (S, K) of the samples (:func:`bake_sample_candidates`)
+    vertex_candidates : SurfaceCandidates (N, K') of the garment's (welded) vertices
+    samples : EdgeSamples
+
+    Returns
+    -------
+    SurfaceCandidates (S, K)
+    """
+    own = np.asarray(sample_candidates.triangles)
+    corner = np.asarray(vertex_candidates.triangles)
+    if len(own) != len(samples) or len(corner) != samples.n_vertices:
+        raise KisekaeError(f"{len(own)} sample rows and {len(corner)} vertex rows for {len(samples)} samples on "
+                           f"{samples.n_vertices} vertices", "sample candidates")
+    k = own.shape[1]
+    out = np.empty_like(own)
+    order = np.argsort(-samples.bary, axis=1, kind="stable")
+    for s in range(len(own)):
+        row = [own[s, 0]]
+        seen = {int(own[s, 0])}
+        for t in own[s, 1:]:
+            if t == own[s, 0]:
+                break
+            row.append(t)
+            seen.add(int(t))
+        lists = [corner[samples.ends[s, c]] for c in order[s] if samples.bary[s, c] > 0]
+        for t in np.stack(lists, axis=1).reshape(-1):  # round robin: each corner's most frequent first
+            if len(row) >= k:
+                break
+            if int(t) not in seen:
+                row.append(t)
+                seen.add(int(t))
+        out[s, :len(row)] = row
+        out[s, len(row):] = row[0]
+    return SurfaceCandidates(out, sample_candidates.n_body_faces)
 
 
 def vertex_samples(samples: EdgeSamples, weld=None) -> tuple:

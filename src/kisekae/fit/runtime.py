@@ -104,6 +104,7 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
     -------
     (SurfaceCandidates of the vertices, SurfaceCandidates of the edge samples or None)
     """
+    from .edge_lift import with_corner_candidates
     from .followed_bake import FOLLOW_REACH, bake_followed_candidates
 
     params = params_for(name, None)
@@ -121,11 +122,16 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
         nf = len(avatar.body.mesh.faces)
         out = [SurfaceCandidates(np.ascontiguousarray(arrays[k], dtype=np.int32), nf) if k in arrays else None
                for k in ("vertex", "sample")]
+        if out[1] is not None and CORNER_CANDIDATES:
+            out[1] = with_corner_candidates(out[1], out[0], samples)
         return tuple(out)
 
     return _cached(avatar, "_kisekae_followed_candidates", name, make)
 
 
+#: Fill each edge sample's free candidate slots with its corners' candidates
+#: (:func:`kisekae.fit.edge_lift.with_corner_candidates`).
+CORNER_CANDIDATES = True
 #: Version of the surface-candidate bake in its disk-cache key: raise it whenever the bake's method changes.
 CANDIDATES_BAKE_VERSION = 2
 #: Version of the layer-candidate bake (:func:`layer_candidates`) in its disk-cache key.
