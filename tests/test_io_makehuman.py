@@ -196,6 +196,39 @@ def test_bvh_retarget_keeps_the_trunk_and_branch_bones_in_their_rest_place(avata
             np.testing.assert_allclose(got, want, atol=1e-6, err_msg=side)
 
 
+def test_bvh_fingers_turn_about_the_same_axis_relative_to_the_finger(avatar_cmu):
+    """A clip finger's turn about its joint (relative to its parent) is given to our finger with the same angle and with
+    its axis at the same angle to the finger: CMU's thumb and finger joints point 68-82 degrees away from ours, so
+    the same turn about the same world axes twisted ours and bent the thumb into the palm. Independent check from the
+    clip's global rotations and rest offsets."""
+    from scipy.spatial.transform import Rotation
+
+    s = avatar_cmu.skeleton
+    clip = read_bvh(BVH)
+    names = [j.name for j in clip.joints]
+    motion = load_bvh(BVH, s)
+    rest = s.rest.astype(np.float64)
+    checked = 0
+    for frame in (1, 2):
+        q, _ = clip.global_rotations(frame)
+        w = motion.poses[frame].world_matrices(s)
+        for name in ("LThumb", "RThumb", "LeftFingerBase", "RightFingerBase"):
+            b = names.index(name)
+            kids = [c for c, jt in enumerate(clip.joints) if jt.parent == b]
+            d_clip = clip.joints[kids[0]].offset if len(kids) == 1 else clip.joints[b].end_offset
+            turn = Rotation.from_matrix(q[clip.joints[b].parent].T @ q[b]).as_rotvec()
+            i = s.index[name]
+            p = s.parents[i]
+            ours = Rotation.from_matrix(rest[p, :3, :3] @ w[p, :3, :3].T @ w[i, :3, :3] @ rest[i, :3, :3].T).as_rotvec()
+            assert np.linalg.norm(turn) > np.radians(5), name  # the clip turns this finger
+            np.testing.assert_allclose(np.linalg.norm(ours), np.linalg.norm(turn), atol=1e-6, err_msg=name)
+            cos_clip = turn @ d_clip / (np.linalg.norm(turn) * np.linalg.norm(d_clip))
+            cos_ours = ours @ rest[i, :3, 1] / (np.linalg.norm(ours) * np.linalg.norm(rest[i, :3, 1]))
+            np.testing.assert_allclose(cos_ours, cos_clip, atol=1e-6, err_msg=name)
+            checked += 1
+    assert checked == 8
+
+
 def test_frames_selection():
     assert parse_frames("1:3", 5) == [1, 2]
     assert parse_frames("-1", 5) == [4]

@@ -13,7 +13,8 @@ head), whose rest curvature is a convention of each skeleton rather than a pose,
 which start at their parent's head (CMU's ``LHipJoint``, pelvis centre to hip socket). Copying their
 directions bent the body's spine and neck forward by the two skeletons' difference in every frame and
 moved the hip sockets 7 cm, into a permanent overlap of the thighs: on the packaged clip plain
-skinning buried 162-220 body vertices a frame, now 2-70 (docs/contact.md).
+skinning buried 162-220 body vertices a frame, now 2-70 (docs/contact.md). A finger's turn relative to its
+parent is taken into our finger's own frame (:func:`_finger_axes`), because CMU's fingers point elsewhere than ours.
 Root translation is scaled by the ratio of hip heights. BVH's axes are taken as the glTF frame
 (+Y up, character facing +Z, left on +X), which holds for the CMU conversions.
 """
@@ -347,6 +348,7 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
     rest_pos = clip.rest_positions()
     rest_rot = skeleton.rest[:, :3, :3].astype(np.float64)
     align = _alignments(clip, mapping, rest_rot, _turned_bones(skeleton, mapping), skeleton.parents)
+    fingers = _finger_axes(clip, mapping, rest_rot, align, skeleton)
     root_b = 0
     bvh_hip_height = rest_pos[root_b][1] if rest_pos[root_b][1] > 0 else None
     ours_root = int(np.nonzero(skeleton.parents < 0)[0][0])
@@ -362,7 +364,11 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
         local = np.empty((skeleton.n_bones, 3, 3))
         for j, p in enumerate(skeleton.parents):
             parent_w = np.eye(3) if p < 0 else world[p]
-            if j in mapping:
+            if j in fingers:  # the clip's turn of the finger about its own joint, taken into our finger's frame
+                clip_parent, turn_frame = fingers[j]
+                turn = turn_frame.T @ q[clip_parent].T @ q[mapping[j]] @ turn_frame
+                world[j] = parent_w @ rest_rot[p].T @ turn @ rest_rot[j]
+            elif j in mapping:
                 world[j] = q[mapping[j]] @ align[j] @ rest_rot[j]
             else:
                 world[j] = parent_w @ local_rest[j]
@@ -433,6 +439,42 @@ def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
         if p >= 0 and np.linalg.norm(heads[j] - heads[p]) < 1e-4:
             out.add(int(j))
     return out & set(mapping)
+
+
+def _finger_axes(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, align: dict, skeleton: Skeleton) -> dict:
+    """Per finger bone (below a humanoid hand) whose parent drives the clip joint's parent:
+    ``(clip parent joint, F)`` with ``F = A · B``, where ``A`` is the bone's alignment (:func:`_alignments`: its hand's)
+    and ``B`` the shortest rotation taking the bone's rest direction onto the clip finger's rest direction seen
+    through ``A`` (``Aᵀ d_clip``).
+
+    A finger keeps its rest place on the hand (:func:`_turned_bones`), but the clip's finger turns about axes of the
+    clip's finger: CMU's finger and thumb joints point 68-82 degrees away from MakeHuman's, so the same turn about the
+    same axes bent our thumb into the palm (the packaged clip buried 19 thumb and finger vertices in frames 1-2). The
+    turn ``D`` of the clip joint relative to its parent is taken into our bone's frame as ``Fᵀ D F``: a bend about an
+    axis across the clip's finger becomes a bend about the same axis across ours. Where the two fingers point the same
+    way, ``B = I`` and the turn is what it was.
+    """
+    from ..avatar.poses import humanoid_map
+
+    roles = humanoid_map(skeleton)
+    hands = {int(roles[r]) for r in ("leftHand", "rightHand") if r in roles}
+    children = {b: [c for c, jt in enumerate(clip.joints) if jt.parent == b] for b in range(len(clip.joints))}
+    out = {}
+    for j, b in mapping.items():
+        p = int(skeleton.parents[j])
+        up = p
+        while up >= 0 and up not in hands:
+            up = int(skeleton.parents[up])
+        if up < 0 or p < 0 or mapping.get(p) != clip.joints[b].parent:
+            continue
+        kids = children[b]
+        d_clip = clip.joints[kids[0]].offset if len(kids) == 1 else (
+            clip.joints[b].end_offset if not kids else None)
+        if d_clip is None or np.linalg.norm(d_clip) < 1e-9:
+            continue
+        a = align[j]
+        out[j] = (clip.joints[b].parent, a @ _shortest_rotation(rest_rot[j][:, 1], a.T @ np.asarray(d_clip, float)))
+    return out
 
 
 def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, turned=(), parents=None) -> dict:
