@@ -229,6 +229,29 @@ def test_bvh_fingers_turn_about_the_same_axis_relative_to_the_finger(avatar_cmu)
     assert checked == 8
 
 
+def test_bvh_joints_the_rig_lacks_turn_the_bone_above(avatar):
+    """CMU's Neck and Neck1 drive the game_engine rig's one neck bone: the neck takes both turns and the head only its
+    own, so the head does not fold onto the neck (the clip's T-pose frame: Neck -16, Neck1 +21, Head +11 degrees
+    about X). Independent check from the clip's global rotations."""
+    from scipy.spatial.transform import Rotation
+
+    s = avatar.skeleton
+    clip = read_bvh(BVH)
+    names = [j.name for j in clip.joints]
+    motion = load_bvh(BVH, s)
+    rest = s.rest.astype(np.float64)
+    neck, head = s.index["neck_01"], s.index["head"]
+    assert s.parents[head] == neck
+    for frame in range(clip.n_frames):
+        q, _ = clip.global_rotations(frame)
+        w = motion.poses[frame].world_matrices(s)
+        turn = rest[neck, :3, :3] @ w[neck, :3, :3].T @ w[head, :3, :3] @ rest[head, :3, :3].T
+        want = q[names.index("Neck1")].T @ q[names.index("Head")]  # Head's own turn, not Neck1's with it
+        got = Rotation.from_matrix(turn).magnitude()
+        assert abs(got - Rotation.from_matrix(want).magnitude()) < 1e-6
+    assert np.degrees(got) < 12  # frame 2: Head 8.9 degrees; with Neck1's turn added it was about 28
+
+
 def test_frames_selection():
     assert parse_frames("1:3", 5) == [1, 2]
     assert parse_frames("-1", 5) == [4]

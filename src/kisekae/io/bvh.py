@@ -14,7 +14,9 @@ which start at their parent's head (CMU's ``LHipJoint``, pelvis centre to hip so
 directions bent the body's spine and neck forward by the two skeletons' difference in every frame and
 moved the hip sockets 7 cm, into a permanent overlap of the thighs: on the packaged clip plain
 skinning buried 162-220 body vertices a frame, now 2-70 (docs/contact.md). A finger's turn relative to its
-parent is taken into our finger's own frame (:func:`_finger_axes`), because CMU's fingers point elsewhere than ours.
+parent is taken into our finger's own frame (:func:`_finger_axes`), because CMU's fingers point elsewhere than ours,
+and a bone above clip joints the rig lacks (CMU's ``Neck1`` on a rig with one neck bone) takes their turn
+(:func:`_rotation_sources`).
 Root translation is scaled by the ratio of hip heights. BVH's axes are taken as the glTF frame
 (+Y up, character facing +Z, left on +X), which holds for the CMU conversions.
 """
@@ -349,6 +351,7 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
     rest_rot = skeleton.rest[:, :3, :3].astype(np.float64)
     align = _alignments(clip, mapping, rest_rot, _turned_bones(skeleton, mapping), skeleton.parents)
     fingers = _finger_axes(clip, mapping, rest_rot, align, skeleton)
+    source = _rotation_sources(clip, mapping, skeleton)
     root_b = 0
     bvh_hip_height = rest_pos[root_b][1] if rest_pos[root_b][1] > 0 else None
     ours_root = int(np.nonzero(skeleton.parents < 0)[0][0])
@@ -369,7 +372,7 @@ def retarget(clip: BVHClip, skeleton: Skeleton, frames=None, name: str = "bvh") 
                 turn = turn_frame.T @ q[clip_parent].T @ q[mapping[j]] @ turn_frame
                 world[j] = parent_w @ rest_rot[p].T @ turn @ rest_rot[j]
             elif j in mapping:
-                world[j] = q[mapping[j]] @ align[j] @ rest_rot[j]
+                world[j] = q[source.get(j, mapping[j])] @ align[j] @ rest_rot[j]
             else:
                 world[j] = parent_w @ local_rest[j]
             local[j] = local_rest[j].T @ parent_w.T @ world[j]
@@ -439,6 +442,34 @@ def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
         if p >= 0 and np.linalg.norm(heads[j] - heads[p]) < 1e-4:
             out.add(int(j))
     return out & set(mapping)
+
+
+def _rotation_sources(clip: BVHClip, mapping: dict, skeleton: Skeleton) -> dict:
+    """Per mapped bone whose only mapped child is driven by a clip joint further down a plain chain: the clip joint
+    just above that child's, whose accumulated rotation the bone takes instead of its own joint's.
+
+    A clip with more joints on a chain than the skeleton (CMU's ``Neck`` and ``Neck1`` onto a rig with one neck bone)
+    would otherwise give the skipped joint's turn to nobody: the neck took only ``Neck``'s turn and the head, taking the
+    accumulated rotation of ``Head``, bent by ``Neck1``'s on top of its own against the neck. In the packaged clip's
+    T-pose frame that folded the `game_engine` head 32 degrees onto its neck. Taking the skipped joints' turn into the
+    bone above keeps every part of the chain's total. Only chains are followed: each joint between has one child.
+    """
+    children = {}
+    for c, jt in enumerate(clip.joints):
+        children.setdefault(jt.parent, []).append(c)
+    mapped = set(mapping.values())
+    out = {}
+    for j, b in mapping.items():
+        kids = [c for c in range(skeleton.n_bones) if int(skeleton.parents[c]) == j and c in mapping]
+        if len(kids) != 1:
+            continue
+        top = clip.joints[mapping[kids[0]]].parent
+        walk = top
+        while walk >= 0 and walk != b and walk not in mapped and len(children.get(walk, [])) == 1:
+            walk = clip.joints[walk].parent
+        if walk == b and top != b:
+            out[j] = top
+    return out
 
 
 def _finger_axes(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, align: dict, skeleton: Skeleton) -> dict:
