@@ -168,8 +168,8 @@ def _still_clip():
 def test_bvh_retarget_keeps_the_trunk_and_branch_bones_in_their_rest_place(avatar_cmu):
     """In the clip's own rest pose the trunk (hips to head) and the branch bones (CMU's LHipJoint, from the pelvis
     centre to the hip socket) keep their rest rotations and the fingers their rest place on the hand, while the limbs turn from MakeHuman's A-pose to the CMU
-    T-pose; and in every frame of the clip the hip sockets keep their rest place in the pelvis frame (copying the
-    branch's direction moved them 7 cm)."""
+    T-pose, the hands keep their rest place on the forearms; and in every frame of the clip the hip sockets keep their
+    rest place in the pelvis frame (copying the branch's direction moved them 7 cm)."""
     from kisekae.io.bvh import retarget
 
     s = avatar_cmu.skeleton
@@ -179,7 +179,9 @@ def test_bvh_retarget_keeps_the_trunk_and_branch_bones_in_their_rest_place(avata
     for name in ("LowerBack", "Spine", "Spine1", "Neck", "Neck1", "Head", "LHipJoint", "RHipJoint"):
         i = s.index[name]
         np.testing.assert_allclose(w[i, :3, :3], rest[i, :3, :3], atol=1e-6, err_msg=name)
-    for name in ("LeftFingerBase", "LeftHandFinger1", "LThumb", "RThumb"):  # fingers keep their place on the hand
+    # fingers keep their place on the hand, and the hands (CMU's have two children, so no one direction to copy)
+    # theirs on the forearm: keeping their world rest rotation bent the wrists 45 degrees in the T-pose
+    for name in ("LeftFingerBase", "LeftHandFinger1", "LThumb", "RThumb", "LeftHand", "RightHand"):
         i = s.index[name]
         p = s.parents[i]
         np.testing.assert_allclose(np.linalg.inv(w[p]) @ w[i], np.linalg.inv(rest[p]) @ rest[i], atol=1e-6,

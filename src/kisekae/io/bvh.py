@@ -5,7 +5,10 @@ the rest-alignment ``A_j`` is the shortest rotation taking j's rest direction (h
 b's rest direction (its offset to its child); the posed world rotation is then
 ``W_j = Q_b · A_j · R_rest_j``, where ``Q_b`` is b's accumulated BVH rotation. So every mapped
 limb points exactly where the captured limb points, whatever the two rest poses are (the CMU
-T-pose versus MakeHuman's A-pose). Joints with several children (the hips) use ``A = I``.
+T-pose versus MakeHuman's A-pose). A joint with several children has no one direction to copy: the root (the
+hips) uses ``A = I``, any other (CMU's hands: fingers and thumb) its nearest mapped ancestor's ``A``, so it keeps
+its rest place on it (with ``A = I`` the hands kept their A-pose world rotation while the forearms rose to the
+T-pose: the wrists bent 45 degrees).
 
 Three kinds of bone take their nearest mapped ancestor's ``A`` instead (``I`` under the hips), so they
 keep their rest place on it and turn as their joint turns from the clip's rest: the trunk (spine to
@@ -528,10 +531,12 @@ def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, turned=(), p
             d_bvh = None
         d_ours = rest_rot[j][:, 1]
         if d_bvh is None or np.linalg.norm(d_bvh) < 1e-9:
+            if parents is not None and int(parents[j]) >= 0:
+                continue  # no direction to copy (a hand with fingers and thumb): set below, its ancestor's
             align[j] = np.eye(3)
         else:
             align[j] = _shortest_rotation(d_ours, d_bvh)
-    if turned:
+    if parents is not None:
         for j in sorted(mapping):  # parents first
             if j not in align:
                 up = int(parents[j])
