@@ -114,8 +114,10 @@ def test_candidates_from_the_cache_equal_a_fresh_bake(cache, avatar, monkeypatch
     from kisekae.fit.runtime import candidates_cache_key, garment_candidates, garment_lift, garment_samples, params_for
 
     monkeypatch.setattr(runtime, "BAKE_POSES", 12)
+    monkeypatch.setattr(runtime, "ARM_BAKE_POSES", 3)
     samples = garment_samples(avatar, "skirt")
-    fresh = bake_followed_candidates(avatar, "skirt", params_for("skirt", None), samples=samples, n_poses=12)
+    fresh = bake_followed_candidates(avatar, "skirt", params_for("skirt", None), samples=samples, n_poses=12,
+                                     arm_poses=3)
     fresh = fresh[0], with_corner_candidates(fresh[1], fresh[0], samples)  # the samples' free slots: their corners'
     for _ in range(2):  # baked and written, then read back, each on a new avatar object
         fresh_avatar = load_builtin_avatar()

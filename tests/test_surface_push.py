@@ -320,6 +320,9 @@ def test_bad_input_gets_clear_errors(contact_avatar, tights_candidates):
         surface_push(np.zeros((1, 3)), cand, v, n[:3], f, P)
     with pytest.raises(KisekaeError, match="1 to 64"):
         bake_surface_candidates(contact_avatar, "tights", k=0)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(KisekaeError, match="arm poses"):
+            bake_surface_candidates(contact_avatar, "tights", n_poses=1, arm_poses=bad)
     with pytest.raises(KisekaeError, match="whole number"):
         range_of_motion_poses(contact_avatar.skeleton, -1)
     from kisekae.fit.runtime import runtime_pose
@@ -415,3 +418,23 @@ def test_runtime_compression_is_checked():
     for bad in (1.0, -0.1, float("nan"), True, "0.1", None):
         with pytest.raises(KisekaeError, match="compression limit"):
             check_compression(bad)
+
+
+def test_the_bake_adds_poses_with_the_arms_at_the_sides(contact_avatar):
+    """``arm_poses`` appends poses drawn from ``ARMS_AT_SIDES`` (seed + 1) after the rest pose and the range of motion:
+    each lowers both upper arms to within 60 degrees of hanging straight down (the range's 25 degrees out to the side
+    and 50 forward or back), and they change only the arms."""
+    from kisekae.avatar.poses import ARMS_AT_SIDES, range_of_motion_poses
+
+    sk = contact_avatar.skeleton
+    _, hits, poses = bake_surface_candidates(contact_avatar, "tights", n_poses=3, arm_poses=2, hits=True)
+    assert len(poses) == 6 and hits.shape[0] == 6
+    want = range_of_motion_poses(sk, 2, seed=1, ranges=ARMS_AT_SIDES)
+    for got, ref in zip(poses[4:], want):
+        np.testing.assert_array_equal(got.skinning_matrices(sk), ref.skinning_matrices(sk))
+        w = got.world_matrices(sk)
+        for arm, hand in (("upperarm_l", "lowerarm_l"), ("upperarm_r", "lowerarm_r")):
+            d = w[sk.index[hand], :3, 3] - w[sk.index[arm], :3, 3]
+            assert np.degrees(np.arccos(-d[1] / np.linalg.norm(d))) < 60
+        legs = [sk.index[b] for b in ("thigh_l", "thigh_r", "calf_l", "calf_r")]
+        np.testing.assert_allclose(got.skinning_matrices(sk)[legs], np.tile(np.eye(4), (4, 1, 1)), atol=1e-12)

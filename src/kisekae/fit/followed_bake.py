@@ -32,7 +32,8 @@ FOLLOW_REACH = 0.01
 
 
 def bake_followed_candidates(avatar, name: str, params, *, samples, k: int = CANDIDATES, n_poses: int = BAKE_POSES,
-                             seed: int = 0, reach: float = FOLLOW_REACH, progress: bool = False) -> tuple:
+                             seed: int = 0, reach: float = FOLLOW_REACH, progress: bool = False,
+                             arm_poses: int = 0) -> tuple:
     """Candidates of a garment's vertices and edge samples from both passes.
 
     Parameters
@@ -41,7 +42,7 @@ def bake_followed_candidates(avatar, name: str, params, *, samples, k: int = CAN
     name : str, a garment of ``avatar``
     params : PushParams, the push parameters of pass 2's correction (the garment's defaults at run time)
     samples : EdgeSamples of the garment, as the runtime uses them (:func:`kisekae.fit.runtime.garment_samples`)
-    k, n_poses, seed, progress : as :func:`kisekae.fit.surface.bake_surface_candidates`
+    k, n_poses, seed, progress, arm_poses : as :func:`kisekae.fit.surface.bake_surface_candidates`
     reach : float, metres: pass 2 counts the nearest triangle of a corrected point only within this distance
 
     Returns
@@ -55,7 +56,7 @@ def bake_followed_candidates(avatar, name: str, params, *, samples, k: int = CAN
     from .unflip import vertex_faces
 
     mesh, body = avatar.part(name).mesh, avatar.body
-    kw = dict(k=k, n_poses=n_poses, seed=seed, progress=progress, hits=True)
+    kw = dict(k=k, n_poses=n_poses, seed=seed, progress=progress, hits=True, arm_poses=arm_poses)
     cand, v_hits, poses = bake_surface_candidates(avatar, name, **kw)
     lift = s_hits = s_cand = None
     if len(samples):

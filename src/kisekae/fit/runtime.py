@@ -111,7 +111,8 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
 
     def bake(samples):
         vertex, sample = bake_followed_candidates(avatar, name, params, samples=samples, k=CANDIDATES,
-                                                  n_poses=BAKE_POSES, seed=BAKE_SEED, progress=progress)
+                                                  n_poses=BAKE_POSES, seed=BAKE_SEED, progress=progress,
+                                                  arm_poses=ARM_BAKE_POSES)
         return {"vertex": vertex.triangles, **({} if sample is None else {"sample": sample.triangles})}
 
     def make():
@@ -132,6 +133,10 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
 #: Fill each edge sample's free candidate slots with its corners' candidates
 #: (:func:`kisekae.fit.edge_lift.with_corner_candidates`).
 CORNER_CANDIDATES = True
+#: Poses with the arms at the sides (:data:`kisekae.avatar.poses.ARMS_AT_SIDES`, seed ``BAKE_SEED + 1``) added to the
+#: candidate bake's range of motion, as the body's correctives train on them: the range of motion rarely lowers an arm
+#: against the torso, where a walk's arms hang (docs/fit.md "Arms at the sides in the candidate bake").
+ARM_BAKE_POSES = 100
 #: Version of the surface-candidate bake in its disk-cache key: raise it whenever the bake's method changes.
 CANDIDATES_BAKE_VERSION = 2
 #: Version of the layer-candidate bake (:func:`layer_candidates`) in its disk-cache key.
@@ -155,7 +160,7 @@ def candidates_cache_key(avatar: Avatar, name: str) -> list:
     from ..avatar.poses import range_of_motion_poses
 
     sk, body, part = avatar.skeleton, avatar.body, avatar.part(name)
-    key = ["surface-candidates", CANDIDATES_BAKE_VERSION, CANDIDATES, BAKE_POSES, BAKE_SEED,
+    key = ["surface-candidates", CANDIDATES_BAKE_VERSION, CANDIDATES, BAKE_POSES, BAKE_SEED, ARM_BAKE_POSES,
            np.asarray(sk.rest, dtype=np.float64), np.asarray(sk.parents, dtype=np.int64)]
     for mesh, skin in ((body.mesh, body.skin), (part.mesh, part.skin)):
         key += [np.asarray(mesh.vertices), np.asarray(mesh.faces), skin.indices, skin.weights]

@@ -100,7 +100,8 @@ class SurfaceCandidates:
 
 
 def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, *, n_poses: int = BAKE_POSES,
-                            seed: int = 0, progress: bool = False, points_of=None, hits: bool = False, onto=None):
+                            seed: int = 0, progress: bool = False, points_of=None, hits: bool = False, onto=None,
+                            arm_poses: int = 0):
     """The candidate body triangles of garment ``name``.
 
     Parameters
@@ -118,22 +119,28 @@ def bake_surface_candidates(avatar, name: str, poses=None, k: int = CANDIDATES, 
     hits : bool, also return the nearest triangle of every point in every pose
     onto : str or None, a garment of ``avatar`` whose triangles are the candidates instead of the body's (the layer
         push, :func:`kisekae.fit.layer_push.bake_layer_candidates`)
+    arm_poses : int >= 0, with ``poses`` None: also this many poses with the arms at the sides
+        (:data:`kisekae.avatar.poses.ARMS_AT_SIDES`, seed ``seed + 1``) after the range of motion
 
     Returns
     -------
     SurfaceCandidates, or with ``hits`` ``(SurfaceCandidates, (P, M) int64 nearest triangle ids, poses)``
     """
     from ..avatar.pose import Pose
-    from ..avatar.poses import range_of_motion_poses
+    from ..avatar.poses import ARMS_AT_SIDES, range_of_motion_poses
     from ..geom.bvh import build_bvh, refit
     from ..geom.closest import surface_distance
 
     if not (isinstance(k, (int, np.integer)) and 1 <= k <= 64):
         raise KisekaeError(f"must be an integer from 1 to 64, got {k!r}", "candidates")
+    if isinstance(arm_poses, bool) or not (isinstance(arm_poses, (int, np.integer)) and arm_poses >= 0):
+        raise KisekaeError(f"must be a whole number of poses, got {arm_poses!r}", "arm poses")
     sk, part = avatar.skeleton, avatar.part(name)
     body = avatar.body if onto is None else avatar.part(onto)
     if poses is None:
         poses = [Pose.rest(sk)] + range_of_motion_poses(sk, n_poses, seed)
+        if arm_poses:
+            poses += range_of_motion_poses(sk, arm_poses, seed=seed + 1, ranges=ARMS_AT_SIDES)
     faces = body.mesh.faces
     tree = build_bvh(body.mesh.vertices, faces)
     points_of = points_of or (lambda x: x)
