@@ -150,6 +150,11 @@ LENGTH_POSES = 300
 KEY_PROBE_POSES = 3
 
 
+#: Where the garment's own entries start in :func:`candidates_cache_key` (after the settings, the skeleton and the
+#: body's mesh and skin).
+_GARMENT_KEY_START = 12
+
+
 def candidates_cache_key(avatar: Avatar, name: str) -> list:
     """Everything garment ``name``'s surface-candidate bake depends on, for :func:`kisekae.bake_cache.cached_arrays`.
 
@@ -484,8 +489,9 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
     def make():
         # the outer garment's key (body, skeleton, settings, probe poses) and the inner garment's own entries
+        inner_key = candidates_cache_key(avatar, inner)
         key = ["layer-candidates", LAYER_BAKE_VERSION, *candidates_cache_key(avatar, outer)[1:],
-               *candidates_cache_key(avatar, inner)[11:]]
+               *inner_key[_GARMENT_KEY_START:]]
         if samples is not None:
             key += [samples.ends, samples.bary]
         arrays = cached_arrays("candidates", key, lambda: {
