@@ -229,7 +229,6 @@ def test_samples_are_repaired_offline_where_the_path_leaves_crossings(contact_av
     (kisekae.fit.crossing_repair) by millimetres at a few dozen vertices, and leaves every other vertex as the path
     has it; the stand has nothing to repair."""
     from kisekae.fit.crossing_repair import repair_crossings
-    from kisekae.fit.garment_correctives import SAMPLE_REPAIR_ROUNDS
     from kisekae.qa.check import body_topology
     from kisekae.qa.penetration import BodyQuery
 
@@ -246,8 +245,7 @@ def test_samples_are_repaired_offline_where_the_path_leaves_crossings(contact_av
     y = x + np.einsum("nij,nj->ni", rot, plain[0].astype(np.float64))
     query = BodyQuery(body_topology(av), av.body.posed(mats[0]))
     assert query.crossing_edges(y, part.mesh.edges).sum() > 0
-    want = repair_crossings(query, y, part.mesh.edges, 0.002, weld=part.mesh.weld, slack=None,
-                            rounds=SAMPLE_REPAIR_ROUNDS)[0]
+    want = repair_crossings(query, y, part.mesh.edges, 0.002, weld=part.mesh.weld, slack=None)[0]
     assert not query.crossing_edges(want, part.mesh.edges).any()
     got = x + np.einsum("nij,nj->ni", rot, fixed[0].astype(np.float64))
     assert np.abs(got - want).max() < 1e-4  # float32 rest-space samples

@@ -24,8 +24,10 @@ from ..errors import KisekaeError
 from ..geom.closest import closest_point_triangles_numpy, surface_distance
 from .surface import one_ring, smooth_push
 
-#: Rounds of (find what crosses, lift it) at most.
-REPAIR_ROUNDS = 8
+#: Rounds of (find what crosses, lift it) at most; the repair stops at the first clean round. 32 since 2026-12-07 (was
+#: 8): a 9 cm crotch edge of the crouch's tights took 18, and the deep squat skirt's fix keeps the repair with 4
+#: crossings left instead of the shape-preserving solve's 7 (docs/fit.md "Samples on stretched edges").
+REPAIR_ROUNDS = 32
 #: Largest spacing of the samples along an edge through the body, metres (ends excluded; at least one an edge).
 REPAIR_SPACING = 0.002
 #: Most samples on one edge.

@@ -45,11 +45,6 @@ from ..errors import KisekaeError
 SIGMA = 2.0
 #: The same for the arm joints (:func:`kisekae.avatar.correctives.arm_joints`), at least the body's width.
 ARM_SIGMA = 2.0
-#: Rounds of the offline crossing repair of each training sample (:func:`garment_correction_samples`; the repair
-#: stops at the first clean round). The fix keeps :data:`kisekae.fit.crossing_repair.REPAIR_ROUNDS` (8), because it has
-#: other finishes to try. A sample is baked once, and a 9-11 cm crotch edge of the crouch's tights took 18 rounds to
-#: clear (docs/fit.md "Samples on stretched edges").
-SAMPLE_REPAIR_ROUNDS = 32
 #: Per-frame choices of :func:`kisekae.fit.runtime.runtime_pose`'s ``correctives``.
 CHOICES = ("auto", "off")
 
@@ -102,8 +97,7 @@ def garment_correction_samples(avatar, name: str, poses, params=None, progress=N
             # the lift kept to the neighbourhood (slack None): over the tights' 17 poses 0 / 8 / 2 inside / crossings /
             # flipped and pops 3.6 / 4.2 / 3.5 mm (knee_bend / sit / lunge), against 0 / 10 / 2 and a 5.6 mm sit pop
             # with the fix's 5 % slack (docs/fit.md 'Samples repaired offline')
-            y = repair_crossings(query, y, part.mesh.edges, push_params.margin, weld=part.mesh.weld, slack=None,
-                                 rounds=SAMPLE_REPAIR_ROUNDS)[0]
+            y = repair_crossings(query, y, part.mesh.edges, push_params.margin, weld=part.mesh.weld, slack=None)[0]
         x = part.skinned(m).astype(np.float64)
         mats.append(m)
         offsets.append(sample_offsets(part.skin, m, x, y, f"{name} corrective sample {pose.name}"))
