@@ -57,6 +57,13 @@ from ..errors import KisekaeError
 from ..validate import as_points
 from .skinning import Skin
 
+#: ``JointPlanes.limbs`` of a branch bone's hinge (its head at its parent's head: CMU's ``LHipJoint`` from the pelvis
+#: centre to the hip socket). A vertex gives such a joint a slot only after its other hinges: measured on the
+#: ``cmu_mb`` rig (docs/contact.md, "The cmu_mb rig in deep poses"), with the branch planes first the deep squat's
+#: thighs sank into the belly (25 buried, 117 crossings; 14 / 85 with them last).
+BRANCH = -2
+#: Metres within which a child's head counts as its parent's head (a branch bone).
+BRANCH_TOLERANCE = 1e-4
 #: Joints per vertex (the nearest ones).
 SLOTS = 4
 #: Default gap left between the two sides of a bent joint, metres.
@@ -238,7 +245,8 @@ class JointPlanes:
         the child bone's axis line (None: no radial limit, as bakes before it)
     max_reach : float, reach in ring radii in the deepest bends
     limbs : (J, 2) int32 or None, the two limbs of a pair plane (child and parent are then their common ancestor),
-        -1 for a hinge; None: every joint a hinge
+        -1 for a hinge, -2 for the hinge of a branch bone (a child whose head is its parent's head, CMU's
+        ``LHipJoint``), which a vertex gives a slot only after its other hinges; None: every joint a hinge
     neck : (M,) int32 or None, the bones of the neck chain (:func:`neck_bones`): a vertex that the chain's subtree
         carries (half its weight or more) gets no slot on the parent side of a joint outside the chain
         (:meth:`for_vertices`); None or empty: no such rule
@@ -357,7 +365,14 @@ class JointPlanes:
                 chain = (sigma[:, j] > 0) | (dense[:, self.parent[j]] > 0)
                 if head is not None and not np.isin(self.child[j], self.neck):
                     chain &= ~(head & (sigma[:, j] < 0.5))
-                reach[:, j] = np.where(chain & (dist < self.max_reach), dist, np.inf)
+                late = dist
+                if limbs[j, 0] == BRANCH:
+                    # after the other hinges (near the hip it would take the thigh's own slot). The two hips' branches
+                    # share their centre: a vertex with room for one takes the other leg's, whose plane keeps it out
+                    # of that leg (own leg's first: the clip's mid-stride frame 4 / 23 -> 9 / 44 buried / crossings),
+                    # then the lower id; rounded, so float32 noise in a file's skin does not choose between them
+                    late = np.round(dist + self.max_reach, 5) + np.where(sigma[:, j] >= 0.5, 1e-3, 0.0)
+                reach[:, j] = np.where(chain & (dist < self.max_reach), late, np.inf)
             else:  # a pair: the side of the limb with more weight; slots after every hinge (``+ max_reach``)
                 wa, wb = (dense[:, subtree[limbs[j, k]]].sum(axis=1) for k in (0, 1))
                 chain = (wa > 0) | (wb > 0)
@@ -448,7 +463,8 @@ def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: in
     centre = mats[c, :3, 3]
     radius = float(np.linalg.norm(rest[ring] - centre, axis=1).max())
     flesh = flesh_factor * float(np.median(axis_distance(rest[ring], centre, d / length)))
-    return c, p, centre, d / length, radius, flesh, (-1, -1)
+    kind = BRANCH if np.linalg.norm(centre - mats[p, :3, 3]) < BRANCH_TOLERANCE else -1
+    return c, p, centre, d / length, radius, flesh, (kind, kind)
 
 
 def _neck_carried(parents, neck, dense, subtree):
