@@ -365,14 +365,14 @@ class JointPlanes:
                 chain = (sigma[:, j] > 0) | (dense[:, self.parent[j]] > 0)
                 if head is not None and not np.isin(self.child[j], self.neck):
                     chain &= ~(head & (sigma[:, j] < 0.5))
-                late = dist
+                rank = dist
                 if limbs[j, 0] == BRANCH:
                     # after the other hinges (near the hip it would take the thigh's own slot). The two hips' branches
                     # share their centre: a vertex with room for one takes the other leg's, whose plane keeps it out
                     # of that leg (own leg's first: the clip's mid-stride frame 4 / 23 -> 9 / 44 buried / crossings),
                     # then the lower id; rounded, so float32 noise in a file's skin does not choose between them
-                    late = np.round(dist + self.max_reach, 5) + np.where(sigma[:, j] >= 0.5, 1e-3, 0.0)
-                reach[:, j] = np.where(chain & (dist < self.max_reach), late, np.inf)
+                    rank = np.round(dist + self.max_reach, 5) + np.where(sigma[:, j] >= 0.5, 1e-3, 0.0)
+                reach[:, j] = np.where(chain & (dist < self.max_reach), rank, np.inf)
             else:  # a pair: the side of the limb with more weight; slots after every hinge (``+ max_reach``)
                 wa, wb = (dense[:, subtree[limbs[j, k]]].sum(axis=1) for k in (0, 1))
                 chain = (wa > 0) | (wb > 0)

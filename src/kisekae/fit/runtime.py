@@ -123,16 +123,13 @@ def followed_candidates(avatar: Avatar, name: str, *, progress: bool = False) ->
         nf = len(avatar.body.mesh.faces)
         out = [SurfaceCandidates(np.ascontiguousarray(arrays[k], dtype=np.int32), nf) if k in arrays else None
                for k in ("vertex", "sample")]
-        if out[1] is not None and CORNER_CANDIDATES:
+        if out[1] is not None:  # the samples' free slots take their corners' candidates
             out[1] = with_corner_candidates(out[1], out[0], samples)
         return tuple(out)
 
     return _cached(avatar, "_kisekae_followed_candidates", name, make)
 
 
-#: Fill each edge sample's free candidate slots with its corners' candidates
-#: (:func:`kisekae.fit.edge_lift.with_corner_candidates`).
-CORNER_CANDIDATES = True
 #: Poses with the arms at the sides (:data:`kisekae.avatar.poses.ARMS_AT_SIDES`, seed ``BAKE_SEED + 1``) added to the
 #: candidate bake's range of motion, as the body's correctives train on them: the range of motion rarely lowers an arm
 #: against the torso, where a walk's arms hang (docs/fit.md "Arms at the sides in the candidate bake").
@@ -150,11 +147,6 @@ LENGTH_POSES = 300
 KEY_PROBE_POSES = 3
 
 
-#: Where the garment's own entries start in :func:`candidates_cache_key` (after the settings, the skeleton and the
-#: body's mesh and skin).
-_GARMENT_KEY_START = 12
-
-
 def candidates_cache_key(avatar: Avatar, name: str) -> list:
     """Everything garment ``name``'s surface-candidate bake depends on, for :func:`kisekae.bake_cache.cached_arrays`.
 
@@ -162,13 +154,20 @@ def candidates_cache_key(avatar: Avatar, name: str) -> list:
     as the avatar poses them in the bake's first range-of-motion poses (rounded to 1 um): whatever changes how the
     avatar poses its body (the contact step, its gap, the correctives) changes those, and so the key.
     """
+    sk, body = avatar.skeleton, avatar.body
+    return ["surface-candidates", CANDIDATES_BAKE_VERSION, CANDIDATES, BAKE_POSES, BAKE_SEED, ARM_BAKE_POSES,
+            np.asarray(sk.rest, dtype=np.float64), np.asarray(sk.parents, dtype=np.int64),
+            np.asarray(body.mesh.vertices), np.asarray(body.mesh.faces), body.skin.indices, body.skin.weights,
+            *_garment_key_entries(avatar, name)]
+
+
+def _garment_key_entries(avatar: Avatar, name: str) -> list:
+    """The garment's own entries of :func:`candidates_cache_key`: its rest mesh and skin, then the body and the
+    garment as the avatar poses them in the first :data:`KEY_PROBE_POSES` range-of-motion poses (rounded to 1 um)."""
     from ..avatar.poses import range_of_motion_poses
 
     sk, body, part = avatar.skeleton, avatar.body, avatar.part(name)
-    key = ["surface-candidates", CANDIDATES_BAKE_VERSION, CANDIDATES, BAKE_POSES, BAKE_SEED, ARM_BAKE_POSES,
-           np.asarray(sk.rest, dtype=np.float64), np.asarray(sk.parents, dtype=np.int64)]
-    for mesh, skin in ((body.mesh, body.skin), (part.mesh, part.skin)):
-        key += [np.asarray(mesh.vertices), np.asarray(mesh.faces), skin.indices, skin.weights]
+    key = [np.asarray(part.mesh.vertices), np.asarray(part.mesh.faces), part.skin.indices, part.skin.weights]
     for pose in range_of_motion_poses(sk, KEY_PROBE_POSES, seed=BAKE_SEED):
         m = pose.skinning_matrices(sk)
         key += [np.round(np.asarray(body.posed(m), dtype=np.float64), 6),
@@ -489,9 +488,8 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
     def make():
         # the outer garment's key (body, skeleton, settings, probe poses) and the inner garment's own entries
-        inner_key = candidates_cache_key(avatar, inner)
         key = ["layer-candidates", LAYER_BAKE_VERSION, *candidates_cache_key(avatar, outer)[1:],
-               *inner_key[_GARMENT_KEY_START:]]
+               *_garment_key_entries(avatar, inner)]
         if samples is not None:
             key += [samples.ends, samples.bary]
         arrays = cached_arrays("candidates", key, lambda: {

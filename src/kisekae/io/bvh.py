@@ -432,19 +432,49 @@ def _turned_bones(skeleton: Skeleton, mapping: dict) -> set:
     out = {int(roles[r]) for r in TRUNK_ROLES if r in roles}
     if "head" in roles and "hips" in roles:
         out.update(bone_chain(skeleton.parents, int(roles["head"]), int(roles["hips"]))[:-1])  # the hips keep A = I
-    hands = {int(roles[r]) for r in ("leftHand", "rightHand") if r in roles}
-    for j in range(skeleton.n_bones):  # the fingers: below a hand
-        b = int(skeleton.parents[j])
-        while b >= 0 and b not in hands:
-            b = int(skeleton.parents[b])
-        if b >= 0:
-            out.add(j)
+    out |= _finger_bones(skeleton)
     heads = skeleton.rest[:, :3, 3]
     for j in mapping:
         p = int(skeleton.parents[j])
         if p >= 0 and np.linalg.norm(heads[j] - heads[p]) < 1e-4:
             out.add(int(j))
     return out & set(mapping)
+
+
+def _finger_bones(skeleton: Skeleton) -> set:
+    """Our bones below a humanoid hand (the fingers and thumbs)."""
+    from ..avatar.poses import humanoid_map
+
+    roles = humanoid_map(skeleton)
+    hands = {int(roles[r]) for r in ("leftHand", "rightHand") if r in roles}
+    out = set()
+    for j in range(skeleton.n_bones):
+        b = int(skeleton.parents[j])
+        while b >= 0 and b not in hands:
+            b = int(skeleton.parents[b])
+        if b >= 0:
+            out.add(j)
+    return out
+
+
+def _clip_children(clip: BVHClip) -> dict:
+    """Clip joint id -> its child joint ids, in file order."""
+    children = {b: [] for b in range(len(clip.joints))}
+    for c, jt in enumerate(clip.joints):
+        if jt.parent >= 0:
+            children[jt.parent].append(c)
+    return children
+
+
+def _clip_direction(clip: BVHClip, children: dict, b: int):
+    """Rest direction of clip joint ``b``: the offset of its only child, or its end site when it has no child; None
+    where it has several children or neither (:func:`_clip_children`)."""
+    kids = children[b]
+    if len(kids) == 1:
+        return clip.joints[kids[0]].offset
+    if not kids:
+        return clip.joints[b].end_offset
+    return None
 
 
 def _rotation_sources(clip: BVHClip, mapping: dict, skeleton: Skeleton) -> dict:
@@ -457,9 +487,7 @@ def _rotation_sources(clip: BVHClip, mapping: dict, skeleton: Skeleton) -> dict:
     T-pose frame that folded the `game_engine` head 32 degrees onto its neck. Taking the skipped joints' turn into the
     bone above keeps every part of the chain's total. Only chains are followed: each joint between has one child.
     """
-    children = {}
-    for c, jt in enumerate(clip.joints):
-        children.setdefault(jt.parent, []).append(c)
+    children = _clip_children(clip)
     mapped = set(mapping.values())
     out = {}
     for j, b in mapping.items():
@@ -468,7 +496,7 @@ def _rotation_sources(clip: BVHClip, mapping: dict, skeleton: Skeleton) -> dict:
             continue
         top = clip.joints[mapping[kids[0]]].parent
         walk = top
-        while walk >= 0 and walk != b and walk not in mapped and len(children.get(walk, [])) == 1:
+        while walk >= 0 and walk != b and walk not in mapped and len(children[walk]) == 1:
             walk = clip.joints[walk].parent
         if walk == b and top != b:
             out[j] = top
@@ -488,22 +516,13 @@ def _finger_axes(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, align: dict
     axis across the clip's finger becomes a bend about the same axis across ours. Where the two fingers point the same
     way, ``B = I`` and the turn is what it was.
     """
-    from ..avatar.poses import humanoid_map
-
-    roles = humanoid_map(skeleton)
-    hands = {int(roles[r]) for r in ("leftHand", "rightHand") if r in roles}
-    children = {b: [c for c, jt in enumerate(clip.joints) if jt.parent == b] for b in range(len(clip.joints))}
+    fingers = _finger_bones(skeleton)
+    children = _clip_children(clip)
     out = {}
     for j, b in mapping.items():
-        p = int(skeleton.parents[j])
-        up = p
-        while up >= 0 and up not in hands:
-            up = int(skeleton.parents[up])
-        if up < 0 or p < 0 or mapping.get(p) != clip.joints[b].parent:
+        if j not in fingers or mapping.get(int(skeleton.parents[j])) != clip.joints[b].parent:
             continue
-        kids = children[b]
-        d_clip = clip.joints[kids[0]].offset if len(kids) == 1 else (
-            clip.joints[b].end_offset if not kids else None)
+        d_clip = _clip_direction(clip, children, b)
         if d_clip is None or np.linalg.norm(d_clip) < 1e-9:
             continue
         a = align[j]
@@ -517,18 +536,12 @@ def _alignments(clip: BVHClip, mapping: dict, rest_rot: np.ndarray, turned=(), p
     (a set of bone ids, :func:`_turned_bones`; empty: every bone is aligned) takes its nearest mapped ancestor's
     rotation instead (identity under the root), so it keeps its rest place on that ancestor and turns as its joint
     turns from the clip's rest (``parents``: our skeleton's parent ids, needed with ``turned``)."""
-    children = {b: [c for c, j in enumerate(clip.joints) if j.parent == b] for b in range(len(clip.joints))}
+    children = _clip_children(clip)
     align = {}
     for j, b in mapping.items():
         if j in turned:
             continue  # set below: its nearest aligned ancestor's
-        kids = children[b]
-        if len(kids) == 1:
-            d_bvh = clip.joints[kids[0]].offset
-        elif not kids and clip.joints[b].end_offset is not None:
-            d_bvh = clip.joints[b].end_offset
-        else:
-            d_bvh = None
+        d_bvh = _clip_direction(clip, children, b)
         d_ours = rest_rot[j][:, 1]
         if d_bvh is None or np.linalg.norm(d_bvh) < 1e-9:
             if parents is not None and int(parents[j]) >= 0:
