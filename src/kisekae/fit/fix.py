@@ -31,10 +31,14 @@ from .shape_solve import solve_shape_preserving
 #: ``"shape"`` (the shape-preserving solve, :mod:`kisekae.fit.shape_solve`), ``"path"`` (the garment carried from
 #: the rest pose, :mod:`kisekae.fit.path_fix`, then shape and exact from there), ``"runtime"`` (the per-frame path's
 #: result, :func:`kisekae.fit.runtime.runtime_pose`, then shape and exact from there) and ``"auto"`` (the default:
-#: the runtime start where it and its finishes leave no clipping; else also the shape-preserving solve, and where
-#: that clips too the exact solver from the skinned garment and from the shape result (``"shape+exact"``) and
-#: ``"path"``: the candidate with the fewest visible defects, vertices inside counted with them (:func:`_defects`);
-#: ``FixResult.metrics["fix_method"]`` says which).
+#: the runtime start where it and its finishes leave no vertex inside the body, with the fewest visible defects; else
+#: also the shape-preserving solve, and where that clips too the exact solver from the skinned garment and from the
+#: shape result (``"shape+exact"``) and ``"path"``: the candidate with the fewest visible defects, vertices inside
+#: counted with them (:func:`_defects`); ``FixResult.metrics["fix_method"]`` says which). Likewise a start's finish
+#: runs the exact solver from the start itself (``"runtime+exact"``) only where every candidate from it that keeps
+#: the shape left a vertex inside. Over the 68 cells of ``benchmarks/bench_runtime_cells.py`` (17 poses x 4 garments)
+#: on the contact body and the 34 of tights and skirt on the plain body, none of the skipped candidates had won, and
+#: in the hardest cells they took most of the time (the work suit's deep squat 21 s; docs/fit.md).
 METHODS = ("auto", "exact", "shape", "path", "runtime")
 
 #: Edge strain above which a fix's edge counts as a spike when fixes are compared (twice its skinned length).
@@ -144,7 +148,8 @@ def _fix_garment(avatar, pose, name, query, x, params, directions, masks, method
             started = _runtime_layered(avatar, pose, name, query, part, x, directions, fixed_layers, stack or {})
         else:
             started = _runtime(avatar, pose, name, query, part, x, params, directions, masks)
-        if method == "runtime" or _clean(query, part, started[0], fixed_layers):
+        if method == "runtime" or _clean(query, part, started[0], fixed_layers) or _nothing_inside(query, part, x, started,
+                                                                                               fixed_layers):
             return started
     if method == "runtime":
         raise KisekaeError("the per-frame start takes no per-vertex masks; use method 'auto' or 'shape'", "method")
@@ -293,7 +298,10 @@ def _finished(query, part, x, params, directions, masks, start, label):
         shaped, info = _shape(query, part, best[0].astype(np.float32), params, directions, masks, [])
         info["method"] = label + "+shape"
         tried.append((cap_displacement(shaped.astype(np.float64), x, params.max_push), info))
-        bases = [best] + ([tried[2]] if not _clean(query, part, tried[2][0], []) else [])
+        # the exact solver from the start itself only where every candidate that keeps the shape left a vertex inside
+        # (measured: elsewhere it never had the fewest defects, and it took much of the time)
+        bases = ([best] if not any(_nothing_inside(query, part, x, t) for t in tried) else []) + (
+            [tried[2]] if not _clean(query, part, tried[2][0], []) else [])
         for base in bases:
             fin, info = _push(query, part.mesh, base[0].astype(np.float32), params, directions, masks)
             info["contact"] = info["contact"] | base[1]["contact"]
@@ -302,6 +310,12 @@ def _finished(query, part, x, params, directions, masks, start, label):
     best = _best(query, part, x, tried)
     best[1]["unresolved"] = query.inside(best[0])  # whatever is still inside is unresolved, contact or not
     return best
+
+
+def _nothing_inside(query, part, skinned, candidate, layers=()) -> bool:
+    """True where a ``(positions, info)`` candidate leaves no vertex inside the body (:func:`_score`): ``auto`` then
+    runs no solver from the skinned garment and no exact solver from the start itself (:data:`METHODS`)."""
+    return _score(query, part, skinned, candidate, layers)[2] == 0
 
 
 def _repaired(query, part, x, params, base):
