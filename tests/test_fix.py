@@ -305,6 +305,35 @@ def test_the_runtime_start_is_finished_where_it_clips(avatar):
     assert r.metrics["max_push_m"] <= PushParams().max_push + 1e-6
 
 
+def test_auto_keeps_a_per_frame_result_with_nothing_inside(avatar, monkeypatch):
+    """The deep squat's skirt keeps edges through the default body after every per-frame finish, but no vertex inside:
+    ``auto`` keeps the best of those and never runs the exact solver from the start or from the skinned garment, nor
+    the carried garment (they never won there and took most of the time; docs/fit.md, "Solvers that never won")."""
+    from pathlib import Path
+
+    import kisekae.fit.fix as fix
+    from kisekae.avatar.contact import apply_contact, contact_gap
+    from kisekae.avatar.poses import pose_from_dict
+
+    av = apply_contact(avatar, contact_gap(True))  # the command line's default body, with the packaged correctives
+    spec = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "poses" / "deep_squat.json").read_text())
+    pose = pose_from_dict(av.skeleton, spec, "deep_squat")
+    m = pose.skinning_matrices(av.skeleton)
+    q = BodyQuery(body_topology(av), av.body.posed(m))
+    ran = []
+    push, path = fix._push, fix._path
+    monkeypatch.setattr(fix, "_push", lambda query, mesh, x, *a: ran.append(("exact", x)) or push(query, mesh, x, *a))
+    monkeypatch.setattr(fix, "_path", lambda *a: ran.append(("path", None)) or path(*a))
+    r = fix_pose(av, pose, ["skirt"], query=q)["skirt"]
+    edges = av.part("skirt").mesh.edges
+    assert r.metrics["fix_method"].startswith("runtime")
+    assert not q.inside(r.positions).any() and q.crossing_edges(r.positions, edges).any()  # the case of this test
+    assert all(kind == "exact" for kind, _x in ran)  # no carried garment
+    skinned = av.part("skirt").posed(m)
+    assert not any(np.array_equal(x, skinned) for _k, x in ran)  # no exact solver from the skinned garment
+    assert len(ran) <= 2  # at most from the two shape results, never from the two per-frame starts
+
+
 def test_the_runtime_start_refuses_masks(avatar):
     pose = named_pose(avatar.skeleton, "stand")
     masks = {"skirt": {"tightness": np.zeros(avatar.part("skirt").mesh.n_vertices)}}
