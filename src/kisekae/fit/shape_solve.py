@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -146,7 +147,7 @@ class ShapeSolve:
         self.reps, self.index, M = shape_operator(self.xs, mesh.faces, mesh.edges, mesh.weld,
                                                        bending=bending, falloff=falloff)
         self.M = M.tocsr()
-        self.inv_diag = 1.0 / self.M.diagonal()[:, None]  # the CG's Jacobi preconditioner
+        self.inv_diag = np.ascontiguousarray(1.0 / self.M.diagonal())  # the CG's Jacobi preconditioner
         self.origin = self.xs[0].copy()
         self.x0 = self.snap(self.xs[self.reps])
         self.r = len(self.reps)
@@ -157,6 +158,7 @@ class ShapeSolve:
         self.edges = self.edges[self.edges[:, 0] != self.edges[:, 1]]
         f = self.index[np.asarray(mesh.faces, dtype=np.int64)]
         self.faces = f[(f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])]
+        self._bvh = None  # the garment's BVH over ``faces`` (:meth:`_pierced`)
         ne = len(self.edges)
         self.G = sp.csr_matrix((np.r_[-np.ones(ne), np.ones(ne)], (np.r_[np.arange(ne), np.arange(ne)],
                                 np.r_[self.edges[:, 0], self.edges[:, 1]])), shape=(ne, self.r))
@@ -310,10 +312,11 @@ class ShapeSolve:
         middle of a face, no garment edge crossing): ``(corners, lift, directions)`` or None. Each
         corner rises along the face's outward normal until the bump's tip is a gap below it."""
         faces = self.faces
-        bvh = build_bvh(y, faces)
+        if self._bvh is None:  # built once on the skinned garment, refitted to each iterate (its boxes follow)
+            self._bvh = build_bvh(self.x0, faces)
         vb = np.asarray(self.query.vertices, dtype=np.float64)
         be = exposed_body_edges(self.query)
-        hit, tri = edge_crossings(vb, be, bvh, refit(bvh, y, faces), return_triangles=True)
+        hit, tri = edge_crossings(vb, be, self._bvh, refit(self._bvh, y, faces), return_triangles=True)
         if not hit.any():
             return None
         be, f = be[hit], faces[tri[hit]]
@@ -366,33 +369,15 @@ class ShapeSolve:
         gradients on the projected system (no factorisation, warm-started from ``start``).
         """
         ids = np.flatnonzero(active)
-        n = normal[ids]
-        b = np.einsum("ij,ij->i", n, target[ids] - self.x0[ids])
-
-        def proj(x):
-            x[ids] -= np.einsum("ij,ij->i", x[ids], n)[:, None] * n
-            return x
-
+        n = np.zeros((self.r, 3))  # the constraint normal of each active vertex, 0 elsewhere (no projection)
+        n[ids] = normal[ids]
+        b = np.einsum("ij,ij->i", n[ids], target[ids] - self.x0[ids])
         base = np.zeros((self.r, 3))
-        base[ids] = b[:, None] * n
-        rhs = proj((0.0 if force is None else force) - self.M @ base)
-        z = proj(np.zeros_like(base) if start is None else start - base)
-        res = rhs - proj(self.M @ z)
-        inv_diag = self.inv_diag
-        pre = proj(res * inv_diag)
-        p = pre.copy()
-        rz = float(np.vdot(res, pre))
-        stop = CG_TOL**2 * max(float(np.vdot(rhs, rhs)), 1e-30)
-        for _ in range(CG_ITERATIONS):
-            if float(np.vdot(res, res)) <= stop:
-                break
-            q = proj(self.M @ p)
-            alpha = rz / float(np.vdot(p, q))
-            z += alpha * p
-            res -= alpha * q
-            pre = proj(res * inv_diag)
-            rz, rz_old = float(np.vdot(res, pre)), rz
-            p = pre + (rz / rz_old) * p
+        base[ids] = b[:, None] * n[ids]
+        rhs = (0.0 if force is None else force) - self.M @ base
+        z = np.zeros_like(base) if start is None else start - base
+        M = self.M
+        _projected_cg(M.indptr, M.indices, M.data, self.inv_diag, n, rhs, z, CG_ITERATIONS, CG_TOL)
         return base + z
 
     def near(self, d, active) -> np.ndarray:
@@ -482,6 +467,72 @@ class ShapeSolve:
                 y[idx[need]] = t[need]
                 forced[idx[need]] = True
         return forced
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _project(x, n):  # pragma: no cover - compiled
+    """``x`` without its component along ``n`` in each row, in place (rows with ``n`` = 0 keep all of it)."""
+    for i in range(x.shape[0]):
+        d = x[i, 0] * n[i, 0] + x[i, 1] * n[i, 1] + x[i, 2] * n[i, 2]
+        x[i, 0] -= d * n[i, 0]
+        x[i, 1] -= d * n[i, 1]
+        x[i, 2] -= d * n[i, 2]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _matmul(indptr, indices, data, x, out):  # pragma: no cover - compiled
+    """``out = M x`` for a CSR matrix ``M`` and (R, 3) ``x``."""
+    for i in range(out.shape[0]):
+        a0 = a1 = a2 = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            w = data[k]
+            a0 += w * x[j, 0]
+            a1 += w * x[j, 1]
+            a2 += w * x[j, 2]
+        out[i, 0] = a0
+        out[i, 1] = a1
+        out[i, 2] = a2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _projected_cg(indptr, indices, data, inv_diag, n, rhs, z, iterations, tol):  # pragma: no cover - compiled
+    """Preconditioned conjugate gradients for ``P M P z = P rhs`` (``P``: each row without its component along
+    ``n``; Jacobi preconditioner ``inv_diag``), warm-started from and written to ``z`` (R, 3); ``rhs`` is projected
+    in place. Stops when the residual is below ``tol`` times the right-hand side, or after ``iterations``."""
+    r = z.shape[0]
+    _project(rhs, n)
+    _project(z, n)
+    q = np.empty((r, 3))
+    _matmul(indptr, indices, data, z, q)
+    _project(q, n)
+    res = rhs - q
+    pre = res * inv_diag[:, None]
+    _project(pre, n)
+    p = pre.copy()
+    rz = np.sum(res * pre)
+    stop = tol * tol * max(np.sum(rhs * rhs), 1e-30)
+    for _ in range(iterations):
+        if np.sum(res * res) <= stop:
+            break
+        _matmul(indptr, indices, data, p, q)
+        _project(q, n)
+        alpha = rz / np.sum(p * q)
+        rz_new = 0.0
+        for i in range(r):
+            for c in range(3):
+                z[i, c] += alpha * p[i, c]
+                res[i, c] -= alpha * q[i, c]
+                pre[i, c] = res[i, c] * inv_diag[i]
+        _project(pre, n)
+        for i in range(r):
+            for c in range(3):
+                rz_new += res[i, c] * pre[i, c]
+        beta = rz_new / rz
+        rz = rz_new
+        for i in range(r):
+            for c in range(3):
+                p[i, c] = pre[i, c] + beta * p[i, c]
 
 
 def solve_shape_preserving(query, skinned, mesh, params: PushParams | None = None, *, directions=None, layers=(),
