@@ -30,6 +30,20 @@ def test_samples_count_position_and_chord():
     np.testing.assert_allclose(s.points(v), [[0.05 / 3, 0, 0], [0.1 / 3, 0, 0]])
 
 
+def test_sample_points_are_the_barycentric_blend_bit_for_bit():
+    """The Numba blend equals the formula written out in NumPy, summed in corner order, to the bit (face samples
+    with three corners, edge samples with a zero weight, welded ids anywhere in the vertex list)."""
+    rng = np.random.default_rng(7)
+    v = rng.normal(size=(50, 3))
+    ends = rng.integers(0, 50, size=(200, 3))
+    bary = rng.random((200, 3))
+    bary[::3, 2] = 0.0
+    bary /= bary.sum(axis=1, keepdims=True)
+    s = EdgeSamples(ends, bary, np.ones(200), 50)
+    ref = bary[:, 0, None] * v[ends[:, 0]] + bary[:, 1, None] * v[ends[:, 1]] + bary[:, 2, None] * v[ends[:, 2]]
+    assert np.array_equal(s.points(v), ref)
+
+
 def test_weights_move_the_sample_by_its_lift_with_least_motion():
     t = np.array([0.1, 0.25, 0.5, 0.7, 0.9])
     s = EdgeSamples(np.tile([0, 1, 1], (5, 1)), np.stack([1 - t, t, 0 * t], axis=1), np.ones(5), 2)
