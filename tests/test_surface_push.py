@@ -40,6 +40,46 @@ def test_points_under_a_sheet_come_out_by_the_margin(push):
     np.testing.assert_allclose(new[:, :2], pts[:, :2], atol=1e-12)  # only along the normal
 
 
+@pytest.mark.parametrize("reach", [0.003, 0.01, None])
+def test_numba_push_equals_the_reference_within_any_reach(reach):
+    """Random points in and around a ball with random candidate rows (repeats and padding included): the Numba push,
+    which skips triangles beyond ``reach`` without reading them, equals the NumPy reference, which finds the nearest
+    candidate first and then drops it beyond reach; a point at exactly ``reach`` from its nearest candidate is pushed."""
+    from conftest import icosphere
+
+    v, f = icosphere(2, 0.1)
+    v = np.asarray(v, dtype=np.float64)
+    f = np.asarray(f)
+    n = vertex_normals(v, f).astype(np.float64)
+    rng = np.random.default_rng(11)
+    d = rng.normal(size=(400, 3))
+    pts = d / np.linalg.norm(d, axis=1, keepdims=True) * rng.uniform(0.09, 0.11, (400, 1))
+    centroid = v[f].mean(axis=1)
+    near = np.argsort(np.linalg.norm(pts[:, None] - centroid[None], axis=2), axis=1)[:, :8]
+    rows = rng.permuted(near, axis=1)  # as baked: distinct triangles around the point, in any order
+    rows[::5, 4:] = rows[::5, :1]  # a short row, padded with its first
+    cand = SurfaceCandidates(rows.astype(np.int32), len(f))
+    a = surface_push(pts, cand, v, n, f, P, reach=reach)
+    b = surface_push_numpy(pts, cand, v, n, f, P, reach=reach)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, atol=1e-12)
+    left = np.all(a[0] == pts, axis=1)
+    assert left.any() and (~left).any()  # both kinds met
+
+
+@pytest.mark.parametrize("push", [surface_push, surface_push_numpy])
+def test_a_point_exactly_at_reach_is_measured(push):
+    """A point 0.25 m straight above a corner of its only candidate (nearest point that corner, squared distance
+    exactly 0.0625): at reach 0.25 it is measured (clearance 0.25, not pushed), just beyond it it is not."""
+    v, f = sheet()
+    n = vertex_normals(v, f).astype(np.float64)
+    pts = np.array([[-1.0, -1.0, 0.25]])
+    cand = SurfaceCandidates(np.array([[0, 0]], dtype=np.int32), 2)
+    far = PushParams(margin=0.004, stiffness=1.0, max_push=0.5)
+    assert push(pts, cand, v, n, f, far, reach=0.25)[2][0] == 0.25
+    assert np.isinf(push(pts, cand, v, n, f, far, reach=np.nextafter(0.25, 0.0))[2][0])
+
+
 def test_the_nearest_candidate_decides():
     """A crease: the floor (+Z) and a wall (-X facing, at x = 0.05). A point near the wall is pushed out of
     the wall, one near the floor out of the floor; a triangle that is not a candidate is never used."""

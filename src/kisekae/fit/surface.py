@@ -313,7 +313,9 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
         for i in range(m):
             v = active[s0 + i]
             px, py, pz = points[v, 0], points[v, 1], points[v, 2]
-            best = np.inf
+            # nothing beyond reach counts: a triangle whose bounding sphere lies beyond it is skipped unread
+            best = reach2
+            found = False
             kap = 0.0
             qx = qy = qz = 0.0
             nx = ny = nz = 0.0
@@ -333,8 +335,9 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
                 cy = u * body[a, 1] + w1 * body[b, 1] + w2 * body[c, 1]
                 cz = u * body[a, 2] + w1 * body[b, 2] + w2 * body[c, 2]
                 d2 = (px - cx) * (px - cx) + (py - cy) * (py - cy) + (pz - cz) * (pz - cz)
-                if d2 < best:
+                if d2 < best or (d2 == best and not found):
                     best = d2
+                    found = True
                     kap = u * kv[a] + w1 * kv[b] + w2 * kv[c]
                     qx, qy, qz = cx, cy, cz
                     nx = u * body_normals[a, 0] + w1 * body_normals[b, 0] + w2 * body_normals[c, 0]
@@ -345,7 +348,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
             nx /= nl
             ny /= nl
             nz /= nl
-            if best <= reach2:
+            if found:
                 dd[i] = (px - qx) * nx + (py - qy) * ny + (pz - qz) * nz
                 dd[i] -= min(kap * chord[v] * chord[v] / 8.0, cap)
             else:
