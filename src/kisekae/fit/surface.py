@@ -286,7 +286,9 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
 
 @numba.njit(cache=True, error_model="numpy")
 def _triangle_spheres(body, faces, out):
-    """Bounding sphere of every body triangle this frame: centroid and largest corner distance, ``(F, 4)``."""
+    """Bounds of every body triangle this frame, ``(F, 8)``: its bounding sphere (centroid, largest corner distance
+    padded by 1e-9 relative and 1e-12 m) and its plane (unit normal, offset ``n . a``; all 0 for a triangle of no
+    area). A point's distance to the triangle is at least its distance to either."""
     for t in range(faces.shape[0]):
         a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
         cx = (body[a, 0] + body[b, 0] + body[c, 0]) / 3.0
@@ -300,6 +302,18 @@ def _triangle_spheres(body, faces, out):
         out[t, 1] = cy
         out[t, 2] = cz
         out[t, 3] = np.sqrt(r2) * (1.0 + 1e-9) + 1e-12
+        ux, uy, uz = body[b, 0] - body[a, 0], body[b, 1] - body[a, 1], body[b, 2] - body[a, 2]
+        wx, wy, wz = body[c, 0] - body[a, 0], body[c, 1] - body[a, 1], body[c, 2] - body[a, 2]
+        nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+        nl = np.sqrt(nx * nx + ny * ny + nz * nz)
+        if nl > 0.0:
+            nx, ny, nz = nx / nl, ny / nl, nz / nl
+        else:
+            nx = ny = nz = 0.0
+        out[t, 4] = nx
+        out[t, 5] = ny
+        out[t, 6] = nz
+        out[t, 7] = nx * body[a, 0] + ny * body[a, 1] + nz * body[a, 2]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -323,9 +337,12 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
                 t = cand[v, k]
                 if k > 0 and t == cand[v, 0]:
                     break  # the bake pads a short list with its first: the rest are repeats
-                # the triangle's bounding sphere bounds its distance from below: skip what cannot be nearer
+                # the triangle's bounding sphere and its plane bound its distance from below: skip what cannot be
+                # nearer (the plane's distance shrunk by 1e-9 relative and 1e-12 m against rounding)
                 ex, ey, ez = px - spheres[t, 0], py - spheres[t, 1], pz - spheres[t, 2]
                 lb = np.sqrt(ex * ex + ey * ey + ez * ez) - spheres[t, 3]
+                pl = abs(px * spheres[t, 4] + py * spheres[t, 5] + pz * spheres[t, 6] - spheres[t, 7])
+                lb = max(lb, pl * (1.0 - 1e-9) - 1e-12)
                 if lb > 0.0 and lb * lb > best:
                     continue
                 a, b, c = faces[t, 0], faces[t, 1], faces[t, 2]
@@ -388,10 +405,10 @@ def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body
 
 
 def _body_frame(v, nb, f, curvature: bool) -> tuple:
-    """What every push of one frame reads of the posed body: ``(faces int64, triangle spheres (F, 4), curvature
-    (Nb,))``, the curvature 0 unless asked for (no chord allowance)."""
+    """What every push of one frame reads of the posed body: ``(faces int64, triangle bounds (F, 8): spheres and
+    planes, curvature (Nb,))``, the curvature 0 unless asked for (no chord allowance)."""
     f = np.ascontiguousarray(f, dtype=np.int64)
-    spheres = np.empty((len(f), 4))
+    spheres = np.empty((len(f), 8))
     _triangle_spheres(v, f, spheres)
     kv = np.zeros(len(v))
     if curvature:
