@@ -3,7 +3,8 @@
 The joint-plane contact (:mod:`kisekae.avatar.contact`) has two kinds of data:
 
 - **per joint** (at most ``KISEKAE_MAX_JOINTS``): the child and parent bone, the rest joint centre and
-  the child's rest direction (mesh space, metres), the ring radius and the radial reach ``flesh`` (metres).
+  the joint's rest normal (mesh space: the child's rest direction, or the rest bisector of a joint bent at rest,
+  :func:`kisekae.avatar.contact.rest_normal`; metres), the ring radius and the radial reach ``flesh`` (metres).
   Each frame the engine poses them with the bones' skinning matrices ``M = boneToWorld · bindpose`` exactly
   as :meth:`~kisekae.avatar.contact.JointPlanes.posed` does, which also gives each joint its reach in ring
   radii for this frame's bend (between ``ringFactor`` and ``maxReach``, 0 when folded flat)

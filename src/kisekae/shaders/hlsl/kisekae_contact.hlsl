@@ -2,14 +2,15 @@
 //
 // Part of the kisekae shader core (include kisekae_core.hlsl); port of kisekae.avatar.contact.contact_planes.
 // For each joint whose two bones share a blend ring, the contact surface of a bend is the plane through the
-// posed joint centre c whose normal n bisects the child's rest direction carried by the child and by the
-// parent bone, and the joint's reach in ring radii for this bend (computed per frame on the CPU,
+// posed joint centre c whose normal n bisects the joint's rest normal d carried by the child and by the
+// parent bone (d: the child's rest direction, or the bisector of both bones' rest directions at a joint bent at
+// rest, kisekae.avatar.contact.rest_normal), and the joint's reach in ring radii for this bend (computed per frame on the CPU,
 // kisekae.avatar.contact.JointPlanes.posed: reach = clip(2 / |R_c d + R_p d|, ringFactor, maxReach), 0 when
 // folded flat). A body vertex keeps to its side (side = +1 child, -1 parent) of each of its (at most four)
 // joints, in ascending joint order:
 //   s      = side * dot(p - c, n)                           signed distance, + on its own side (m)
 //   sRest  = side * dot(pRest - cRest, dRest)               the same at rest
-//   off    = sqrt(max(|pRest - cRest|^2 - dot(pRest - cRest, dRest)^2, 0))   distance from the child's axis
+//   off    = sqrt(max(|pRest - cRest|^2 - dot(pRest - cRest, dRest)^2, 0))   distance from the joint's rest axis
 //   fade   = min(saturate((reach r - |pRest - cRest|) / ((ringFactor - 1) r)),
 //                saturate((1.25 flesh - off) / (0.25 flesh)))
 //   t      = min(gap / 2, sRest - band - restSlack) - (1 - fade) r
@@ -26,8 +27,8 @@ struct KisekaeJointPlane
     float3 normal;      // posed unit plane normal
     float radius;       // ring radius (m)
     float3 restCentre;  // rest joint centre (m)
-    float flesh;        // radial reach (m): vertices farther than 1.25 flesh from the child's axis are left alone
-    float3 restDir;     // unit rest direction of the child bone
+    float flesh;        // radial reach (m): vertices farther than 1.25 flesh from the rest axis d are left alone
+    float3 restDir;     // unit rest normal d of the joint's plane (the child's direction or the rest bisector)
 };
 
 struct KisekaeContactParams

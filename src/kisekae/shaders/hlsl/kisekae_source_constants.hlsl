@@ -35,7 +35,7 @@ cbuffer KisekaeConstants
     float4 _KisekaeJointCentre[KISEKAE_MAX_JOINTS];  // xyz = posed joint centre (m), w = reach (ring radii, 0 inactive)
     float4 _KisekaeJointNormal[KISEKAE_MAX_JOINTS];  // xyz = posed unit plane normal, w = ring radius (m)
     float4 _KisekaeJointRest[KISEKAE_MAX_JOINTS];    // xyz = rest joint centre (m), w = flesh: radial reach (m)
-    float4 _KisekaeJointRestDir[KISEKAE_MAX_JOINTS]; // xyz = unit rest direction of the child bone, w unused
+    float4 _KisekaeJointRestDir[KISEKAE_MAX_JOINTS]; // xyz = unit rest normal of the joint (contact.rest_normal), w unused
     float4 _KisekaeContact;                          // gap (m), band (m), ringFactor, restSlack (m)
 #ifdef KISEKAE_CONSTANTS_CBUFFER
 };
