@@ -631,3 +631,21 @@ def test_branch_bones_take_slots_after_the_hinges(avatar_cmu):
     spec = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "poses" / "deep_squat.json").read_text())
     r = self_contact_pose(av, pose_from_dict(sk, spec, "deep_squat"))
     assert r["body_buried"] <= 17 and r["body_self_crossings"] <= 95, (r["body_buried"], r["body_self_crossings"])
+
+
+def test_body_poses_benchmark_compares_the_child_planes_with_the_default(capsys):
+    """``benchmarks/bench_body_poses.py``: the same pose measured on plain skinning, the previous planes
+    (``rest_bend_limit=0`` through :meth:`Avatar.with_body_contact`) and the default body, in one run."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_body_poses
+
+    (rec,) = bench_body_poses.run(("game_engine",), ["forearm_90"])
+    assert rec["default"]["body_buried"] == 0 and rec["default"]["body_self_crossings"] == 0
+    assert rec["child planes"]["body_buried"] >= 10 and rec["child planes"]["body_self_crossings"] >= 20
+    assert rec["plain"]["body_buried"] > rec["child planes"]["body_buried"]
+    assert 0 < rec["default_max_move_m"] < 0.05
+    assert bench_body_poses.main(["--rig", "game_engine", "--poses", "stand"]) == 0
+    assert "0 / 0" in capsys.readouterr().out

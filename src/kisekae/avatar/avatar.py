@@ -95,13 +95,17 @@ class Avatar:
             raise KisekaeError("a garment with this name already exists", garment.name)
         self.garments[garment.name] = garment
 
-    def with_body_contact(self, gap: float | None = None, band: float | None = None) -> "Avatar":
+    def with_body_contact(self, gap: float | None = None, band: float | None = None,
+                          rest_bend_limit: float | None = None) -> "Avatar":
         """This avatar with the joint-plane contact after the body's skinning (:mod:`kisekae.avatar.contact`).
 
         Parameters
         ----------
         gap : float, metres left between the two sides of a bent joint (default ``contact.GAP``)
         band : float, metres, width of the smooth map (default ``contact.BAND``)
+        rest_bend_limit : float, degrees (default ``contact.REST_BEND_LIMIT``): joints bent at rest by at most this
+            much may take the rest bend's bisector as their plane (:func:`kisekae.avatar.contact.rest_normal`); 0
+            gives the planes across the child bone that the contact used before 2026-12-07
 
         Returns
         -------
@@ -124,13 +128,14 @@ class Avatar:
         """
         from dataclasses import replace
 
-        from .contact import BAND, GAP, BodyContact, JointPlanes, bone_directions, neck_bones
+        from .contact import BAND, GAP, REST_BEND_LIMIT, BodyContact, JointPlanes, bone_directions, neck_bones
 
         sk = self.skeleton
         planes = JointPlanes.from_skin(sk.parents, sk.rest, self.body.skin.indices, self.body.skin.weights,
                                        self.body.mesh.vertices,
                                        directions=bone_directions(sk.rest, sk.parents, sk.tails),
-                                       neck=neck_bones(sk))
+                                       neck=neck_bones(sk),
+                                       rest_bend_limit=REST_BEND_LIMIT if rest_bend_limit is None else rest_bend_limit)
         contact = BodyContact(planes, GAP if gap is None else float(gap), BAND if band is None else float(band))
         contact.check()
         return replace(self, body=replace(self.body, deform=contact))
