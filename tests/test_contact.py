@@ -121,6 +121,12 @@ def test_rest_normal_takes_the_bisector_only_where_it_splits_the_sides_better():
     np.testing.assert_array_equal(rest_normal(d, dp, off, off @ d > 0), d)  # the child's plane splits them exactly
     np.testing.assert_array_equal(rest_normal(d, dp, off, by_b, limit=35.0), d)  # bent more than the limit
     np.testing.assert_array_equal(rest_normal(d, np.zeros(3), off, by_b), d)  # no parent direction
+    # a split only a little better than the child's plane keeps the child's direction
+    mixed = np.where(rng.random(len(off)) < 0.5, by_b, off @ d > 0)
+    wrong = [int(((off @ v) * np.where(mixed, 1, -1) < 0).sum()) for v in (d, b)]
+    assert 0 < wrong[1] < wrong[0]
+    np.testing.assert_array_equal(rest_normal(d, dp, off, mixed, gain=1.0 - 0.99 * wrong[1] / wrong[0]), d)
+    np.testing.assert_allclose(rest_normal(d, dp, off, mixed, gain=1.0 - 1.01 * wrong[1] / wrong[0]), b, atol=1e-12)
 
 
 def test_reach_grows_with_the_bend():

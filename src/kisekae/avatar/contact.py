@@ -490,10 +490,11 @@ def _hinge_joint(c: int, parents, mats, axes, subtree, dense, rest, min_ring: in
     return c, p, centre, d, radius, flesh, (kind, kind)
 
 
-def rest_normal(child_dir, parent_dir, offsets, child_side, limit: float = REST_BEND_LIMIT) -> np.ndarray:
+def rest_normal(child_dir, parent_dir, offsets, child_side, limit: float = REST_BEND_LIMIT,
+                gain: float = REST_SPLIT_GAIN) -> np.ndarray:
     """The unit rest normal of a joint's plane: the bisector of the two bones' rest directions where the joint is bent
-    at rest by at most ``limit`` degrees and that plane puts no more of the joint's vertices on the wrong side than
-    the plane across the child bone does; else the child bone's direction.
+    at rest by at most ``limit`` degrees and that plane puts at least the share ``gain`` fewer of the joint's vertices
+    on the wrong side than the plane across the child bone does; else the child bone's direction.
 
     Linear blend skinning bends a joint about its rest shape, so two limbs bent at rest (MakeHuman's elbows, 47°)
     meet on the plane half-way between them. Across the child alone, the inner elbow's upper-arm flesh lies on
@@ -507,6 +508,7 @@ def rest_normal(child_dir, parent_dir, offsets, child_side, limit: float = REST_
     offsets : (M, 3) rest positions of the joint's vertices minus the joint centre, metres
     child_side : (M,) bool, the vertices on the child's side (half their weight or more on its subtree)
     limit : float, degrees
+    gain : float in [0, 1), the bisector's least gain in vertices on their own side
 
     Returns
     -------
@@ -521,7 +523,7 @@ def rest_normal(child_dir, parent_dir, offsets, child_side, limit: float = REST_
     b /= np.linalg.norm(b)
     side = np.where(child_side, 1.0, -1.0)
     wrong = [int(((offsets @ v) * side < 0.0).sum()) for v in (d, b)]
-    return b if wrong[1] <= (1.0 - REST_SPLIT_GAIN) * wrong[0] else d
+    return b if wrong[1] <= (1.0 - gain) * wrong[0] else d
 
 
 def _neck_carried(parents, neck, dense, subtree):
