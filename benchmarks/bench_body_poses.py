@@ -38,11 +38,11 @@ CMU_POSES = ("crouch", "sit", "deep_squat", "run_stride")
 
 def all_poses(skeleton, rig: str, only=None) -> list:
     """``[(name, Pose)]`` of the benchmark on ``rig`` (module docstring), or those named in ``only``."""
-    from kisekae.avatar.poses import NAMED_POSES, VERIFICATION_POSES, load_pose_file, named_pose
+    from kisekae.avatar.poses import NAMED_POSES, load_pose_file, named_pose
     from kisekae.io.bvh import load_bvh
 
     files = {p.stem: p for d in POSE_DIRS for p in sorted(d.glob("*.json"))}
-    names = list(dict.fromkeys([*VERIFICATION_POSES, *NAMED_POSES])) + list(files)
+    names = list(NAMED_POSES) + list(files)
     out = []
     if rig == "cmu_mb" and only is None:
         out += [(f"clip frame {i}", p) for i, p in enumerate(load_bvh(CLIP, skeleton).poses)]
@@ -56,12 +56,10 @@ def bodies(rig: str) -> dict:
     """``{"plain", "child planes", "default"}`` avatars on ``rig``."""
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.avatar.contact import GAP, apply_contact
-    from kisekae.avatar.correctives import packaged_correctives, with_correctives
 
     plain = load_builtin_avatar(rig)
-    child = with_correctives(plain.with_body_contact(gap=GAP, rest_bend_limit=0.0), packaged_correctives(plain),
-                             same_body=True)
-    return {"plain": plain, "child planes": child, "default": apply_contact(plain, GAP)}
+    return {"plain": plain, "child planes": apply_contact(plain, GAP, rest_bend_limit=0.0),
+            "default": apply_contact(plain, GAP)}
 
 
 def run(rigs=("game_engine", "cmu_mb"), only=None) -> list:

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 from kisekae.avatar import load_builtin_avatar
 from kisekae.avatar.contact import GAP, apply_contact
-from kisekae.avatar.correctives import packaged_correctives, with_correctives
 from kisekae.avatar.poses import load_pose_file
 from kisekae.qa.check import body_self_contact
 from kisekae.render import materials as M
@@ -25,8 +24,7 @@ CELL = (480, 360)
 
 plain = load_builtin_avatar()
 bodies = {"plain skinning": plain,
-          "planes across the child (before)": with_correctives(plain.with_body_contact(gap=GAP, rest_bend_limit=0.0),
-                                                               packaged_correctives(plain), same_body=True),
+          "planes across the child (before)": apply_contact(plain, GAP, rest_bend_limit=0.0),
           "rest-bend plane (now)": apply_contact(plain, GAP)}
 sk = plain.skeleton
 renderer = default_renderer()

@@ -135,7 +135,7 @@ def contact_gap(value, source: str = "contact") -> float | None:
                        f"(a number >= 0), got {value!r}", source)
 
 
-def apply_contact(avatar, gap, correctives="auto"):
+def apply_contact(avatar, gap, correctives="auto", rest_bend_limit: float | None = None):
     """``avatar`` posed the way the command line, batch catalogues and the demo pose it.
 
     Parameters
@@ -148,6 +148,9 @@ def apply_contact(avatar, gap, correctives="auto"):
         they fit this body (:func:`kisekae.avatar.correctives.packaged_correctives`: the built-in body, a copy or a
         MakeHuman shape of it), else none; None: none; a
         :class:`~kisekae.avatar.correctives.PoseCorrectives`: those (refused when made for another body).
+    rest_bend_limit : float or None
+        :meth:`~kisekae.avatar.avatar.Avatar.with_body_contact`'s (None: :data:`REST_BEND_LIMIT`; 0: the planes
+        across the child bone, as before 2026-12-07).
 
     Returns
     -------
@@ -161,7 +164,7 @@ def apply_contact(avatar, gap, correctives="auto"):
     posed = avatar
     if gap is not None:
         try:
-            posed = avatar.with_body_contact(gap=gap)
+            posed = avatar.with_body_contact(gap=gap, rest_bend_limit=rest_bend_limit)
         except NoBlendedJoint:
             posed = avatar
     if isinstance(correctives, str):
