@@ -21,7 +21,8 @@ passes (:func:`kisekae.fit.surface.smooth_push`), the push again, ``LIMIT_PASSES
 normals; then the carried frame: the same, started from the previous frame's correction
 (:func:`kisekae.fit.carry.carry_start`; ``kisekae check --runtime --no-edge-lift``), and beside it the same frame
 reading only 16 candidates a vertex; then the default frame of ``kisekae check --runtime``: the carried frame ended
-by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`), capped at
+by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`), every push within the
+body's depth bound (:mod:`kisekae.fit.depth_bound`), capped at
 :data:`~kisekae.fit.surface.FINISH_STEP` a vertex; the
 candidates are baked once before timing (``--bake-poses`` range-of-motion poses); and the garment correctives that
 the default frame starts from for garments that have them (:mod:`kisekae.fit.garment_correctives`: offsets from the
@@ -78,6 +79,7 @@ from kisekae.fit.carry import KEEP, carry_start  # noqa: E402
 from kisekae.avatar.correctives import BodyCorrectives, add_skinned_offsets  # noqa: E402
 from kisekae.fit.edge_lift import LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates, vertex_samples  # noqa: E402
 from kisekae.fit.body_follow import body_follow, follow_weights  # noqa: E402
+from kisekae.fit.depth_bound import body_depth_bound  # noqa: E402
 from kisekae.fit.runtime import FOLLOW_SMOOTH, garment_samples  # noqa: E402
 from kisekae.fit.unflip import UNFLIP_PASSES, vertex_faces  # noqa: E402
 
@@ -245,6 +247,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
     rows = []
     bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
     contact_av, cand, ring, lift, gfaces = surface_setup(av, gv, gf, gskin, bake_poses)
+    depth = body_depth_bound(body.mesh.vertices, bfaces)  # the body's depth bound, once per body
     dense_c = dense_correctives(av, gv)
     deform = contact_av.body.deform
     for pose_name in poses:
@@ -340,7 +343,8 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         cf = measure(carried(cand), repeat=repeat)
         rows.append([pose_name, "CARRIED FRAME: the surface frame started from the last correction",
                      f"{cf[0] * 1e3:.3f}", f"{cf[1] * 1e3:.3f}", f"keep {KEEP} (kisekae.fit.carry.carry_start)"])
-        full_frame = carried(cand, lift=lift, faces=gfaces, finish_step=FINISH_STEP)  # the default since 2026-12-04
+        # the default since 2026-12-04 (the depth bound since 2026-12-07)
+        full_frame = carried(cand, lift=lift, faces=gfaces, finish_step=FINISH_STEP, depth_bound=depth)
         # the same carried frame reading only the first 16 candidates of each vertex (the core's size before
         # 2026-12-04): what the doubled candidate count costs, on this machine, in this run
         cand16 = SurfaceCandidates(np.ascontiguousarray(cand.triangles[:, :16]), cand.n_body_faces)
@@ -368,7 +372,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
             g = lbs(gv, gskin.indices, gskin.weights, skin_m).astype(np.float64)
             q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
                                 start=carry_start(corrected(g), previous_c, KEEP), lift=lift, faces=gfaces,
-                                finish_step=FINISH_STEP, shortest=floor)[0]
+                                finish_step=FINISH_STEP, shortest=floor, depth_bound=depth)[0]
             return q, vertex_normals(q, gf)
 
         gcost = measure(lambda: corrected(x), repeat=repeat)

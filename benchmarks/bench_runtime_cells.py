@@ -14,6 +14,8 @@ warmed up from rest as ``kisekae check --runtime`` does. Each *variant* is a set
 - ``floor=C``: ``--compression-limit C``, e.g. ``floor=0.1``;
 - ``follow`` / ``no-follow``: ``--body-follow`` / ``--no-body-follow`` (the garment starts from what the body does
   beyond skinning);
+- ``depth-bound`` / ``no-depth-bound``: ``--depth-bound`` / ``--no-depth-bound`` (the push trusts no candidate beyond
+  the body's depth bound, :mod:`kisekae.fit.depth_bound`);
 - ``body=FILE``: ``--correctives FILE`` (another bake of the body's correctives), ``garment=FILE``:
   ``--garment-correctives FILE``;
 - variants joined by ``+`` take all their flags, e.g. ``follow+body=kv.npz``.
@@ -47,7 +49,8 @@ SAMPLES = ROOT / "src" / "kisekae" / "data" / "samples"
 GARMENTS = ("tights", "skirt", str(SAMPLES / "female_casualsuit01.mhclo"), str(SAMPLES / "male_worksuit01.mhclo"))
 FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-step", "none"],
          "no-correctives": ["--garment-correctives", "off"], "no-floor": ["--compression-limit", "0"],
-         "follow": ["--body-follow"], "no-follow": ["--no-body-follow"]}
+         "follow": ["--body-follow"], "no-follow": ["--no-body-follow"],
+         "depth-bound": ["--depth-bound"], "no-depth-bound": ["--no-depth-bound"]}
 
 
 #: Variants of the form ``KEY=VALUE`` and the flag each gives.
@@ -65,7 +68,7 @@ def variant_flags(name: str) -> list:
     if eq and key in VALUED:
         return [VALUED[key], value]
     raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives, "
-                     "no-floor, follow, no-follow, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
+                     "no-floor, follow, no-follow, depth-bound, no-depth-bound, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
 
 
 def pose_flags(poses) -> list:

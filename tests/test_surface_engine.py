@@ -22,7 +22,7 @@ from kisekae.fit.edge_lift import (LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_REACH, b
 from kisekae.fit.unflip import TURN_START, UNFLIP_PASSES, vertex_faces
 from kisekae.geom.closest import closest_point_triangles_numpy
 from kisekae.geom.normals import vertex_normals
-from kisekae.fit.runtime import FOLLOW_SMOOTH, garment_follow, garment_shortest
+from kisekae.fit.runtime import FOLLOW_SMOOTH, avatar_depth_bound, garment_follow, garment_shortest
 from kisekae.shaders import surface_bake as sb
 from kisekae.shaders.toolchain import HLSL_DIR, compile_hlsl
 
@@ -42,7 +42,8 @@ def baked(avatar, tmp_path_factory):
     lift = (samples, bake_sample_candidates(av, "tights", samples, n_poses=40), vertex_samples(samples, mesh.weld))
     doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=garment_chords(mesh),
                           n_body_vertices=av.body.mesh.n_vertices, weld=mesh.weld, lift=lift,
-                          shortest=garment_shortest(av, "tights"), follow=garment_follow(av, "tights"))
+                          shortest=garment_shortest(av, "tights"), follow=garment_follow(av, "tights"),
+                          depth_bound=avatar_depth_bound(av))
     folder = tmp_path_factory.mktemp("surface")
     head, binary = sb.write_surface_bake(doc, folder / "tights.surface.json")
     return av, cand, ring, doc, head, binary, lift
@@ -65,7 +66,8 @@ def test_bake_round_trips(baked):
     # CANDIDATES triples of uint32 per vertex (12 B each), the ring (4 B per offset and per entry), the weld map (4 B),
     # the chord (float32, 4 B); per sample its three corners, three weights, chord (28 B) and CANDIDATES candidate
     # triples, the vertex sample table (4 B per offset and per entry): 3,583 edge samples (two corners each) and
-    # 1,702 face samples (three); the floor (4 B) and the follow's binding (3 ids, 3 weights, a share: 28 B)
+    # 1,702 face samples (three); the floor (4 B) and the follow's binding (3 ids, 3 weights, a share: 28 B); the
+    # body's depth bound (4 B per body vertex)
     samples, scand, (sptr, sidx) = lift
     ns = len(samples)
     assert header["samples"] == ns == 3583 + 1702 and header["vertexSampleEntries"] == len(sidx) \
@@ -75,7 +77,7 @@ def test_bake_round_trips(baked):
     assert header["turnStart"] == TURN_START
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 3 * CANDIDATES + (n + 1) + len(ring[1]) + n + n
                                                             + ns * (7 + 3 * CANDIDATES)
-                                                            + (n + 1) + len(sidx) + n + 7 * n)
+                                                            + (n + 1) + len(sidx) + n + 7 * n + nb)
     assert header["followPasses"] == FOLLOW_SMOOTH == 10
     corners, bary, share = garment_follow(av, "tights")
     assert (share == 1).all()  # the tights lie within 2 cm of the skin everywhere
@@ -108,11 +110,16 @@ def test_bake_round_trips(baked):
         np.testing.assert_allclose(got["follow_bary"], bary, atol=1e-7)
         np.testing.assert_array_equal(got["follow_share"], share.astype(np.float32))
         assert got["follow_passes"] == FOLLOW_SMOOTH
+        bound = avatar_depth_bound(av)
+        finite = np.isfinite(bound)
+        np.testing.assert_array_equal(got["depth_bound"][finite], bound[finite].astype(np.float32))
+        assert np.isinf(got["depth_bound"][~finite]).all() and 0.005 < got["depth_bound"][finite].min()
     # other values round-trip through the header and inline; 0 passes: an engine without the stretch limit
     other = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chords, weld=av.part("tights").mesh.weld,
                             n_body_vertices=nb, limit_passes=0, stretch_limit=0.25)
     assert other["limitPasses"] == 0 and other["stretchLimit"] == 0.25
     assert not other["followShare"].any()  # no binding given: nothing follows
+    assert (other["depthBound"] == np.float32(1e30)).all()  # no bound given: every candidate is trusted
     head2 = sb.write_surface_bake(other, head.parent / "other.surface.json")[0]
     for source in (head2, other):
         got = _load(source, av)
@@ -127,10 +134,11 @@ def test_bake_round_trips(baked):
         _load(head.parent / "old.surface.json", av)
 
 
-def engine_push(p, corners, body, normals, params, tight, soft, up, reach, chord, kv):
+def engine_push(p, corners, body, normals, params, tight, soft, up, reach, chord, kv, bound=None):
     """One push from the bake's corner triples and chords alone, as KisekaeSurfacePush per vertex: the nearest
-    candidate (the first of equals) within reach, the normal and the body curvature kv blended at its closest point,
-    the clearance less the chord allowance, the seed's push law."""
+    candidate (the first of equals) within reach and, with the bake's depth bound ``bound``, not behind the vertex by
+    more than the bound blended at its closest point; the normal and the body curvature kv blended there, the
+    clearance less the chord allowance, the seed's push law."""
     n, k, _ = corners.shape
     rep = np.repeat(p, k, axis=0)
     a, b, c = (body[corners[:, :, i].ravel()] for i in range(3))
@@ -143,6 +151,9 @@ def engine_push(p, corners, body, normals, params, tight, soft, up, reach, chord
     nrm = np.einsum("nc,ncd->nd", w, normals[corners[rows, best]])
     nrm /= np.maximum(np.linalg.norm(nrm, axis=1), 1e-12)[:, None]
     near = dist[rows, best] <= reach
+    if bound is not None:
+        b = np.einsum("nc,nc->n", w, np.minimum(bound, 1e30)[corners[rows, best]])
+        near &= ~((np.einsum("ij,ij->i", p - qb, nrm) < 0) & (dist[rows, best] > b))
     kappa = np.einsum("nc,nc->n", w, kv[corners[rows, best]])
     s = np.where(near, np.einsum("ij,ij->i", p - qb, nrm) - chord_allowance(chord, kappa), 1.0)
     amount = np.where(near, push_amount(s, params.margin, params.stiffness, params.max_push, tight, soft,
@@ -194,7 +205,7 @@ def engine_lift(x, d, bake, body, normals, params, up, kv):
     p = x + d
     pts = w[:, 0, None] * p[ends[:, 0]] + w[:, 1, None] * p[ends[:, 1]] + w[:, 2, None] * p[ends[:, 2]]
     lift = engine_push(pts, bake["sample_corners"], body, normals, params, 0.0, 0.0, up, params.max_push,
-                       bake["sample_chord"], kv) - pts
+                       bake["sample_chord"], kv, bake["depth_bound"]) - pts
     ptr, idx = bake["vertex_samples"]
     out = np.zeros_like(d)
     for v in range(len(d)):
@@ -239,20 +250,22 @@ def engine_frame(skinned, bake, body, normals, body_faces, params, up=(0.0, 1.0,
     of the lifted vertices, unflip, push of what it moved) and bake['unflip_passes'] more unflips; cap."""
     up = np.asarray(up, dtype=np.float64)
     x = np.asarray(skinned, dtype=np.float64)
-    corners, (ptr, idx), chord = bake["corners"], bake["ring"], bake["chord"]
+    corners, (ptr, idx), chord, bound = bake["corners"], bake["ring"], bake["chord"], bake["depth_bound"]
     kv = body_curvature(body, normals, body_faces)
-    first = engine_push(x, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv)
+    first = engine_push(x, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv, bound)
     d = first - x
     for _ in range(bake["smooth_passes"]):
         d = engine_smooth(d, ptr, idx)
-    d = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
+    d = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv, bound) - x
     for _ in range(bake["limit_passes"]):
         d, moved = engine_limit(x, d, ptr, idx, bake["stretch_limit"], bake["shortest"])
-        pushed = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
+        pushed = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv,
+                             bound) - x
         d = np.where(moved[:, None], pushed, d)
 
     def push_where(d, mask):
-        pushed = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv) - x
+        pushed = engine_push(x + d, corners, body, normals, params, 0.0, 0.0, up, params.max_push, chord, kv,
+                             bound) - x
         return np.where(mask[:, None], pushed, d)
 
     def unflip(d):
@@ -287,9 +300,9 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     skinned = av.part("tights").posed(m)
     params = params_for("tights", None)
     chord = garment_chords(av.part("tights").mesh)
-    floor = bake["shortest"]
+    floor, depth = bake["shortest"], bake["depth_bound"]
     ref, push = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
-                                shortest=floor)
+                                shortest=floor, depth_bound=depth)
     assert push.max() > 0.002  # crouch pushes the tights (not a vacuous comparison)
     free = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord)[0]
     assert np.abs(ref - free).max() > 1e-3  # the stretch limit's floor matters here
@@ -299,7 +312,7 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     assert np.abs(ours - ref).max() < 1e-8
     # the stretch limit moves the tights here (not a vacuous comparison), and the bake's limitPasses drives it
     unlimited = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord,
-                                limit_passes=0)[0]
+                                limit_passes=0, depth_bound=depth)[0]
     assert np.abs(ref - unlimited).max() > 1e-3
     assert np.abs(engine_frame(skinned, {**bake, "limit_passes": 0}, body, normals, faces, params)
                   - unlimited).max() < 1e-8
@@ -307,7 +320,7 @@ def test_engine_from_the_bake_reproduces_the_runtime(baked):
     mesh = av.part("tights").mesh
     garment = (mesh.faces.astype(np.int64), vertex_faces(mesh.faces, mesh.n_vertices, mesh.weld))
     full = surface_runtime(skinned, cand, ring, body, normals, faces, params, numpy=True, chord=chord, lift=lift,
-                           faces=garment, shortest=floor)[0]
+                           faces=garment, shortest=floor, depth_bound=depth)[0]
     assert np.abs(full - ref).max() > 1e-3  # the stages move the tights in the crouch
     assert np.abs(engine_frame(skinned, bake, body, normals, faces, params, garment=garment) - full).max() < 1e-6
 
@@ -341,7 +354,7 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     assert _load(path, av)["corners"].shape == (n, CANDIDATES, 3)
     for old in (1, 2, 3, 4, 5, 6, 7):  # no chords, stretch limit, edge lift, last stretch limit, face samples, floor,
         # body follow
-        with pytest.raises(KisekaeError, match=r"b\.surface\.json: not a version-8 kisekae surface bake"):
+        with pytest.raises(KisekaeError, match=rf"b\.surface\.json: not a version-{sb.SURFACE_BAKE_VERSION} kisekae surface bake"):
             _load(case({"version": old}), av)
     with pytest.raises(KisekaeError, match="format"):
         _load(case({"format": "something else"}), av)
@@ -431,25 +444,32 @@ def test_bad_bakes_are_refused(baked, tmp_path):
                           (sidx_out, "vertexSampleIdx entries outside")):
         with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: {message}"):
             _load(case(edit_data=edit), av)
-    # the stretch limit's floor (before the follow's 7 N values), fractions in [0, 1)
+    # the stretch limit's floor (before the follow's 7 N values and the body's depth bound), fractions in [0, 1)
     for bad in (-0.1, 1.0, np.nan):
         def floor_bad(d, bad=bad):
-            d[-8 * n + 5] = np.array([bad], "<f4").view("<u4")[0]
+            d[-8 * n - nb + 5] = np.array([bad], "<f4").view("<u4")[0]
 
         with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'shortest' must be fractions in \[0, 1\)"):
             _load(case(edit_data=floor_bad), av)
     # the body follow's binding: corners within the body, barycentric weights, shares in [0, 1]
     def follow_corner_out(d):
-        d[-7 * n + 4] = nb
+        d[-7 * n - nb + 4] = nb
 
     with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: followCorners outside 0\.\.{nb - 1}"):
         _load(case(edit_data=follow_corner_out), av)
     for at, bad in ((-4 * n + 3, 1.5), (-4 * n + 3, np.nan), (-n + 2, 1.5), (-n + 2, -0.25), (-n + 2, np.nan)):
-        def follow_bad(d, at=at, bad=bad):
+        def follow_bad(d, at=at - nb, bad=bad):
             d[at] = np.array([bad], "<f4").view("<u4")[0]
 
         with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'followBary' must be three weights"):
             _load(case(edit_data=follow_bad), av)
+    # the body's depth bound: lengths >= 0 (1e30 for none)
+    for bad in (-0.01, np.nan):
+        def depth_bad(d, bad=bad):
+            d[-nb + 7] = np.array([bad], "<f4").view("<u4")[0]
+
+        with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'depthBound' must be lengths >= 0"):
+            _load(case(edit_data=depth_bad), av)
     for bad in (-0.1, float("nan"), "0.05", None):
         with pytest.raises(KisekaeError, match=r"('turnStart' must be a finite number >= 0|missing entry 'turnStart')"):
             _load(case({"turnStart": bad}), av)
@@ -619,8 +639,8 @@ def test_compute_kernels_declared_and_dispatched():
     # the stretch limit's floor (the bake's last array) reaches KisekaeStretchLimit
     assert "#define KISEKAE_LOAD_SHORTEST(j) _KisekaeSurfaceShortest[(j)]" in text
     assert 'cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeSurfaceShortest", _shortest);' in cs
-    assert '"vertexSampleIdx",\n                                            "shortest", "followCorners", "followBary", "followShare" };' in cs
-    assert "BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);" in cs
+    assert '"vertexSampleIdx",\n                                            "shortest", "followCorners", "followBary", "followShare", "depthBound" };' in cs
+    assert "BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord, _depthBound);" in cs
     assert '"_KisekaeBodyCurvature", curvature' in cs and '"chord"' in cs
     # the layer push (beneath): its constants are kisekae's, its stage between the stretch limit and the edge lift,
     # on the garment beneath, and the body bound again after it
@@ -630,7 +650,9 @@ def test_compute_kernels_declared_and_dispatched():
     assert f"public const float LayerFade = {lp.LAYER_FADE}f;" in cs
     assert f"public const int LayerSmooth = {lp.LAYER_SMOOTH};" in cs
     assert f"public const int LayerLiftPasses = {lp.LAYER_LIFT_PASSES};" in cs
-    assert "BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord);" in cs
+    assert ("BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord,\n"
+            "                        _layerDepthBound);") in cs  # a garment beneath: no depth bound (1e30)
+    assert "_layerDepthBound.SetData(noBound)" in cs and "noBound[i] = 1e30f" in cs
     record = cs[cs.index("void Record(CommandBuffer cmd)"):]
     assert record.index("cmd.DispatchCompute(cs, _kStretchLimit, ") < record.index("RecordLayer(cmd, ref src, ref dst)") \
         < record.index("cmd.DispatchCompute(cs, _kSampleLifts, ")
@@ -673,7 +695,7 @@ def test_compute_kernels_declared_and_dispatched():
     assert "pass < liftLimitPasses" in cs
     for macro in ("KISEKAE_LOAD_SAMPLE_TRIANGLE", "KISEKAE_LOAD_SAMPLE_ENDS", "KISEKAE_LOAD_SAMPLE_WEIGHTS",
                   "KISEKAE_LOAD_SAMPLE_LIFT", "KISEKAE_LOAD_VERTEX_SAMPLE_RANGE", "KISEKAE_LOAD_VERTEX_SAMPLE",
-                  "KISEKAE_LOAD_GARMENT_FACE_RANGE", "KISEKAE_LOAD_GARMENT_FACE"):
+                  "KISEKAE_LOAD_GARMENT_FACE_RANGE", "KISEKAE_LOAD_GARMENT_FACE", "KISEKAE_LOAD_BODY_DEPTH_BOUND"):
         assert f"#define {macro}(" in text, macro
     for array in sb.LAYOUT:
         assert f'"{array}"' in cs, array
@@ -688,12 +710,12 @@ def test_o3de_srg_defines_the_surface_macros():
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_CURVATURE",
                   "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED",
                   "KISEKAE_LOAD_SHORTEST", "KISEKAE_LOAD_FOLLOW_CORNERS", "KISEKAE_LOAD_FOLLOW_WEIGHTS",
-                  "KISEKAE_LOAD_BODY_BEYOND"):
+                  "KISEKAE_LOAD_BODY_BEYOND", "KISEKAE_LOAD_BODY_DEPTH_BOUND"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
     for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_surfaceShortest",
                    "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
                    "m_garmentSkinned", "m_correction", "m_carryKeep", "m_finishBudget", "m_finishStep", "m_followCorners",
-                   "m_followBary", "m_followShare", "m_bodyBeyond", "m_follow"):
+                   "m_followBary", "m_followShare", "m_bodyBeyond", "m_follow", "m_bodyDepthBound"):
         assert member in srg, member
 
 
@@ -912,7 +934,8 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     kernels["KisekaeBodyCurvatures"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
                                                    "_KisekaeBodyNormals": body_nrm, "_KisekaeBodyCurvatureRW": body_kv})
     common = {**bufs, "_KisekaeBodyPositions": body_pos, "_KisekaeBodyNormals": body_nrm,
-              "_KisekaeBodyCurvature": body_kv}
+              "_KisekaeBodyCurvature": body_kv,
+              "_KisekaeBodyDepthBound": buf(np.minimum(bake["depth_bound"], 1e30).astype(np.float32).tobytes())}
     fol = [buf(np.zeros((n, 4), np.float32).tobytes()), buf(reserve=n * 16)]
     if follow is not None:
         kernels["KisekaeFollowGather"].run(n, uni, {
@@ -1020,6 +1043,7 @@ def _unity_layer(kernels, layer, uni, bufs, buf, f4, u32, vertex_faces, disp, sr
             "_KisekaeFinishStep": np.float32(-1.0)}
     common = {**bufs, "_KisekaeBodyPositions": inner_pos, "_KisekaeBodyNormals": inner_nrm,
               "_KisekaeBodyCurvature": kv, "_KisekaeSurfaceCorners": u32(layer["bake"]["corners"]),
+              "_KisekaeBodyDepthBound": buf(np.full(ni, 1e30, np.float32).tobytes()),  # a layer: no bound
               "_KisekaeSurfaceChord": buf(np.zeros(n, np.float32).tobytes()),
               "_KisekaeSampleCorners": u32(layer["bake"]["sample_corners"])}
     steps = [buf(reserve=n * 16), buf(reserve=n * 16)]

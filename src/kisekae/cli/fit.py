@@ -153,10 +153,10 @@ def _summary(contact_path, corrective_paths, garment_corrective_paths, surface_p
 def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compression: float) -> None:
     """Per garment, the surface push's data (candidates baked over the range of motion, welded one-ring, chords, edge
     samples and their candidates, the stretch limit's floor of the compression limit ``compression``, the body
-    follow's binding) and
+    follow's binding, the body's depth bound) and
     the body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
-    from ..fit.runtime import (covered_skin_triangles, garment_candidates, garment_chord, garment_follow,
-                               garment_lift, garment_ring, garment_shortest)
+    from ..fit.runtime import (DEPTH_BOUND, avatar_depth_bound, covered_skin_triangles, garment_candidates,
+                               garment_chord, garment_follow, garment_lift, garment_ring, garment_shortest)
     from ..shaders.covered_bake import covered_bake, write_covered
     from ..shaders.surface_bake import surface_bake, write_surface_bake
 
@@ -168,7 +168,8 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compr
                            n_body_vertices=body.mesh.n_vertices, weld=mesh.weld,
                            lift=garment_lift(avatar, name, progress=True),
                            shortest=garment_shortest(avatar, name, compression),
-                           follow=garment_follow(avatar, name))
+                           follow=garment_follow(avatar, name),
+                           depth_bound=avatar_depth_bound(avatar) if DEPTH_BOUND else None)
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])

@@ -361,7 +361,7 @@ def _choose_numpy(lift, samples: EdgeSamples, table, n: int):
 
 def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates, table, body, body_normals,
                     body_faces, params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                    chord: bool = True, reach: float | None = None):
+                    chord: bool = True, reach: float | None = None, depth_bound=None):
     """One edge lift, NumPy reference.
 
     Parameters
@@ -373,6 +373,8 @@ def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCand
     body, body_normals, body_faces, params, tightness, softness, up : as :func:`kisekae.fit.surface.surface_push`
     chord : bool, give each sample the chord allowance of its sub-segment (``samples.chord``)
     reach : float or None, metres: candidates farther than this from a sample are ignored (default ``max_push``)
+    depth_bound : (Nb,) or None, per body vertex: the samples' pushes trust no candidate beyond it
+        (:func:`kisekae.fit.surface.surface_push_numpy`)
 
     Returns
     -------
@@ -385,7 +387,7 @@ def edge_lift_numpy(points, samples: EdgeSamples, sample_candidates: SurfaceCand
     ps = samples.points(p)
     pushed = surface_push_numpy(ps, sample_candidates, body, body_normals, body_faces, params,
                                 samples.mask(tightness), samples.mask(softness), up, reach=reach,
-                                chord=samples.chord if chord else None)[0]
+                                chord=samples.chord if chord else None, depth_bound=depth_bound)[0]
     lift, moved = _choose_numpy(pushed - ps, samples, table, n)
     return p + lift, moved
 
@@ -461,13 +463,13 @@ def _lift(p, samples, cand, table, v, nb, frame, sframe, params, up, reach=None,
 
 def edge_lift(points, samples: EdgeSamples, sample_candidates: SurfaceCandidates, table, body, body_normals,
               body_faces, params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-              reach: float | None = None):
+              reach: float | None = None, depth_bound=None):
     """:func:`edge_lift_numpy` with the Numba surface push kernel and a Numba gather (one core)."""
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, None, body, body_normals, body_faces, tightness, softness)
     _check(samples, sample_candidates, table, len(p))
     sample_candidates.check(len(samples), f)
-    frame = _body_frame(v, nb, f, True)
+    frame = _body_frame(v, nb, f, True, depth_bound)
     table = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in table)
     return _lift(p, samples, sample_candidates, table, v, nb, frame, lift_frame(samples, t, s, len(p)), params,
                  np.asarray(up, dtype=np.float64), reach)[:2]

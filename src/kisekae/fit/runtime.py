@@ -55,6 +55,10 @@ BODY_FOLLOW = True
 #: push's own (neighbouring garment vertices bound to different body parts take different displacements; unsmoothed, the
 #: follow turned faces over where thigh meets calf: 68 cells 29 flipped faces, 3 passes 25, 6 24, 10 21, docs/fit.md).
 FOLLOW_SMOOTH = SMOOTH_PASSES
+#: Whether the surface methods trust a candidate only within the body's depth bound (:mod:`kisekae.fit.depth_bound`),
+#: by default (since 2026-12-07: the packaged walk's skirt pop 45.8 -> 5.3 mm; the 68 cells and the 24 cells of
+#: ``benchmarks/poses_more`` unchanged, docs/fit.md "The depth bound").
+DEPTH_BOUND = True
 
 
 def _cached(avatar: Avatar, slot: str, key, make):
@@ -63,6 +67,15 @@ def _cached(avatar: Avatar, slot: str, key, make):
     if key not in cache:
         cache[key] = make()
     return cache[key]
+
+
+def avatar_depth_bound(avatar: Avatar) -> np.ndarray:
+    """(Nb,) the body's depth bound per vertex (:func:`kisekae.fit.depth_bound.body_depth_bound` of the rest body,
+    metres), made once and cached on the avatar."""
+    from .depth_bound import body_depth_bound
+
+    mesh = avatar.body.mesh
+    return _cached(avatar, "_kisekae_depth_bound", "body", lambda: body_depth_bound(mesh.vertices, mesh.faces))
 
 
 def avatar_capsule_rig(avatar: Avatar):
@@ -305,7 +318,8 @@ def garment_plan(avatar: Avatar, name: str, params: PushParams):
 def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | None = None,
                  method: str = "carried", state: CarryState | None = None, edge_lift: bool = True,
                  finish_step: float | None = FINISH_STEP, layers: bool = False, correctives: str = "auto",
-                 compression: float = COMPRESSION_LIMIT, body_follow: bool = BODY_FOLLOW) -> dict:
+                 compression: float = COMPRESSION_LIMIT, body_follow: bool = BODY_FOLLOW,
+                 depth_bound: bool = DEPTH_BOUND) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -339,13 +353,16 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     body_follow : bool, for ``"carried"`` and ``"surface"``: the push starts from the skinned garment plus the outward
         part of the body's displacement beyond plain skinning at each vertex's bound point, faded out with its rest
         clearance (:mod:`kisekae.fit.body_follow`; default :data:`BODY_FOLLOW`; nothing to follow on a plain body)
+    depth_bound : bool, for ``"carried"`` and ``"surface"``: the pushes trust no candidate that puts a vertex deeper
+        behind it than the body can be there (:mod:`kisekae.fit.depth_bound`, :func:`avatar_depth_bound`; default
+        :data:`DEPTH_BOUND`); False: every candidate is trusted (the path before 2026-12-07)
 
     Returns
     -------
     dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` (one frame's
     correction; for ``"carried"`` the last step's) and ``runtime_method``; ``"carried"`` adds ``runtime_steps``,
-    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift``, ``finish_step`` and
-    ``compression_limit``)
+    the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift``, ``finish_step``,
+    ``compression_limit``, ``body_follow`` and ``depth_bound``)
     """
     check_compression(compression)
     if method not in RUNTIME_METHODS:
@@ -363,13 +380,19 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         origin = m[0, :3, 3].copy()
         local = np.array(m, dtype=np.float64)
         local[:, :3, 3] -= origin
+        depth = avatar_depth_bound(avatar) if depth_bound else None
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step, layers, correctives, compression, body_follow)
+                           finish_step, layers, correctives, compression, body_follow, depth)
         else:
             out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives, compression,
-                           body_follow)
+                           body_follow, depth)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
+    return _capsules(avatar, pose, m, garments, params)
+
+
+def _capsules(avatar: Avatar, pose, m, garments, params) -> dict:
+    """:func:`runtime_pose`'s ``"capsules"`` method: the capsule field, then the skin-bound clearance and the cap."""
     body = avatar.body.posed(m)
     faces = avatar.body.mesh.faces
     capsules = avatar_capsule_rig(avatar).posed(pose.world_matrices(avatar.skeleton))
@@ -380,7 +403,7 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         t0 = time.perf_counter()
         new, push = push_out_runtime(binding, avatar.part(name).posed(m), capsules, body, faces, p,
                                      plan=garment_plan(avatar, name, p))
-        out[name] = (new.astype(np.float32), _metrics(push, (time.perf_counter() - t0) * 1e3, method))
+        out[name] = (new.astype(np.float32), _metrics(push, (time.perf_counter() - t0) * 1e3, "capsules"))
     return out
 
 
@@ -413,14 +436,14 @@ def garment_follow(avatar: Avatar, name: str) -> tuple:
 
 
 def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None,
-                  layers: bool = False) -> dict:
+                  layers: bool = False, depth=None) -> dict:
     """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
     corrected (N, 3) float64, push (N,) from plain skinning, milliseconds the garment's correction took; the skinned
     positions include the garment's correctives, if it has them); ``starts``: callable
     (name, skinned) -> where the first push starts, or None: the skinned positions; ``finish_step`` as
     :func:`kisekae.fit.surface.surface_runtime`'s; ``layers``: the garments of ``setup`` are worn together, innermost
     first, and each is pushed out of the corrected garments before it between its stretch limit and its edge lift
-    (:func:`_beneath`)."""
+    (:func:`_beneath`); ``depth``: the body's depth bound (:func:`avatar_depth_bound`) or None."""
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
     normals = vertex_normals(body, faces).astype(np.float64)
@@ -440,7 +463,8 @@ def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: floa
                 x = x + smooth_push(d, ring, FOLLOW_SMOOTH)
         start = x if starts is None else starts(name, x)
         new, push = surface_runtime(plain, cand, ring, body, normals, faces, p, chord=chord, start=start, lift=lift,
-                                    faces=gfaces, finish_step=finish_step, between=between, shortest=shortest)
+                                    faces=gfaces, finish_step=finish_step, between=between, shortest=shortest,
+                                    depth_bound=depth)
         out[name] = (x, new, push, (time.perf_counter() - t0) * 1e3)
     return out
 
@@ -504,18 +528,19 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
              layers: bool = False, correctives: str = "off", compression: float = COMPRESSION_LIMIT,
-             follow: bool = False) -> dict:
+             follow: bool = False, depth=None) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
     step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression, follow),
-                         finish_step=finish_step, layers=layers)
+                         finish_step=finish_step, layers=layers, depth=depth)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift, finish_step=finish_step,
-                                 compression_limit=compression, body_follow=bool(follow)))
+                                 compression_limit=compression, body_follow=bool(follow),
+                                 depth_bound=depth is not None))
             for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
              finish_step: float | None = None, layers: bool = False, correctives: str = "off",
-             compression: float = COMPRESSION_LIMIT, follow: bool = False) -> dict:
+             compression: float = COMPRESSION_LIMIT, follow: bool = False, depth=None) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
@@ -525,10 +550,11 @@ def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: 
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
                              lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep), finish_step,
-                             layers)
+                             layers, depth)
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
-                               finish_step=finish_step, compression_limit=compression, body_follow=bool(follow))
+                               finish_step=finish_step, compression_limit=compression, body_follow=bool(follow),
+                               depth_bound=depth is not None)
             state.corrections[name] = new - x
             out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)

@@ -49,6 +49,9 @@ BAKE_POSES = 300
 SMOOTH_PASSES = 10
 #: Vertices per block of the Numba kernel.
 BLOCK = 64
+#: A depth bound this large (metres) is no bound: a body vertex whose inward ray leaves the body
+#: (:mod:`kisekae.fit.depth_bound`), or a push without bounds. The shader core reads the same value.
+NO_DEPTH_BOUND = 1e30
 #: Largest chord allowance, metres (:func:`chord_allowance`): curvature from vertex normals is noisy at creases.
 CHORD_CAP = 0.003
 #: Stretch limit of :func:`stretch_limit`: an edge may grow to ``1 + STRETCH_LIMIT`` times its skinned length.
@@ -239,7 +242,7 @@ def _inputs(points, candidates: SurfaceCandidates, body, body_normals, body_face
 
 def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
                        params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                       reach: float | None = None, chord=None):
+                       reach: float | None = None, chord=None, depth_bound=None):
     """One surface push, NumPy reference.
 
     Parameters
@@ -253,11 +256,16 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
     up : (3,) the skirt bias's up axis
     reach : float, metres: a candidate farther than this from the vertex is ignored (default ``max_push``)
     chord : (N,) longest edge at each vertex, metres (:func:`garment_chords`), or None: no chord allowance
+    depth_bound : (Nb,) per body vertex, metres, or None: the deepest a point inside the body can lie below the skin
+        there (:func:`kisekae.fit.depth_bound.body_depth_bound`). Where the nearest candidate puts the vertex behind
+        its surface (``(p - q) . n < 0``) farther than the bound blended at q (``|p - q| > bound``), that candidate is
+        not the vertex's nearest skin (the list misses the skin that is) and the vertex is not pushed, as when no
+        candidate is within reach
 
     Returns
     -------
     new_points : (N, 3) float64; push : (N,) metres; clearance : (N,) signed clearance before the push
-    (``inf`` where no candidate is within reach)
+    (``inf`` where no candidate is within reach, or where the nearest one is beyond the depth bound)
     """
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
@@ -277,7 +285,10 @@ def surface_push_numpy(points, candidates: SurfaceCandidates, body, body_normals
     if chord is not None:
         kappa = np.einsum("nc,nc->n", bb, body_curvature(v, nb, f)[tri[rows, best]])
         sag = chord_allowance(as_nonnegative(chord, n_pts, "chord"), kappa)
-    clear = np.where(dist[rows, best] <= reach, np.einsum("ij,ij->i", p - qb, nrm) - sag, np.inf)
+    side = np.einsum("ij,ij->i", p - qb, nrm)
+    bound = np.einsum("nc,nc->n", bb, as_depth_bound(depth_bound, len(v))[tri[rows, best]])
+    trusted = (dist[rows, best] <= reach) & ~((side < 0.0) & (dist[rows, best] > bound))
+    clear = np.where(trusted, side - sag, np.inf)
     amount = np.where(np.isfinite(clear), push_amount(np.where(np.isfinite(clear), clear, 1.0), params.margin,
                                                       params.stiffness, params.max_push, t, s, params.skirt_bias), 0.0)
     direction = bias_direction(nrm, params.skirt_bias, np.asarray(up, dtype=np.float64))
@@ -318,7 +329,7 @@ def _triangle_spheres(body, faces, out):
 
 @numba.njit(cache=True, error_model="numpy")
 def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, chord, kv, cap, tight, soft, prm, reach2,
-                    out, s_out):
+                    out, s_out, depth):
     margin, stiffness, max_push, skirt_bias, upx, upy, upz = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
     n = active.shape[0]
     dd, gx, gy, gz, ct, cs, amt = block_buffers(BLOCK)
@@ -331,6 +342,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
             best = reach2
             found = False
             kap = 0.0
+            bound = np.inf
             qx = qy = qz = 0.0
             nx = ny = nz = 0.0
             for k in range(cand.shape[1]):
@@ -356,6 +368,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
                     best = d2
                     found = True
                     kap = u * kv[a] + w1 * kv[b] + w2 * kv[c]
+                    bound = u * depth[a] + w1 * depth[b] + w2 * depth[c]
                     qx, qy, qz = cx, cy, cz
                     nx = u * body_normals[a, 0] + w1 * body_normals[b, 0] + w2 * body_normals[c, 0]
                     ny = u * body_normals[a, 1] + w1 * body_normals[b, 1] + w2 * body_normals[c, 1]
@@ -367,7 +380,10 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
             nz /= nl
             if found:
                 dd[i] = (px - qx) * nx + (py - qy) * ny + (pz - qz) * nz
-                dd[i] -= min(kap * chord[v] * chord[v] / 8.0, cap)
+                if dd[i] < 0.0 and np.sqrt(best) > bound:
+                    dd[i] = np.inf  # deeper than the body can be there: not this point's skin (depth_bound.py)
+                else:
+                    dd[i] -= min(kap * chord[v] * chord[v] / 8.0, cap)
             else:
                 dd[i] = np.inf
             gx[i] = nx
@@ -387,7 +403,7 @@ def _surface_kernel(points, active, cand, faces, body, body_normals, spheres, ch
 
 def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body_faces,
                  params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
-                 reach: float | None = None, only=None, chord=None):
+                 reach: float | None = None, only=None, chord=None, depth_bound=None):
     """One surface push, Numba kernel on one core; same contract as :func:`surface_push_numpy`.
 
     ``only`` : (M,) int vertex ids, or None for all: the other vertices are returned unchanged, with clearance
@@ -397,23 +413,39 @@ def surface_push(points, candidates: SurfaceCandidates, body, body_normals, body
     """
     params = params or PushParams()
     p, v, nb, f, t, s = _inputs(points, candidates, body, body_normals, body_faces, tightness, softness)
-    frame = _body_frame(v, nb, f, chord is not None)
+    frame = _body_frame(v, nb, f, chord is not None, depth_bound)
     ch = np.zeros(len(p)) if chord is None else as_nonnegative(chord, len(p), "chord")
     ids = np.arange(len(p), dtype=np.int64) if only is None else np.ascontiguousarray(only, dtype=np.int64)
     out, clear = _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach)
     return out, np.linalg.norm(out - p, axis=1), clear
 
 
-def _body_frame(v, nb, f, curvature: bool) -> tuple:
+def _body_frame(v, nb, f, curvature: bool, depth_bound=None) -> tuple:
     """What every push of one frame reads of the posed body: ``(faces int64, triangle bounds (F, 8): spheres and
-    planes, curvature (Nb,))``, the curvature 0 unless asked for (no chord allowance)."""
+    planes, curvature (Nb,), depth bound (Nb,))``, the curvature 0 unless asked for (no chord allowance), the depth
+    bound ``inf`` unless given (:func:`as_depth_bound`)."""
     f = np.ascontiguousarray(f, dtype=np.int64)
     spheres = np.empty((len(f), 8))
     _triangle_spheres(v, f, spheres)
     kv = np.zeros(len(v))
     if curvature:
         _curvature_kernel(v, nb, f, kv)
-    return f, spheres, kv
+    return f, spheres, kv, as_depth_bound(depth_bound, len(v))
+
+
+def as_depth_bound(depth_bound, n_body: int) -> np.ndarray:
+    """(Nb,) float64 depth bound per body vertex (:mod:`kisekae.fit.depth_bound`), checked: lengths >= 0, ``inf``
+    (no bound) stored as :data:`NO_DEPTH_BOUND`, so that blending it with a weight of 0 gives 0 and not NaN, as in the
+    shader core; None: no bound anywhere (the push trusts every candidate)."""
+    if depth_bound is None:
+        return np.full(n_body, NO_DEPTH_BOUND)
+    b = np.array(depth_bound, dtype=np.float64)
+    if b.shape != (n_body,):
+        raise KisekaeError(f"expected one depth bound per body vertex ({n_body}), got shape {b.shape}", "depth bound")
+    if np.isnan(b).any() or (b < 0).any():
+        raise KisekaeError("depth bounds must be lengths >= 0 (inf: no bound), found NaN or a negative value",
+                           "depth bound")
+    return np.minimum(b, NO_DEPTH_BOUND)
 
 
 def _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach):
@@ -422,11 +454,11 @@ def _push(p, ids, candidates, v, nb, frame, ch, t, s, params, up, reach):
     reach = params.max_push if reach is None else float(reach)
     up = np.asarray(up, dtype=np.float64)
     prm = np.array([params.margin, params.stiffness, params.max_push, params.skirt_bias, *up], dtype=np.float64)
-    f, spheres, kv = frame
+    f, spheres, kv, depth = frame
     out = p.copy()
     clear = np.full(len(p), np.nan)
     _surface_kernel(p, ids, np.ascontiguousarray(candidates.triangles), f, v, nb, spheres, ch, kv, CHORD_CAP, t, s,
-                    prm, reach * reach, out, clear)
+                    prm, reach * reach, out, clear, depth)
     return out, clear
 
 
@@ -783,7 +815,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                     passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
                     stretch: float = STRETCH_LIMIT, start=None, lift=None, faces=None,
-                    finish_step: float | None = None, between=None, shortest=None):
+                    finish_step: float | None = None, between=None, shortest=None, depth_bound=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
     ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; then, if given,
     :data:`~kisekae.fit.edge_lift.LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) and the unflip
@@ -819,6 +851,9 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         the stages against the body keep the last word
     shortest : (N,) or None, the stretch limit's floor per vertex (:func:`stretch_limit`, :func:`shortest_lengths`:
         the compression limit of cloth that clings to the body); None: edges may shrink freely
+    depth_bound : (Nb,) or None, per body vertex, the deepest a point inside the body can lie below the skin there
+        (:func:`kisekae.fit.depth_bound.body_depth_bound`; every push, the edge lift's included: a candidate beyond it
+        is not trusted, :func:`surface_push_numpy`); None: every candidate is trusted
 
     Returns
     -------
@@ -838,17 +873,13 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     y0 = x if start is None else _f64(start, x.shape, "start positions")
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
-        first = surface_push_numpy(y0, *args, chord=chord)[0]
-        if passes > 0:
-            first = x + smooth_push_numpy(first - x, ring, passes)
-        new = surface_push_numpy(first, *args, chord=chord)[0]
-        new = _between(between, _limit_passes_numpy(new, x, args, chord, ring, limits, limit_passes))
-        new = _finish_numpy(new, x, args, chord, lift, faces, ring, limits, budget)
+        new = _runtime_numpy(x, y0, args, {"chord": chord, "depth_bound": depth_bound}, ring, passes, limits,
+                             limit_passes, between, lift, faces, budget)
     else:
         # made once a frame: the body's spheres and curvature (every push), the squared limits (both limit stages)
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
         ch = np.zeros(len(x)) if chord is None else as_nonnegative(chord, len(x), "chord")
-        push = (candidates, v, nb, _body_frame(v, nb, f, chord is not None), ch, t, s, params, up, None)
+        push = (candidates, v, nb, _body_frame(v, nb, f, chord is not None, depth_bound), ch, t, s, params, up, None)
         limits = _FrameLimits(x, ring, *limits)
         first = _push(y0, np.arange(len(x), dtype=np.int64), *push)[0]
         if passes > 0:
@@ -859,6 +890,17 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         new = _finish(new, x, push, chord, lift, faces, ring, limits, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
+
+
+def _runtime_numpy(x, y0, args, kw, ring, passes, limits, limit_passes, between, lift, faces, budget):
+    """:func:`surface_runtime` with the NumPy references: ``args`` the pushes' arguments after the points, ``kw`` their
+    ``chord`` and ``depth_bound``; the corrected points before the cap."""
+    first = surface_push_numpy(y0, *args, **kw)[0]
+    if passes > 0:
+        first = x + smooth_push_numpy(first - x, ring, passes)
+    new = surface_push_numpy(first, *args, **kw)[0]
+    new = _between(between, _limit_passes_numpy(new, x, args, kw, ring, limits, limit_passes))
+    return _finish_numpy(new, x, args, kw, lift, faces, ring, limits, budget)
 
 
 def _check_limit_passes(limit_passes, stretch, shortest=None, n: int = 0) -> tuple:
@@ -874,18 +916,20 @@ def _between(between, new):
     return new if between is None else _f64(between(new), new.shape, "positions between the stages")
 
 
-def _finish_numpy(new, x, args, chord, lift, faces, ring, limits, budget=None):
+def _finish_numpy(new, x, args, kw, lift, faces, ring, limits, budget=None):
     """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, NumPy references;
-    ``limits``: ``(stretch, shortest)``; ``budget``: :func:`step_budget` of ``finish_step``."""
+    ``kw``: the pushes' ``chord`` and ``depth_bound``; ``limits``: ``(stretch, shortest)``; ``budget``:
+    :func:`step_budget` of ``finish_step``."""
     from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
     from .unflip import UNFLIP_PASSES, unflip_numpy
 
     def push_moved(points, step):
         moved = np.einsum("ij,ij->i", step, step) > LIFT_EPS ** 2
-        return np.where(moved[:, None], surface_push_numpy(points, *args, chord=chord)[0], points)
+        return np.where(moved[:, None], surface_push_numpy(points, *args, **kw)[0], points)
 
     def lift_round(points):
-        lifted = edge_lift_numpy(points, *lift, *args[1:], chord=chord is not None)[0]
+        lifted = edge_lift_numpy(points, *lift, *args[1:], chord=kw["chord"] is not None,
+                                 depth_bound=kw["depth_bound"])[0]
         lift_d = smooth_push_numpy(lifted - points, ring, LIFT_SMOOTH)
         lift_d = lift_d if budget is None else clamp_step(lift_d, budget)
         return push_moved(points + lift_d, lift_d)
@@ -902,16 +946,16 @@ def _finish_numpy(new, x, args, chord, lift, faces, ring, limits, budget=None):
             new = unflip_round(new)
     for _ in range(UNFLIP_PASSES if faces is not None else 0):
         new = unflip_round(new)
-    return _limit_passes_numpy(new, x, args, chord, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
+    return _limit_passes_numpy(new, x, args, kw, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
 
 
-def _limit_passes_numpy(new, x, args, chord, ring, limits, passes: int):
+def _limit_passes_numpy(new, x, args, kw, ring, limits, passes: int):
     """``passes`` stretch-limit passes, each followed by the push of the vertices it moved; NumPy references
-    (:func:`_limit_passes`); ``args`` as :func:`surface_push_numpy`'s after the points; ``limits``:
-    ``(stretch, shortest)``."""
+    (:func:`_limit_passes`); ``args`` as :func:`surface_push_numpy`'s after the points, ``kw`` its ``chord`` and
+    ``depth_bound``; ``limits``: ``(stretch, shortest)``."""
     for _ in range(passes):
         limited, moved = stretch_limit_numpy(new, x, ring, *limits)
-        new = np.where(moved[:, None], surface_push_numpy(limited, *args, chord=chord)[0], limited)
+        new = np.where(moved[:, None], surface_push_numpy(limited, *args, **kw)[0], limited)
     return new
 
 

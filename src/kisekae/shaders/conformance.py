@@ -23,7 +23,8 @@ KisekaeWoundP          kisekae.wound.runtime.wound_p_numpy         1e-5
 KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
 KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
 KisekaeContactPlane(s) kisekae.avatar.contact.contact_planes_numpy positions 1e-5 m
-KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, push, clearance 1e-5 m
+KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, push, clearance 1e-5 m (also with the
+                                                                    depth bound: an analytic tube)
                        (with and without the chord allowance)
 KisekaeBodyCurvature   kisekae.fit.surface.body_curvature          1e-5 relative (of max(kv, 1/m))
 KisekaeSmoothPush      kisekae.fit.surface.smooth_push_numpy       1e-5 m
@@ -973,6 +974,53 @@ def surface_chord_checks():
             Check(label + " capped", 0.0 if 0 < capped < n else float("inf"), 0.0, capped)]
 
 
+def surface_depth_bound_checks():
+    """Analytic depth bound: a tube of radius R = 0.1 m (64 segments) is 2 R thick across, so its depth bound is
+    R + 5 mm on every side vertex (:func:`kisekae.fit.depth_bound.body_depth_bound`). Points inside the tube and up
+    to 3 cm outside its +z half, with only the -z side's triangles as candidates: those farther behind that side than
+    the bound (outside the +z half, or inside nearer the +z side) are not pushed and read clearance ``inf``; those
+    within it (inside, near the -z side) are pushed as the reference pushes them
+    (:func:`kisekae.fit.surface.surface_push_numpy` with the bound). Then a bound of 2 mm everywhere, with points up to
+    1 cm in front of the -z side too: those in front are measured whatever the bound, those behind by more than 2 mm
+    are not."""
+    from ..fit.depth_bound import DEPTH_ALLOWANCE, body_depth_bound
+    from ..fit.pushout import PushParams
+    from ..fit.surface import SurfaceCandidates, surface_push_numpy
+
+    radius, segments, rings, length = 0.1, 64, 4, 0.3
+    v, nrm, faces = _cylinder(radius, segments, rings, length)
+    bound = body_depth_bound(v, faces, nrm)
+    rng = np.random.default_rng(31)
+    n = 600
+    inside = np.arange(n) < n // 2
+    front = np.arange(n) >= n - 100  # in front of the -z side, within 1 cm of it
+    phi = np.where(inside, rng.uniform(0.0, 2.0 * np.pi, n), rng.uniform(0.3, np.pi - 0.3, n))
+    phi[front] = rng.uniform(1.5 * np.pi - 0.1, 1.5 * np.pi + 0.1, 100)
+    r = np.where(inside, rng.uniform(0.0, 0.09, n), rng.uniform(0.1, 0.13, n))
+    r[front] = rng.uniform(0.1005, 0.11, 100)
+    pts = np.column_stack([rng.uniform(-0.05, 0.05, n), r * np.cos(phi), r * np.sin(phi)])
+    pts = pts.astype(np.float32).astype(np.float64)
+    centroid = v[faces].mean(axis=1)
+    far = np.flatnonzero((centroid[:, 2] < -0.095) & (np.abs(centroid[:, 0]) < 0.09))  # the -z cap of the tube
+    tri = np.array([rng.permutation(far)[:16] for _ in range(n)])
+    params = PushParams(margin=0.004, stiffness=0.7, max_push=0.3)
+    side = np.abs(v[:, 0]) < 0.5 * length - 1e-9
+    checks = [Check("surface push depth bound tube (analytic) bound R + allowance",
+                    _err(bound[side], np.full(int(side.sum()), radius + DEPTH_ALLOWANCE)), TOL_SURFACE, int(side.sum()))]
+    for tag, b in (("", bound), (" 2 mm", np.full(len(v), 0.002))):
+        ref, rpush, rs = surface_push_numpy(pts, SurfaceCandidates(tri, len(faces)), v, nrm, faces, params,
+                                            depth_bound=b)
+        got, push, s = X.gpu_surface_push(pts, tri, v, nrm, params, faces=faces, depth_bound=b)
+        label = "surface push depth bound tube (analytic)" + tag
+        cut = np.isinf(rs)
+        same = np.array_equal(np.isinf(s), cut) and 0 < cut.sum() < n and not cut[front].any()
+        checks += [Check(label + " untrusted", 0.0 if same else np.inf, 0.0, int(cut.sum())),
+                   Check(label + " positions", _err(got, ref), TOL_SURFACE, n),
+                   Check(label + " push length", _err(push, rpush), TOL_SURFACE, n),
+                   Check(label + " clearance", _err(s[~cut], rs[~cut]), TOL_SURFACE, int((~cut).sum()))]
+    return checks
+
+
 def smooth_strip_checks():
     """Analytic smoothing: a strip of six vertices, one pushed by 1 cm; two passes spread it to two rings, fading
     (values worked out by hand from the rule), and never shrink the push itself."""
@@ -1446,7 +1494,7 @@ def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push, its smoothing, the edge lift and the unflip (``kisekae_surface.hlsl``): analytic cases, then
     the built-in avatar."""
     return (surface_sheet_checks() + smooth_strip_checks() + stretch_pair_checks() + surface_chord_checks()
-            + edge_lift_plane_checks() + unflip_analytic_checks() + finish_step_checks()
+            + surface_depth_bound_checks() + edge_lift_plane_checks() + unflip_analytic_checks() + finish_step_checks()
             + surface_avatar_checks(poses, garments)
             + edge_lift_avatar_checks(poses, garments) + layer_push_checks(poses))
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..fit.pushout import PushParams
-from ..fit.surface import STRETCH_LIMIT, as_shortest
+from ..fit.surface import NO_DEPTH_BOUND, STRETCH_LIMIT, as_depth_bound, as_shortest
 from ..validate import as_nonnegative, as_points
 from . import toolchain
 from .limits import MAX_CAPSULES, MAX_HITS, check_capsule_count
@@ -739,7 +739,7 @@ def gpu_body_curvature(body_positions, body_normals, faces, *, texture_width: in
 
 def gpu_surface_push(points, triangles, body_positions, body_normals, params: PushParams | None = None, *,
                      faces=None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0), reach: float | None = None,
-                     chord=None, curvature=None, texture_width: int = 256, sample: bool = False):
+                     chord=None, curvature=None, texture_width: int = 256, sample: bool = False, depth_bound=None):
     """``KisekaeSurfacePush`` on the GPU: one surface push of :func:`kisekae.fit.surface.surface_push_numpy`.
     With ``sample``, ``KisekaeSamplePush`` (the same push of edge samples against their own candidates,
     :mod:`kisekae.fit.edge_lift`): ``points`` are then sample points and ``triangles`` their candidates.
@@ -774,11 +774,15 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
         ``chord``.
     texture_width : int
         Width of the body textures.
+    depth_bound : (Nb,) array_like, optional
+        The body's depth bound per vertex (m, :func:`kisekae.fit.depth_bound.body_depth_bound`; ``inf``: none), read
+        through ``KISEKAE_LOAD_BODY_DEPTH_BOUND``; None: no bound (every candidate is trusted)
 
     Returns
     -------
     new_points : (N, 3) float32; push : (N,) float32 metres; clearance : (N,) float32 metres before the push, less
-    the chord allowance (``inf`` where no candidate is within reach, which the core reports as 1e30)
+    the chord allowance (``inf`` where no candidate is within reach or the nearest is beyond the depth bound, which
+    the core reports as 1e30)
     """
     pts = as_points(points, "points", dtype=np.float32)
     n = len(pts)
@@ -795,6 +799,8 @@ def gpu_surface_push(points, triangles, body_positions, body_normals, params: Pu
     table[: n * SURFACE_CANDIDATES, :3] = corners.reshape(-1, 3)
     kappa = np.zeros((max(n, len(body)), 4), np.float32)
     kappa[: len(body), 0] = kv
+    kappa[:, 1] = NO_DEPTH_BOUND
+    kappa[: len(body), 1] = as_depth_bound(depth_bound, len(body))  # float32 holds 1e30 ("no bound") as it is
     o0, o1 = _run("sample_push" if sample else "surface_push", "constants", n,
                   in0=_vec4(n, pts, _mask(tightness, n, "tightness")),
                   in1=_vec4(n, _mask(softness, n, "softness"), ch), in2=table, in3=kappa,

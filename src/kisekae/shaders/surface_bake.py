@@ -56,6 +56,11 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
   ``followShare``       N               **float32**: the share in [0, 1] of the body's outward displacement the
                                         vertex takes (:func:`kisekae.fit.body_follow.follow_weights` of its rest
                                         clearance; all 0: the garment does not follow, as in a layer bake)
+  ``depthBound``        Nb              **float32**, one per *body* vertex: the deepest a point inside the body
+                                        can lie below the skin there, metres (:mod:`kisekae.fit.depth_bound`:
+                                        half the rest thickness plus 5 mm; 1e30: no bound, as in a layer bake);
+                                        the push trusts no candidate that puts a vertex deeper behind it
+                                        (``KISEKAE_LOAD_BODY_DEPTH_BOUND(i)``)
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
@@ -79,7 +84,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KisekaeError, quote_name
-from ..fit.surface import as_shortest
+from ..fit.surface import NO_DEPTH_BOUND, as_depth_bound, as_shortest
 from ..validate import as_nonnegative
 
 #: Version of the bake document (2: the chords; 3: ``limitPasses`` and ``stretchLimit``, the stretch limit at the end
@@ -90,28 +95,31 @@ from ..validate import as_nonnegative
 #: for an engine whose samples lie on edges only; 7: ``shortest``, the stretch limit's floor per vertex, the
 #: compression limit of the cloth that clings to the body; a version-6 bake was made for an engine without it; 8:
 #: ``followCorners``, ``followBary``, ``followShare`` and ``followPasses``, the body follow where the push starts; a
-#: version-7 bake was made for an engine without it).
-SURFACE_BAKE_VERSION = 8
+#: version-7 bake was made for an engine without it; 9: ``depthBound``, the body's depth bound per body vertex; a
+#: version-8 bake was made for an engine that trusts every candidate).
+SURFACE_BAKE_VERSION = 9
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
 LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights", "sampleChord", "sampleCorners",
-          "vertexSamplePtr", "vertexSampleIdx", "shortest", "followCorners", "followBary", "followShare")
+          "vertexSamplePtr", "vertexSampleIdx", "shortest", "followCorners", "followBary", "followShare", "depthBound")
 #: Arrays of float32 values (the others are uint32 ids).
-FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest", "followBary", "followShare")
+FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest", "followBary", "followShare", "depthBound")
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
                   "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses",
                   "followPasses")
 
 
-def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0) -> dict:
+def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0, nb: int = 0) -> dict:
     return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 3 * s,
             "sampleWeights": 3 * s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
-            "vertexSampleIdx": m, "shortest": n, "followCorners": 3 * n, "followBary": 3 * n, "followShare": n}
+            "vertexSampleIdx": m, "shortest": n, "followCorners": 3 * n, "followBary": 3 * n, "followShare": n,
+            "depthBound": nb}
 
 
 def _doc_lengths(doc: dict) -> dict:
-    return _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"], doc["samples"], doc["vertexSampleEntries"])
+    return _lengths(doc["vertices"], doc["candidates"], doc["ringEntries"], doc["samples"], doc["vertexSampleEntries"],
+                    doc["bodyVertices"])
 
 
 def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_body_vertices: int | None = None,
@@ -119,7 +127,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
                  stretch_limit: float | None = None, lift=None, lift_passes: int | None = None,
                  unflip_passes: int | None = None, turn_start: float | None = None,
                  lift_limit_passes: int | None = None, shortest=None, follow=None,
-                 follow_passes: int | None = None) -> dict:
+                 follow_passes: int | None = None, depth_bound=None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -148,22 +156,23 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     shortest : (N,) in [0, 1), optional, the stretch limit's floor (:func:`kisekae.fit.runtime.garment_shortest`; 0)
     follow : ``(corners (N, 3), bary (N, 3), shares (N,))``, optional, the body follow's binding
         (:func:`kisekae.fit.runtime.garment_follow`); default: no follow (every share 0)
-    follow_passes : int, optional, the smoothing passes of the body follow (default
-        :data:`kisekae.fit.runtime.FOLLOW_SMOOTH`)
+    follow_passes : int, optional, the body follow's smoothing passes (default :data:`kisekae.fit.runtime.FOLLOW_SMOOTH`)
+    depth_bound : (Nb,), optional, the body's depth bound per body vertex, metres
+        (:func:`kisekae.fit.runtime.avatar_depth_bound`; ``inf`` or None: no bound, stored as 1e30)
 
     Returns
     -------
     dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``,
     ``sampleEnds``, ``sampleCorners``, ``vertexSamplePtr``, ``vertexSampleIdx`` (flat uint32) and ``chord``,
     ``sampleWeights``, ``sampleChord``, ``shortest`` (float32), ``followCorners`` (uint32), ``followBary`` and
-    ``followShare`` (float32). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    ``followShare`` (float32), ``depthBound`` (float32, one per body vertex). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
 
     Raises
     ------
     KisekaeError
-        If the candidates were baked on another body or for another vertex count than the ring, or the ring, the
-        weld map or the chords are malformed, or ``limit_passes`` is not an integer >= 0 or ``stretch_limit`` not a
-        finite number >= 0.
+        If the candidates were baked on another body or for another vertex count than the ring, or the ring, the weld
+        map, the chords or the depth bound are malformed, or ``limit_passes`` is not an integer >= 0 or
+        ``stretch_limit`` not a finite number >= 0.
     """
     f = _body_faces(body_faces)
     tri = np.asarray(candidates.triangles)
@@ -192,6 +201,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         **samples,
         "shortest": (np.zeros(n) if shortest is None else as_shortest(shortest, n)).astype(np.float32),
         **_follow_arrays(follow, n, nb, garment_name),
+        "depthBound": as_depth_bound(depth_bound, nb).astype(np.float32),
     }
 
 
@@ -449,7 +459,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     ``lift_limit_passes`` (int), ``turn_start`` (float), ``sample_ends`` (S, 3), ``sample_weights`` (S, 3), ``sample_chord`` (S,)
     float64, ``sample_corners`` (S, K, 3), ``vertex_samples`` ``(ptr (N+1,), idx (M,))`` and ``shortest`` (N,) float64
     (float32 values); ``follow_passes`` (int), ``follow_corners`` (N, 3) int64, ``follow_bary`` (N, 3) and
-    ``follow_share`` (N,) float64 (float32 values).
+    ``follow_share`` (N,) float64 (float32 values); ``depth_bound`` (Nb,) float64 metres (``inf`` where the bake
+    stores 1e30: no bound).
 
     Raises
     ------
@@ -464,7 +475,7 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     counts = _check_counts(head, source, n_garment_vertices, n_body_vertices)
     n, k, e = counts["vertices"], counts["candidates"], counts["ringEntries"]
     ns, ms = counts["samples"], counts["vertexSampleEntries"]
-    lengths = _lengths(n, k, e, ns, ms)
+    lengths = _lengths(n, k, e, ns, ms, n_body_vertices)
     if binary is None:
         arrays = _inline_arrays(head, source, lengths)
     else:
@@ -478,12 +489,14 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     _check_samples(ends, w, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
     if not np.all(np.isfinite(floor)) or (floor.size and (floor.min() < 0 or floor.max() >= 1)):
         raise KisekaeError("'shortest' must be fractions in [0, 1) of the skinned edge lengths", source)
-    fcorners, fbary, fshare = (arrays[name] for name in LAYOUT[12:])
+    fcorners, fbary, fshare, depth = (arrays[name] for name in LAYOUT[12:])
     if fcorners.size and fcorners.max() >= n_body_vertices:
         raise KisekaeError(f"followCorners outside 0..{n_body_vertices - 1}", source)
     if not _barycentric(fbary.reshape(-1, 3)) or not _shares(fshare):
         raise KisekaeError("'followBary' must be three weights >= 0 per vertex, summing to 1, and 'followShare' "
                            "shares in [0, 1]", source)
+    if np.isnan(depth).any() or (depth.size and depth.min() < 0):
+        raise KisekaeError("'depthBound' must be lengths >= 0 (m; 1e30 for none)", source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
@@ -494,7 +507,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
             "sample_weights": w.reshape(ns, 3),
             "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx),
             "shortest": floor, "follow_passes": counts["followPasses"], "follow_corners": fcorners.reshape(n, 3),
-            "follow_bary": fbary.reshape(n, 3), "follow_share": fshare}
+            "follow_bary": fbary.reshape(n, 3), "follow_share": fshare,
+            "depth_bound": np.where(depth >= np.float32(NO_DEPTH_BOUND), np.inf, depth)}
 
 
 def _check_samples(ends, w, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:

@@ -9,6 +9,10 @@
 //   q_k   = closest point of p on candidate triangle k (Ericson 5.1.5, barycentrics (u, v, w))
 //   k*    = argmin_k |p - q_k|^2                   (strictly smaller wins: ties keep the earlier candidate)
 //   |p - q_k*| > reach: no push (s = 1e30, standing for +infinity); reach defaults to maxPush
+//   (p - q_k*) . n_q < 0 and |p - q_k*| > B_q, B_q = u B_i + v B_j + w B_k the body's depth bound blended at q_k*:
+//           no push either (s = 1e30): a point inside a body lies at most half the body's thickness below its nearest
+//           skin, so a candidate that puts it deeper is not its nearest skin (the list misses the skin that is;
+//           kisekae.fit.depth_bound, KISEKAE_LOAD_BODY_DEPTH_BOUND; 1e30 or undefined: no bound)
 //   n_q   = normalize(u n_i + v n_j + w n_k)       (the normal blended at q_k*)
 //   kappa = u kv_i + v kv_j + w kv_k               (the body's curvature blended at q_k*, 1/m)
 //   s     = (p - q_k*) . n_q - min(kappa L^2 / 8, KISEKAE_CHORD_CAP)
@@ -46,6 +50,10 @@
 //                                        `shortest`); undefined, it reads 0.0 (edges shrink freely)
 //   KISEKAE_LOAD_BODY_CURVATURE(i)       float, kv of body vertex i this frame (1/m; KisekaeBodyCurvature's output).
 //                                        Define it with the candidates; undefined, it reads 0.0 (no allowance)
+//   KISEKAE_LOAD_BODY_DEPTH_BOUND(i)     float, the depth bound of body vertex i (m; baked once per body at rest,
+//                                        kisekae.fit.depth_bound.body_depth_bound: half the body's thickness along
+//                                        the inward normal plus 5 mm, 1e30 where the ray leaves the body);
+//                                        undefined, it reads 1e30 (every candidate is trusted)
 //   KISEKAE_LOAD_BODY_FACE_RANGE(i)      uint2, (start, count) of body vertex i's triangles in the list below
 //   KISEKAE_LOAD_BODY_FACE(e)            uint3, body vertex ids of the triangle at entry e of that list
 //                                        (the last two: KisekaeBodyCurvature, compiled when both are defined)
@@ -162,6 +170,23 @@ float KisekaeSurfaceDistance2(float3 p, uint3 corners, out float3 bary)
 #ifndef KISEKAE_LOAD_BODY_CURVATURE
 #define KISEKAE_LOAD_BODY_CURVATURE(i) 0.0
 #endif
+#ifndef KISEKAE_LOAD_BODY_DEPTH_BOUND
+#define KISEKAE_LOAD_BODY_DEPTH_BOUND(i) 1e30
+#endif
+
+// True when the closest point (barycentrics bary) of body triangle `corners`, at squared distance d2 (m^2) from p, has
+// p behind the skin there (against the normal blended at it) farther than the body's depth bound blended at it: that
+// triangle is not p's nearest skin (kisekae.fit.surface.surface_push_numpy's depth_bound).
+bool KisekaeBeyondDepthBound(float3 p, uint3 corners, float3 bary, float d2)
+{
+    float bound = bary.x * KISEKAE_LOAD_BODY_DEPTH_BOUND(corners.x) + bary.y * KISEKAE_LOAD_BODY_DEPTH_BOUND(corners.y)
+                + bary.z * KISEKAE_LOAD_BODY_DEPTH_BOUND(corners.z);
+    float3 q = bary.x * KISEKAE_LOAD_BODY_POSITION(corners.x) + bary.y * KISEKAE_LOAD_BODY_POSITION(corners.y)
+             + bary.z * KISEKAE_LOAD_BODY_POSITION(corners.z);
+    float3 n = bary.x * KISEKAE_LOAD_BODY_NORMAL(corners.x) + bary.y * KISEKAE_LOAD_BODY_NORMAL(corners.y)
+             + bary.z * KISEKAE_LOAD_BODY_NORMAL(corners.z);
+    return dot(p - q, n) < 0.0 && sqrt(d2) > bound;
+}
 
 // Chord allowance (m) of a vertex whose longest rest edge is `chord` (m) over body curvature `kappa` (1/m): the
 // sagitta kappa chord^2 / 8 of kisekae.fit.surface.chord_allowance, capped at KISEKAE_CHORD_CAP.
@@ -226,10 +251,10 @@ float3 KisekaeCandidatePush(float3 p, uint id, bool sample, float tightness, flo
             bary = bk;
         }
     }
-    if (best > reach * reach)
+    if (best > reach * reach || KisekaeBeyondDepthBound(p, corners, bary, best))
     {
         push = 0.0;
-        s = 1e30; // +infinity: no candidate within reach; kisekae:guard
+        s = 1e30; // +infinity: no candidate within reach, or the nearest one beyond the depth bound; kisekae:guard
         return p;
     }
     float kappa = bary.x * KISEKAE_LOAD_BODY_CURVATURE(corners.x) + bary.y * KISEKAE_LOAD_BODY_CURVATURE(corners.y)

@@ -45,12 +45,14 @@ RWStructuredBuffer<float4> gOut1;
         J.restDir = gIn5[2u * (j) + 1u].xyz; \
     }
 // Mode 16 reads the candidate triangles from gIn2: row KISEKAE_SURFACE_CANDIDATES * v + k = body vertex ids of
-// garment vertex v's candidate k (as floats), and the body curvature from gIn3 (row i = body vertex i, x = kv).
+// garment vertex v's candidate k (as floats), the body curvature and depth bound from gIn3 (row i = body vertex i,
+// x = kv, y = the depth bound in metres, 1e30 for none).
 // Mode 17 reads the displacements from gIn0 (xyz), each vertex's one-ring range from gIn1 (x = start, y = count)
 // and the neighbour list from gIn2 (x = vertex id). Mode 18 reads each body vertex's triangle range from gIn1
 // (x = start, y = count) and the triangle list from gIn2 (xyz = body vertex ids).
 #define KISEKAE_LOAD_SURFACE_TRIANGLE(v, k) ((uint3)gIn2[(uint)KISEKAE_SURFACE_CANDIDATES * (v) + (k)].xyz)
 #define KISEKAE_LOAD_BODY_CURVATURE(i) (gIn3[(i)].x)
+#define KISEKAE_LOAD_BODY_DEPTH_BOUND(i) (gIn3[(i)].y)
 #define KISEKAE_LOAD_BODY_FACE_RANGE(i) ((uint2)gIn1[(i)].xy)
 #define KISEKAE_LOAD_BODY_FACE(e) ((uint3)gIn2[(e)].xyz)
 #define KISEKAE_LOAD_RING_RANGE(v) ((uint2)gIn1[(v)].xy)

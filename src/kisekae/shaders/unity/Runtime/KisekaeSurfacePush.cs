@@ -87,7 +87,8 @@ namespace Kisekae
         public int followPasses;       // smoothing passes of the body follow (10)
         public string binary;          // the .bytes file's name
         // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 3S, sampleWeights 3S (float32),
-        // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M, shortest N (float32)
+        // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M, shortest N (float32),
+        // followCorners 3N, followBary 3N (float32), followShare N (float32), depthBound Nb (float32, per body vertex)
         public KisekaeSurfaceBakeArray[] layout;
         public long bytes;
     }
@@ -95,14 +96,14 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 8;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 9;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 32;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
         static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights",
                                             "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx",
-                                            "shortest", "followCorners", "followBary", "followShare" };
+                                            "shortest", "followCorners", "followBary", "followShare", "depthBound" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
         public SkinnedMeshRenderer body;
@@ -202,7 +203,7 @@ namespace Kisekae
         GraphicsBuffer _followCorners, _followBary, _followShare, _bodyOffset, _bodyBeyond, _followA, _followB,
             _noFollow;  // the body follow: the bake's binding, the body's offsets and beyond, the ping-pong, zeros
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
-        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _shortest, _uv;
+        GraphicsBuffer _corners, _ringPtr, _ringIdx, _weld, _chord, _shortest, _uv, _depthBound;
         GraphicsBuffer _sampleEnds, _sampleWeights, _sampleChord, _sampleCorners, _vertexSamplePtr, _vertexSampleIdx;
         GraphicsBuffer _sampleLift, _liftA, _liftB;
         GraphicsBuffer _bodyTriangles, _bodyFacePtr, _bodyFaces;
@@ -211,8 +212,8 @@ namespace Kisekae
         GraphicsBuffer _bodyPositions, _bodyNormals, _bodyCurvature, _dispA, _dispB, _positions, _normals, _correction,
             _finishBudget;
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
-        GraphicsBuffer _layerCorners, _layerSampleCorners, _layerChord, _layerCurvature, _innerTriangles,
-            _innerFacePtr, _innerFaces, _stepA, _stepB;  // the layer push (with beneath)
+        GraphicsBuffer _layerCorners, _layerSampleCorners, _layerChord, _layerCurvature, _layerDepthBound,
+            _innerTriangles, _innerFacePtr, _innerFaces, _stepA, _stepB;  // the layer push (with beneath)
         uint[] _layerData;
         int _nInner, _layerSampleAt;
         bool _contactUploaded;
@@ -285,7 +286,7 @@ namespace Kisekae
                 return $"{who}: the bake's ringEntries {h.ringEntries}, samples {h.samples} or vertexSampleEntries " +
                        $"{h.vertexSampleEntries} is negative";
             long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 3L * h.samples, 3L * h.samples, h.samples,
-                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n, 3L * n, 3L * n, n };
+                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n, 3L * n, 3L * n, n, nb };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
             for (int i = 0; i < Layout.Length; i++)
@@ -377,6 +378,13 @@ namespace Kisekae
                     !(share >= 0f && share <= 1f))
                     return $"{who}: the body follow of garment vertex {i} has weights ({w0}, {w1}, {w2}) (must be " +
                            $">= 0 and sum to 1) or share {share} (must be in [0, 1])";
+            }
+            at += 7 * n;  // followCorners, followBary, followShare
+            for (int i = 0; i < nb; i++)
+            {
+                float bound = BitConverter.ToSingle(raw, 4 * (at + i));
+                if (!(bound >= 0f))
+                    return $"{who}: the depth bound at body vertex {i} ({bound}) is not a length >= 0 (1e30: none)";
             }
             _data = data;
             _nGarment = n;
@@ -626,6 +634,10 @@ namespace Kisekae
             _layerChord = Make(n, 4);
             _layerChord.SetData(new float[n]);  // the layer push has no chord allowance
             _layerCurvature = Make(_nInner, 4);
+            _layerDepthBound = Make(_nInner, 4);
+            var noBound = new float[_nInner];
+            for (int i = 0; i < _nInner; i++) noBound[i] = 1e30f;
+            _layerDepthBound.SetData(noBound);  // a garment beneath has no inside: the layer push trusts every candidate
             int[] innerTris = beneath.garment.sharedMesh.triangles;
             VertexFaces(innerTris, _nInner, i => i, out int[] innerPtr, out int[] innerFaces);
             _innerTriangles = Upload(innerTris);
@@ -731,6 +743,8 @@ namespace Kisekae
             _followBary = Upload(_data, at, 3 * n);  // float32 bits
             at += 3 * n;
             _followShare = Upload(_data, at, n);  // float32 bits
+            at += n;
+            _depthBound = Upload(_data, at, nb);  // float32 bits: the body's depth bound per body vertex
             _data = null;
 
             int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
@@ -892,7 +906,7 @@ namespace Kisekae
         // What the kernels that push read as the surface to push out of: the body (or, for the layer push, the
         // garment beneath: its positions, normals, curvature and this garment's candidates on it) and the chords.
         void BindSurface(CommandBuffer cmd, GraphicsBuffer positions, GraphicsBuffer normals, GraphicsBuffer curvature,
-                         GraphicsBuffer corners, GraphicsBuffer chord)
+                         GraphicsBuffer corners, GraphicsBuffer chord, GraphicsBuffer depthBound)
         {
             ComputeShader cs = compute;
             Texture mask = maskMap != null ? maskMap : Texture2D.blackTexture;
@@ -905,6 +919,7 @@ namespace Kisekae
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceCorners", corners);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeSurfaceChord", chord);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyCurvature", curvature);
+                cmd.SetComputeBufferParam(cs, k, "_KisekaeBodyDepthBound", depthBound);
                 cmd.SetComputeBufferParam(cs, k, "_KisekaeGarmentUV", _uv);
                 cmd.SetComputeTextureParam(cs, k, "_KisekaeMaskMap", mask);
             }
@@ -950,7 +965,8 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, _kBodyCurvatures, "_KisekaeBodyCurvatureRW", _layerCurvature);
             cmd.DispatchCompute(cs, _kBodyCurvatures, Groups(_nInner), 1, 1);
             cmd.SetComputeIntParam(cs, "_KisekaeBodyCount", _nBody);
-            BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord);
+            BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord,
+                        _layerDepthBound);
             cmd.SetComputeFloatParam(cs, "_KisekaeReach", LayerReach);
             cmd.SetComputeFloatParam(cs, "_KisekaeLayerFade", LayerFade);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", -1f);  // the finish cap is for the stages after
@@ -977,7 +993,7 @@ namespace Kisekae
                 Pass(cmd, _kLiftApply, src, dst, _nGarment);
                 (src, dst) = (dst, src);
             }
-            BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
+            BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord, _depthBound);
             cmd.SetComputeFloatParam(cs, "_KisekaeReach", reach > 0f ? reach : maxPush);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
         }
@@ -1039,7 +1055,7 @@ namespace Kisekae
             cmd.SetComputeIntParam(cs, "_KisekaeSampleCount", _nSamples);
             cmd.SetComputeFloatParam(cs, "_KisekaeTurnStart", turnStart);
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
-            BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord);
+            BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord, _depthBound);
             if (garmentCorrectives != null)
                 RecordCorrectiveSet(cmd, _garmentSet, _kGarmentCorrectives, "_KisekaeGarmentCorrectiveRW",
                                     _garmentCorrective, _nGarment);
