@@ -34,9 +34,9 @@ def test_a_sphere_is_its_diameter_thick_and_bounds_at_its_radius():
     from conftest import icosphere
 
     v, f = icosphere(3, 0.1)
-    # radii jittered by 0.1 %: an inward ray then never runs exactly through the antipodal vertex (an edge case where
+    # vertices moved by 0.1 mm: an inward ray then never runs exactly through the antipodal vertex (an edge case where
     # a ray between triangles may miss them all, which gives no bound, the safe side)
-    v = np.asarray(v) * np.random.default_rng(3).uniform(0.999, 1.001, (len(v), 1))
+    v = np.asarray(v) + np.random.default_rng(3).normal(0.0, 1e-4, (len(v), 3))
     thick = body_thickness(v, f)
     # the inward ray from a vertex of an inscribed polyhedron meets the far side a little inside the true sphere
     np.testing.assert_allclose(thick, 0.2, rtol=0.01)
@@ -59,6 +59,25 @@ def test_a_cylinder_is_its_diameter_thick_on_its_side_and_an_open_cap_has_no_bou
     used = np.unique(cap)
     bound = body_depth_bound(sv, cap, normals=sv / 0.1)
     assert np.all(np.isinf(bound[used]))
+
+
+def test_a_ray_that_enters_another_part_gives_no_bound():
+    """Two balls side by side, the second one's normals turned inward (a part wound inside out): its "inward" rays
+    leave it, and those that meet the first ball meet its outside, so they give no bound (inf), where taking the hit
+    would have bounded the second ball by the gap between the two. The first ball keeps its diameter."""
+    from conftest import icosphere
+
+    a, fa = icosphere(2, 0.05)
+    a = np.asarray(a) + np.random.default_rng(4).normal(0.0, 5e-5, (len(a), 3))  # no exactly antipodal vertices
+    b, fb = icosphere(2, 0.05, center=(0.12, 0.0, 0.0))
+    v = np.concatenate([a, b]).astype(np.float64)
+    f = np.concatenate([fa, np.asarray(fb) + len(a)])
+    n = np.concatenate([a / np.linalg.norm(a, axis=1, keepdims=True), -(np.asarray(b) - [0.12, 0.0, 0.0]) / 0.05])
+    thick = body_thickness(v, f, normals=n)
+    first, second = thick[:len(a)], thick[len(a):]
+    assert np.all(np.isfinite(first)) and np.all(np.abs(first - 0.1) < 0.003)
+    facing = (np.asarray(b)[:, 0] < 0.12 - 0.03)  # the second ball's side that faces the first: its rays meet it
+    assert facing.sum() > 5 and np.all(np.isinf(second))
 
 
 def test_bad_bodies_and_allowances_are_named():

@@ -43,7 +43,9 @@ RAY_START = 1e-5
 
 def body_thickness(vertices, faces, normals=None) -> np.ndarray:
     """(N,) float64 thickness of a closed body along each vertex's inward normal, metres: the distance from the vertex
-    to the first body triangle a ray along ``-normal`` meets beyond :data:`RAY_START` (``inf`` where it meets none).
+    to the first body triangle a ray along ``-normal`` meets beyond :data:`RAY_START`, where the ray leaves the body
+    there (the normals blended at the hit point face along the ray); ``inf`` where it meets none, or where the first
+    surface it meets faces it (the ray started outside: normals turned the wrong way, a part wound inside out).
 
     Parameters
     ----------
@@ -77,9 +79,10 @@ def body_thickness(vertices, faces, normals=None) -> np.ndarray:
     order = tree.order.astype(np.int64)
     length = np.linalg.norm(n, axis=1)
     for i in np.flatnonzero(length > 0.0):  # an isolated or degenerate vertex has no direction and no bound
-        face, t, _ = ray_bvh_numba(v[i], -n[i] / length[i], v, f, tree.left, tree.right, order, tree.start,
-                                   tree.count, lo, hi, RAY_START, pad)
-        if face >= 0:
+        d = -n[i] / length[i]
+        face, t, bary = ray_bvh_numba(v[i], d, v, f, tree.left, tree.right, order, tree.start, tree.count, lo, hi,
+                                      RAY_START, pad)
+        if face >= 0 and float(np.asarray(bary) @ n[f[face]] @ d) > 0.0:  # leaving the body, not entering another part
             out[i] = t
     return out
 
