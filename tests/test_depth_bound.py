@@ -215,3 +215,34 @@ def test_the_walks_skirt_does_not_pop_through_the_calf():
             assert len(recs) == 41 and all(r["depth_bound"] == (flag == "--depth-bound") for r in recs)
             pops[flag] = max(r.get("pop_mm", 0.0) for r in recs)
     assert pops["--depth-bound"] < 8.0 < 30.0 < pops["--no-depth-bound"]
+
+
+def test_motion_benchmark_measures_pops_and_clipping(capsys):
+    """``benchmarks/bench_motion_pops.py``: a short transition carried frame to frame, its pop against the pops
+    measured here by hand from the same runtime, and the table with its totals."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_motion_pops as B
+    from kisekae.fit.carry import CarryState
+    from kisekae.fit.runtime import pop_mm, runtime_pose
+    from kisekae.render.animation import inbetween
+
+    av, names = B.avatar_with(["tights"])
+    assert B.load_pose(av.skeleton, "kick_back").name and B.load_pose(av.skeleton, "deep_squat").name
+    got = B.run_transition(av, names, "stand", "knee_bend", 4)["tights"]
+    state, previous, pops = CarryState(), None, []
+    for pose in inbetween([B.load_pose(av.skeleton, "stand"), B.load_pose(av.skeleton, "knee_bend")], 4):
+        y = runtime_pose(av, pose, ["tights"], state=state)["tights"][0].astype(np.float64)
+        correction = y - av.part("tights").posed(pose.skinning_matrices(av.skeleton))
+        pops.append(0.0 if previous is None else pop_mm(previous, correction))
+        previous = correction
+    assert got["pop_mm"] == pytest.approx(max(pops)) and got["pop_frame"] == int(np.argmax(pops)) > 0
+    assert got["pop_mm"] > 1.0 and got["inside"] >= 0 and got["crossings"] >= 0
+    assert B.main(["--transitions", "stand:knee_bend", "--garments", "tights", "--inbetweens", "2",
+                   "--variants", "default,no-depth-bound"]) == 0
+    out = capsys.readouterr().out
+    assert "stand -> knee_bend" in out and "runs over 5 mm" in out and "no-depth-bound" in out
+    with pytest.raises(SystemExit, match="unknown variants"):
+        B.main(["--variants", "nope"])
