@@ -653,6 +653,11 @@ def test_compute_kernels_declared_and_dispatched():
     assert ("BindSurface(cmd, beneath._positions, beneath._normals, _layerCurvature, _layerCorners, _layerChord,\n"
             "                        _layerDepthBound);") in cs  # a garment beneath: no depth bound (1e30)
     assert "_layerDepthBound.SetData(noBound)" in cs and "noBound[i] = 1e30f" in cs
+    # the loader's checks walk the binary in layout order: after the follow's binding it reads the depth bound, whose
+    # offset must equal the sum of the arrays before it (a wrong step reads past the end of the bake)
+    check = cs[cs.index("float floor = BitConverter.ToSingle"):cs.index("_data = data;")]
+    steps = re.findall(r"at \+= (\d*) ?\*? ?n;", check)
+    assert steps == ["", "3", "4"], steps  # shortest N, followCorners 3 N, then followBary 3 N + followShare N
     record = cs[cs.index("void Record(CommandBuffer cmd)"):]
     assert record.index("cmd.DispatchCompute(cs, _kStretchLimit, ") < record.index("RecordLayer(cmd, ref src, ref dst)") \
         < record.index("cmd.DispatchCompute(cs, _kSampleLifts, ")

@@ -379,7 +379,7 @@ namespace Kisekae
                     return $"{who}: the body follow of garment vertex {i} has weights ({w0}, {w1}, {w2}) (must be " +
                            $">= 0 and sum to 1) or share {share} (must be in [0, 1])";
             }
-            at += 7 * n;  // followCorners, followBary, followShare
+            at += 4 * n;  // past followBary (3 N) and followShare (N): at is the start of followBary here
             for (int i = 0; i < nb; i++)
             {
                 float bound = BitConverter.ToSingle(raw, 4 * (at + i));
