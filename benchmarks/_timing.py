@@ -24,3 +24,24 @@ def table(rows, headers) -> str:
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)), "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join(out)
+
+
+def json_out(path, who: str):
+    """A ``--json`` path checked before the run: None stays None; an existing file stops the benchmark (``who`` names
+    it) rather than being overwritten."""
+    from pathlib import Path
+
+    if path is not None and Path(path).exists():
+        raise SystemExit(f"{who}: {path} exists; remove it or choose another name")
+    return path
+
+
+def write_json(path, data) -> None:
+    """Write ``data`` as indented JSON to ``path`` (when not None) and say so on stderr."""
+    import json
+    import sys
+    from pathlib import Path
+
+    if path is not None:
+        Path(path).write_text(json.dumps(data, indent=1))
+        print(f"wrote {path}", file=sys.stderr)

@@ -17,14 +17,13 @@ Run: ``.venv/bin/python benchmarks/bench_layers.py [--poses stand,crouch] [--pai
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _timing import table  # noqa: E402
+from _timing import json_out, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMED = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_up", "arms_forward", "twist")
@@ -65,8 +64,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", default=",".join(PAIRS), help="comma-separated inner:outer garment pairs")
     ap.add_argument("--json", metavar="FILE", help="write every row (not overwritten)")
     args = ap.parse_args(argv)
-    if args.json and Path(args.json).exists():
-        raise SystemExit(f"bench_layers: {args.json} exists; remove it or choose another name")
+    json_out(args.json, "bench_layers")
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.contact import apply_contact
     from kisekae.io.mhclo import load_mhclo
@@ -113,9 +111,7 @@ def main(argv=None) -> int:
                   f"{t['p99'] / max(t['rows'], 1):.3f}", f"{t['strain_max']:.2f}"] for v, t in totals.items()],
                 ["variant", "rows", "under inner", "through inner", "inside body", "through body", "flipped",
                  "strain p99 mean", "strain max"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
-        print(f"wrote {args.json}", file=sys.stderr)
+    write_json(args.json, out)
     return 0
 
 

@@ -22,7 +22,6 @@ pose, a name of ``benchmarks/poses`` or ``benchmarks/poses_more``, or a pose fil
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _timing import table  # noqa: E402
+from _timing import json_out, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "src" / "kisekae" / "data" / "samples"
@@ -113,8 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="default", help=f"comma-separated, of {', '.join(VARIANTS)}")
     ap.add_argument("--json", metavar="FILE", help="write every run's maxima (not overwritten)")
     args = ap.parse_args(argv)
-    if args.json and Path(args.json).exists():
-        raise SystemExit(f"bench_motion_pops: {args.json} exists; remove it or choose another name")
+    json_out(args.json, "bench_motion_pops")
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown or args.inbetweens < 1:
         raise SystemExit(f"bench_motion_pops: unknown variants {unknown} or --inbetweens < 1")
@@ -141,9 +139,7 @@ def main(argv=None) -> int:
     print()
     print(table(totals, ["variant", "runs", "largest pop mm", f"runs over {POP_GATE:g} mm", "inside (sum of maxima)",
                          "crossings", "flipped", "wall s"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
-        print(f"wrote {args.json}", file=sys.stderr)
+    write_json(args.json, results)
     return 0
 
 

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _timing import table  # noqa: E402
+from _timing import json_out, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMED = ("stand", "leg_raise", "crouch", "knee_bend", "sit", "lunge", "arms_up", "arms_forward", "twist")
@@ -125,8 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cells", action="store_true", help="also print one row per cell and variant")
     ap.add_argument("--json", metavar="FILE", help="write the totals and records of every variant (not overwritten)")
     args = ap.parse_args(argv)
-    if args.json and Path(args.json).exists():
-        raise SystemExit(f"bench_runtime_cells: {args.json} exists; remove it or choose another name")
+    json_out(args.json, "bench_runtime_cells")
     poses, garments = args.poses.split(","), args.garments.split(",")
     results, rows, cell_rows = {}, [], []
     for name in args.variants.split(","):
@@ -145,9 +144,7 @@ def main(argv=None) -> int:
     if args.cells:
         print()
         print(table(cell_rows, ["variant", "pose", "garment", "inside", "crossings", "flipped", "strain max"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
-        print(f"wrote {args.json}", file=sys.stderr)
+    write_json(args.json, results)
     return 0
 
 
