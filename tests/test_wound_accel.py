@@ -104,6 +104,32 @@ def test_bvh_raycast_equals_brute_force_on_a_posed_mesh():
     assert face >= 0 and 0.27 < t < 0.3
 
 
+def test_many_rays_at_once_equal_one_at_a_time():
+    """kisekae.geom.raycast.raycast_bvh_many: the first hit of each ray as raycast_bvh gives it, bit for bit; a zero
+    direction is a miss; shapes are checked."""
+    from kisekae.geom.raycast import raycast_bvh_many
+
+    v, f = sphere()
+    posed = twisted(v)
+    tree = build_ray_bvh(v, f, leaf_size=4)
+    rng = np.random.default_rng(9)
+    o = rng.normal(size=(80, 3))
+    o *= 0.8 / np.linalg.norm(o, axis=1, keepdims=True)
+    d = rng.normal(0, 0.2, (80, 3)) - o
+    d[::9] = rng.normal(size=(9, 3))  # many of these miss
+    d[5] = 0.0
+    face, t, bary = raycast_bvh_many(o, d, posed, f, tree, t_min=0.1)
+    for i in range(80):
+        if i == 5:
+            assert face[i] == -1 and np.isinf(t[i])
+            continue
+        a = raycast_bvh(o[i], d[i], posed, f, tree, t_min=0.1)
+        assert a[0] == face[i] and (a[1] == t[i] or a[0] < 0) and np.array_equal(a[2], bary[i]), i
+    assert 40 < (face >= 0).sum() < 80
+    with pytest.raises(KisekaeError, match="directions"):
+        raycast_bvh_many(o, d[:3], posed, f)
+
+
 def test_wound_state_shoots_through_the_bvh_like_brute_force():
     v, f = sphere()
     idx = np.zeros((len(v), 1), np.int32)

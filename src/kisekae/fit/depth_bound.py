@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.normals import vertex_normals
-from ..geom.raycast import _boxes, build_ray_bvh, ray_bvh_numba
+from ..geom.raycast import raycast_bvh_many
 from ..validate import as_faces, as_points
 
 #: Added to half the rest thickness, metres: how much thicker than at rest posing may make the flesh under a point
@@ -70,20 +70,14 @@ def body_thickness(vertices, faces, normals=None) -> np.ndarray:
         n = as_points(normals, "body normals").astype(np.float64)
         if len(n) != len(v):
             raise KisekaeError(f"{len(n)} normals for {len(v)} body vertices", "body normals")
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    d = -np.divide(n, length, out=np.zeros_like(n), where=length > 0.0)  # no direction (isolated vertex): a miss
+    face, t, bary = raycast_bvh_many(v, d, v, f, t_min=RAY_START)
+    hit = face >= 0
+    # leaving the body, not entering another part: the normals blended at the hit face along the ray
+    along = np.einsum("rk,rkd,rd->r", bary[hit], n[f[face[hit]]], d[hit])
     out = np.full(len(v), np.inf)
-    if not len(f):
-        return out
-    tree = build_ray_bvh(v, f)
-    lo, hi = _boxes(None, tree, v, f)
-    pad = 1e-9 * (1.0 + float(np.abs(lo[0]).max() + np.abs(hi[0]).max()))  # as raycast_bvh pads the boxes
-    order = tree.order.astype(np.int64)
-    length = np.linalg.norm(n, axis=1)
-    for i in np.flatnonzero(length > 0.0):  # an isolated or degenerate vertex has no direction and no bound
-        d = -n[i] / length[i]
-        face, t, bary = ray_bvh_numba(v[i], d, v, f, tree.left, tree.right, order, tree.start, tree.count, lo, hi,
-                                      RAY_START, pad)
-        if face >= 0 and float(np.asarray(bary) @ n[f[face]] @ d) > 0.0:  # leaving the body, not entering another part
-            out[i] = t
+    out[np.flatnonzero(hit)[along > 0.0]] = t[hit][along > 0.0]
     return out
 
 

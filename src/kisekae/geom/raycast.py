@@ -1,6 +1,7 @@
 """Ray casting through a bounding volume hierarchy (:mod:`kisekae.geom.bvh`).
 
-- First hit (:func:`raycast_bvh`, kernel :func:`ray_bvh_numba`): the traversal visits the nearer
+- First hit (:func:`raycast_bvh`, many rays at one pose :func:`raycast_bvh_many`, kernel :func:`ray_bvh_numba`):
+  the traversal visits the nearer
   child first and skips nodes whose box entry lies beyond the best hit so far. It runs the same
   two-sided Möller–Trumbore test (:func:`kisekae.geom.raytri.ray_triangle`), on the same corner
   order, as the brute-force :func:`kisekae.geom.raytri.ray_triangles_numba`, and breaks ties of
@@ -187,6 +188,47 @@ def raycast_bvh(origin, direction, vertices, faces, tree: BVH, boxes=None, t_min
     face, t, bary = ray_bvh_numba(o, d, v, f, tree.left, tree.right, tree.order.astype(np.int64), tree.start,
                                   tree.count, lo, hi, float(t_min), pad)
     return int(face), float(t), bary
+
+
+def raycast_bvh_many(origins, directions, vertices, faces, tree: BVH | None = None, t_min: float = 0.0) -> tuple:
+    """First hits of many rays with one (posed) mesh, both sides: :func:`raycast_bvh` for each ray, the boxes
+    refitted once.
+
+    Parameters
+    ----------
+    origins, directions : (R, 3) float, metres; directions need not be unit (``t`` is in their units); a zero
+        direction gives a miss
+    vertices : (N, 3) float, metres; faces : (F, 3) int
+    tree : BVH from :func:`build_ray_bvh` on the same ``faces``, or None: built here on ``vertices``
+    t_min : float, ignore hits at ``t <= t_min``
+
+    Returns
+    -------
+    ``(face (R,) int64, -1 on a miss; t (R,) float64, inf on a miss; bary (R, 3) float64)``
+    """
+    o = as_points(origins, "ray origins")
+    d = as_points(directions, "ray directions")
+    if d.shape != o.shape:
+        raise KisekaeError(f"{len(d)} directions for {len(o)} origins", "ray directions")
+    v = as_points(vertices, "vertices")
+    f = as_faces(faces, len(v), "faces").astype(np.int64)
+    face = np.full(len(o), -1, dtype=np.int64)
+    t = np.full(len(o), np.inf)
+    bary = np.zeros((len(o), 3))
+    if not len(f):
+        return face, t, bary
+    tree = build_ray_bvh(v, f) if tree is None else tree
+    if len(tree.order) != len(f):
+        raise KisekaeError(f"the tree was built for {len(tree.order)} triangles, got {len(f)}", "faces")
+    lo, hi = _boxes(None, tree, v, f)
+    pad = 1e-9 * (1.0 + float(np.abs(lo[0]).max() + np.abs(hi[0]).max()))
+    order = tree.order.astype(np.int64)
+    for i in np.flatnonzero(np.any(d != 0.0, axis=1)):
+        hit, ti, bi = ray_bvh_numba(o[i], d[i], v, f, tree.left, tree.right, order, tree.start, tree.count, lo, hi,
+                                    float(t_min), pad)
+        if hit >= 0:
+            face[i], t[i], bary[i] = hit, ti, bi
+    return face, t, bary
 
 
 # --------------------------------------------------------------------------- any hit within a distance
