@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.grid import outward_orientation
 from ..geom.normals import vertex_normals
 from ..geom.raycast import raycast_bvh_many
 from ..validate import as_faces, as_points
@@ -62,10 +63,7 @@ def body_thickness(vertices, faces, normals=None) -> np.ndarray:
     v = as_points(vertices, "body vertices").astype(np.float64)
     f = as_faces(faces, len(v), "body faces").astype(np.int64)
     if normals is None:
-        n = vertex_normals(v, f).astype(np.float64)
-        tri = v[f]
-        volume = np.einsum("ij,ij->i", tri[:, 0], np.cross(tri[:, 1], tri[:, 2])).sum()
-        n = n if volume >= 0 else -n
+        n = vertex_normals(v, f).astype(np.float64) * outward_orientation(v, f)
     else:
         n = as_points(normals, "body normals").astype(np.float64)
         if len(n) != len(v):

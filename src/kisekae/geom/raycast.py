@@ -179,15 +179,22 @@ def raycast_bvh(origin, direction, vertices, faces, tree: BVH, boxes=None, t_min
         raise KisekaeError(f"ray direction must be 3 finite numbers, not all zero, got {direction!r}", "hit")
     if not isinstance(tree, BVH):
         raise KisekaeError(f"expected a kisekae.geom.bvh.BVH, got {type(tree).__name__}", "tree")
+    v, f, nodes, pad = _traversal(vertices, faces, tree, boxes)
+    face, t, bary = ray_bvh_numba(o, d, v, f, *nodes, float(t_min), pad)
+    return int(face), float(t), bary
+
+
+def _traversal(vertices, faces, tree: BVH, boxes=None) -> tuple:
+    """``(vertices, faces int64, the tree's arrays ray_bvh_numba reads after the faces (left, right, order, start,
+    count, lo, hi), the boxes' pad)`` of checked inputs, the boxes refitted once (or taken from ``boxes``), shared by every ray cast
+    at this pose."""
     v = as_points(vertices, "vertices")
     f = as_faces(faces, len(v), "faces").astype(np.int64)
     if len(tree.order) != len(f):
         raise KisekaeError(f"the tree was built for {len(tree.order)} triangles, got {len(f)}", "faces")
     lo, hi = _boxes(boxes, tree, v, f)
     pad = 1e-9 * (1.0 + float(np.abs(lo[0]).max() + np.abs(hi[0]).max())) if len(lo) else 0.0
-    face, t, bary = ray_bvh_numba(o, d, v, f, tree.left, tree.right, tree.order.astype(np.int64), tree.start,
-                                  tree.count, lo, hi, float(t_min), pad)
-    return int(face), float(t), bary
+    return v, f, (tree.left, tree.right, tree.order.astype(np.int64), tree.start, tree.count, lo, hi), pad
 
 
 def raycast_bvh_many(origins, directions, vertices, faces, tree: BVH | None = None, t_min: float = 0.0) -> tuple:
@@ -210,22 +217,16 @@ def raycast_bvh_many(origins, directions, vertices, faces, tree: BVH | None = No
     d = as_points(directions, "ray directions")
     if d.shape != o.shape:
         raise KisekaeError(f"{len(d)} directions for {len(o)} origins", "ray directions")
-    v = as_points(vertices, "vertices")
-    f = as_faces(faces, len(v), "faces").astype(np.int64)
     face = np.full(len(o), -1, dtype=np.int64)
     t = np.full(len(o), np.inf)
     bary = np.zeros((len(o), 3))
+    v = as_points(vertices, "vertices")
+    f = as_faces(faces, len(v), "faces").astype(np.int64)
     if not len(f):
         return face, t, bary
-    tree = build_ray_bvh(v, f) if tree is None else tree
-    if len(tree.order) != len(f):
-        raise KisekaeError(f"the tree was built for {len(tree.order)} triangles, got {len(f)}", "faces")
-    lo, hi = _boxes(None, tree, v, f)
-    pad = 1e-9 * (1.0 + float(np.abs(lo[0]).max() + np.abs(hi[0]).max()))
-    order = tree.order.astype(np.int64)
+    v, f, nodes, pad = _traversal(v, f, build_ray_bvh(v, f) if tree is None else tree)
     for i in np.flatnonzero(np.any(d != 0.0, axis=1)):
-        hit, ti, bi = ray_bvh_numba(o[i], d[i], v, f, tree.left, tree.right, order, tree.start, tree.count, lo, hi,
-                                    float(t_min), pad)
+        hit, ti, bi = ray_bvh_numba(o[i], d[i], v, f, *nodes, float(t_min), pad)
         if hit >= 0:
             face[i], t[i], bary[i] = hit, ti, bi
     return face, t, bary
