@@ -11,7 +11,8 @@ largest count over the frames of vertices inside the body, edges through it and 
 (:func:`kisekae.qa.check.check_pose`, as ``kisekae check --runtime``). Then per variant the totals over every
 transition: the largest pop, how many (transition, garment) runs pop over 5 mm, and the sums of those maxima.
 
-Variants (``--variants``): ``default`` (``runtime_pose`` as it ships), ``no-depth-bound``, ``no-lift``
+Variants (``--variants``; by default ``default`` and, as the baseline in the same run, ``no-depth-bound``): ``default``
+(``runtime_pose`` as it ships), ``no-depth-bound``, ``no-lift``
 (``edge_lift=False``), ``no-follow`` (``body_follow=False``), ``no-correctives`` (``correctives="off"``).
 
 Run: ``.venv/bin/python benchmarks/bench_motion_pops.py [--transitions stand:crouch,lunge:kick_back]
@@ -109,7 +110,9 @@ def main(argv=None) -> int:
     ap.add_argument("--transitions", default=",".join(TRANSITIONS), help="comma-separated A:B pose pairs")
     ap.add_argument("--garments", default=",".join(GARMENTS), help="comma-separated garment names or .mhclo files")
     ap.add_argument("--inbetweens", type=int, default=30, help="frames from A to B (30: one second at 30 fps)")
-    ap.add_argument("--variants", default="default", help=f"comma-separated, of {', '.join(VARIANTS)}")
+    ap.add_argument("--variants", default="default,no-depth-bound",
+                    help=f"comma-separated, of {', '.join(VARIANTS)} (default: the path as it ships and, as the "
+                         "baseline in the same run, the path before the depth bound)")
     ap.add_argument("--json", metavar="FILE", help="write every run's maxima (not overwritten)")
     args = ap.parse_args(argv)
     json_out(args.json, "bench_motion_pops")
