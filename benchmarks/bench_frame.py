@@ -22,7 +22,8 @@ normals; then the carried frame: the same, started from the previous frame's cor
 (:func:`kisekae.fit.carry.carry_start`; ``kisekae check --runtime --no-edge-lift``), and beside it the same frame
 reading only 16 candidates a vertex; then the default frame of ``kisekae check --runtime``: the carried frame ended
 by the edge lift and the unflip (:mod:`kisekae.fit.edge_lift`, :mod:`kisekae.fit.unflip`), every push within the
-body's depth bound (:mod:`kisekae.fit.depth_bound`), capped at
+body's depth bound (:mod:`kisekae.fit.depth_bound`) and reading guarded body normals
+(:mod:`kisekae.geom.guarded_normals`, timed alone as row B), capped at
 :data:`~kisekae.fit.surface.FINISH_STEP` a vertex; the
 candidates are baked once before timing (``--bake-poses`` range-of-motion poses); and the garment correctives that
 the default frame starts from for garments that have them (:mod:`kisekae.fit.garment_correctives`: offsets from the
@@ -66,6 +67,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _timing import measure, table  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
+from kisekae.avatar.skinning import lbs_normals  # noqa: E402
+from kisekae.geom.guarded_normals import guarded_vertex_normals  # noqa: E402
 from kisekae.geom.normals import vertex_normals, vertex_normals_numpy  # noqa: E402
 from kisekae.avatar.poses import named_pose  # noqa: E402
 from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
@@ -248,6 +251,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
     bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
     contact_av, cand, ring, lift, gfaces = surface_setup(av, gv, gf, gskin, bake_poses)
     depth = body_depth_bound(body.mesh.vertices, bfaces)  # the body's depth bound, once per body
+    rest_normals = body.mesh.normals  # the guard's reference: carried per frame by the blended rotations
     dense_c = dense_correctives(av, gv)
     deform = contact_av.body.deform
     for pose_name in poses:
@@ -330,12 +334,18 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         # correction, here the correction this frame gives (a vertex in steady contact)
         previous = surface_frame()[0] - x
 
-        def carried(candidates, **stages):
-            """The carried frame on ``candidates``, ``stages`` (edge lift, unflip) passed to surface_runtime."""
+        def guarded(b):
+            """The body normals of the default path: guarded against the skinned normals."""
+            return guarded_vertex_normals(b, bfaces, lbs_normals(rest_normals, bi, bw, skin_m))
+
+        def carried(candidates, guard=False, **stages):
+            """The carried frame on ``candidates``, ``stages`` (edge lift, unflip) passed to surface_runtime; with
+            ``guard`` the body normals are guarded (:mod:`kisekae.geom.guarded_normals`)."""
             def frame():
                 b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
                 g = lbs(gv, gskin.indices, gskin.weights, skin_m)
-                q = surface_runtime(g, candidates, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces,
+                nb = guarded(b.astype(np.float64)) if guard else vertex_normals(b, bfaces).astype(np.float64)
+                q = surface_runtime(g, candidates, ring, b, nb, bfaces,
                                     params, start=carry_start(g, previous, KEEP), **stages)[0]
                 return q, vertex_normals(q, gf)
             return frame
@@ -343,8 +353,11 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         cf = measure(carried(cand), repeat=repeat)
         rows.append([pose_name, "CARRIED FRAME: the surface frame started from the last correction",
                      f"{cf[0] * 1e3:.3f}", f"{cf[1] * 1e3:.3f}", f"keep {KEEP} (kisekae.fit.carry.carry_start)"])
-        # the default since 2026-12-04 (the depth bound since 2026-12-07)
-        full_frame = carried(cand, lift=lift, faces=gfaces, finish_step=FINISH_STEP, depth_bound=depth)
+        # the default since 2026-12-04 (the depth bound and the normal guard since 2026-12-07)
+        full_frame = carried(cand, guard=True, lift=lift, faces=gfaces, finish_step=FINISH_STEP, depth_bound=depth)
+        gn = measure(lambda: guarded(cb), repeat=repeat)
+        rows.append([pose_name, "B body normals, guarded: skinned normals + guard (Numba)", f"{gn[0] * 1e3:.3f}",
+                     f"{gn[1] * 1e3:.3f}", "the default frame's body normals (stage 4 is the plain ones)"])
         # the same carried frame reading only the first 16 candidates of each vertex (the core's size before
         # 2026-12-04): what the doubled candidate count costs, on this machine, in this run
         cand16 = SurfaceCandidates(np.ascontiguousarray(cand.triangles[:, :16]), cand.n_body_faces)
@@ -370,7 +383,7 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
             """The default frame started from the corrected skinning (what runtime_pose runs for the tights)."""
             b = deform(lbs(bv0, bi, bw, skin_m), skin_m)
             g = lbs(gv, gskin.indices, gskin.weights, skin_m).astype(np.float64)
-            q = surface_runtime(g, cand, ring, b, vertex_normals(b, bfaces).astype(np.float64), bfaces, params,
+            q = surface_runtime(g, cand, ring, b, guarded(b.astype(np.float64)), bfaces, params,
                                 start=carry_start(corrected(g), previous_c, KEEP), lift=lift, faces=gfaces,
                                 finish_step=FINISH_STEP, shortest=floor, depth_bound=depth)[0]
             return q, vertex_normals(q, gf)

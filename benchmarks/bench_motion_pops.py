@@ -11,12 +11,12 @@ largest count over the frames of vertices inside the body, edges through it and 
 (:func:`kisekae.qa.check.check_pose`, as ``kisekae check --runtime``). Then per variant the totals over every
 transition: the largest pop, how many (transition, garment) runs pop over 5 mm, and the sums of those maxima.
 
-Variants (``--variants``; by default ``default`` and, as the baseline in the same run, ``no-depth-bound``): ``default``
-(``runtime_pose`` as it ships), ``no-depth-bound``, ``no-lift``
+Variants (``--variants``; by default ``default`` and, as the baseline in the same run, ``no-normal-guard``): ``default``
+(``runtime_pose`` as it ships), ``no-depth-bound``, ``no-normal-guard`` (``normal_guard=False``), ``no-lift``
 (``edge_lift=False``), ``no-follow`` (``body_follow=False``), ``no-correctives`` (``correctives="off"``).
 
 Run: ``.venv/bin/python benchmarks/bench_motion_pops.py [--transitions stand:crouch,lunge:kick_back]
-[--garments tights,skirt] [--inbetweens 30] [--variants default,no-depth-bound] [--json FILE]``. A pose is a named
+[--garments tights,skirt] [--inbetweens 30] [--variants default,no-normal-guard] [--json FILE]``. A pose is a named
 pose, a name of ``benchmarks/poses`` or ``benchmarks/poses_more``, or a pose file.
 """
 
@@ -39,7 +39,7 @@ GARMENTS = ("tights", "skirt", str(SAMPLES / "female_casualsuit01.mhclo"), str(S
 TRANSITIONS = ("stand:knee_bend", "stand:sit", "stand:lunge", "stand:crouch", "lunge:kick_back", "sit:stand",
                "crouch:knee_up", "run_stride:lunge", "stand:high_kick", "side_split:deep_squat", "kneel:sit",
                "arms_up:bow", "twist:squat_twist", "sit_wide:lunge_deep", "leg_raise:wide_squat")
-VARIANTS = {"default": {}, "no-depth-bound": {"depth_bound": False}, "no-lift": {"edge_lift": False},
+VARIANTS = {"default": {}, "no-depth-bound": {"depth_bound": False}, "no-normal-guard": {"normal_guard": False}, "no-lift": {"edge_lift": False},
             "no-follow": {"body_follow": False}, "no-correctives": {"correctives": "off"}}
 POP_GATE = 5.0
 
@@ -110,9 +110,9 @@ def main(argv=None) -> int:
     ap.add_argument("--transitions", default=",".join(TRANSITIONS), help="comma-separated A:B pose pairs")
     ap.add_argument("--garments", default=",".join(GARMENTS), help="comma-separated garment names or .mhclo files")
     ap.add_argument("--inbetweens", type=int, default=30, help="frames from A to B (30: one second at 30 fps)")
-    ap.add_argument("--variants", default="default,no-depth-bound",
+    ap.add_argument("--variants", default="default,no-normal-guard",
                     help=f"comma-separated, of {', '.join(VARIANTS)} (default: the path as it ships and, as the "
-                         "baseline in the same run, the path before the depth bound)")
+                         "baseline in the same run, the path before the normal guard)")
     ap.add_argument("--json", metavar="FILE", help="write every run's maxima (not overwritten)")
     args = ap.parse_args(argv)
     json_out(args.json, "bench_motion_pops")

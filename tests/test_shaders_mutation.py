@@ -85,6 +85,7 @@ def _group_checks(group):
         yield C.smooth_strip_checks()
         yield C.surface_chord_checks()
         yield C.surface_depth_bound_checks()
+        yield C.guarded_normal_checks()
         yield C.edge_lift_plane_checks()
         yield C.unflip_analytic_checks()
         yield C.finish_step_checks()

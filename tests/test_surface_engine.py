@@ -827,7 +827,7 @@ class _Kernel:
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
                 params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None, correctives=None,
-                follow=None):
+                follow=None, guard=None):
     """KisekaeSurfacePush.cs's frame: the thirteen kernels with its bindings, its ping-pong (the smoothing, the second
     push, the stretch-limit passes, the edge lift and unflip rounds and the unflips, from the bake's counts) and its
     stride-40 skinned buffers (position, normal,
@@ -842,7 +842,9 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     and the world ``skin_matrices`` (B, 4, 4), run through KisekaeGarmentCorrectives first (None: zero offsets).
     ``follow``: KisekaeSurfacePush.bodyFollow, a dict whose ``body`` is None or the body's correctives in the form of
     ``correctives`` (KisekaeSurfacePush.bodyCorrectives, run through KisekaeBodyOffsets over the body), then
-    KisekaeFollowGather with the bake's binding and its ``follow_passes`` smoothing passes (None: no follow)."""
+    KisekaeFollowGather with the bake's binding and its ``follow_passes`` smoothing passes (None: no follow).
+    ``guard``: the body's skinned normals (Nb, 3) in its renderer's space, written into the skinned vertices' normal
+    slot with _KisekaeNormalGuard on (KisekaeSurfacePush.normalGuard; None: junk normals, the guard off)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -856,9 +858,11 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         made.append(b)
         return b
 
-    def skinned(points):
+    def skinned(points, normals=None):
         v = np.full((len(points), 10), 7.0, np.float32)  # junk normal and tangent around each position
         v[:, :3] = points
+        if normals is not None:
+            v[:, 3:6] = normals
         return buf(v.tobytes())
 
     def u32(a):
@@ -878,7 +882,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     bptr, bfaces = vertex_faces(body_tris, nb, np.arange(nb))
     gptr, gfaces = vertex_faces(garment_tris, n, bake["weld"])
     bufs = {
-        "_KisekaeBodySkinned": skinned(body_local), "_KisekaeGarmentSkinned": skinned(garment_local),
+        "_KisekaeBodySkinned": skinned(body_local, guard), "_KisekaeGarmentSkinned": skinned(garment_local),
         "_KisekaeBodyTriangles": u32(body_tris), "_KisekaeBodyVertexFacePtr": u32(bptr),
         "_KisekaeBodyVertexFaces": u32(bfaces), "_KisekaeGarmentTriangles": u32(garment_tris),
         "_KisekaeGarmentVertexFacePtr": u32(gptr), "_KisekaeGarmentVertexFaces": u32(gfaces),
@@ -904,6 +908,7 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     uni = {
         "_KisekaeBodyCount": np.uint32(nb), "_KisekaeBodyStride": np.uint32(40),
         "_KisekaeBodyPositionOffset": np.uint32(0), "_KisekaeGarmentCount": np.uint32(n),
+        "_KisekaeBodyNormalOffset": np.uint32(12), "_KisekaeNormalGuard": np.uint32(guard is not None),
         "_KisekaeGarmentStride": np.uint32(40), "_KisekaeGarmentPositionOffset": np.uint32(0),
         # HLSL's default column_major packing, as Unity's SetMatrix uploads a Matrix4x4: one column after the other
         "_KisekaeBodyToWorld": np.ascontiguousarray(np.asarray(body_to_world, np.float32).T),
@@ -1140,6 +1145,49 @@ def test_unity_kernels_on_llvmpipe_reproduce_the_runtime(baked, tmp_path):
     assert np.abs(pos[:, 3] - push)[err <= 1e-5].max() < 1e-5
     garment_normals = vertex_normals(ref, mesh.faces, mesh.weld).astype(np.float64) @ T[:3, :3].T
     assert np.abs(nrm[:, :3] - garment_normals).max() < 2e-3
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_guard_the_body_normals(baked, tmp_path):
+    """KisekaeSurfacePush.normalGuard: the renderer's skinned normals in the skinned vertices (slot at byte 12), the
+    body turned and moved into world space; KisekaeBodyNormals equals kisekae.geom.guarded_normals against
+    kisekae.fit.fix.skinned_normals (the runtime's body_normals), and the frame equals surface_runtime with those
+    normals. The deep squat, whose belly fold the guard is for (docs/fit.md)."""
+    from pathlib import Path
+
+    from kisekae.avatar.poses import load_pose_file
+    from kisekae.fit.fix import skinned_normals
+    from kisekae.geom.guarded_normals import guarded_vertex_normals
+
+    av, cand, ring, doc, head, binary, lift = baked
+    bake = _load(head, av)
+    mesh, faces = av.part("tights").mesh, av.body.mesh.faces
+    pose = load_pose_file(av.skeleton, Path(__file__).parents[1] / "benchmarks" / "poses" / "deep_squat.json")
+    m = pose.skinning_matrices(av.skeleton)
+    T = np.eye(4)
+    T[:3, :3] = [[np.cos(0.7), 0.0, np.sin(0.7)], [0.0, 1.0, 0.0], [-np.sin(0.7), 0.0, np.cos(0.7)]]
+    T[:3, 3] = [0.3, -0.1, 2.0]
+    world = _frame_of(T)
+    x = av.part("tights").posed(m).astype(np.float64)
+    contact = _unity_contact(av.body.deform, av.skeleton.names, np.einsum("ij,bjk->bik", T, m))
+    params = params_for("tights", None)
+    reference = skinned_normals(av.body, m)
+    pos, _, _, body_nrm, _ = unity_frame(tmp_path, av.body.skinned(m), world(x), T, np.eye(4), bake, faces,
+                                         mesh.faces, params, contact, guard=reference)
+    body = av.body.posed(m).astype(np.float64)
+    normals = guarded_vertex_normals(body, faces, reference)
+    plain = vertex_normals(body, faces).astype(np.float64)
+    far = np.flatnonzero(np.einsum("ij,ij->i", normals, plain) < 0.0)  # where the guard turns a normal around
+    assert len(far) >= 5  # the belly fold (4114-4121) among them
+    err = np.linalg.norm(body_nrm[:, :3] - normals @ T[:3, :3].T, axis=1)
+    assert err.max() < 2e-3 and err[far].max() < 2e-3  # float32 normals of mm-sized triangles, as above
+    ref = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
+                          lift=lift, faces=_garment_faces(mesh), shortest=bake["shortest"])[0]
+    loose = surface_runtime(x, cand, ring, body, plain, faces, params, numpy=True, chord=garment_chords(mesh),
+                            lift=lift, faces=_garment_faces(mesh), shortest=bake["shortest"])[0]
+    assert np.abs(ref - loose).max() > 1e-3  # the guard matters for this frame
+    err = np.linalg.norm(pos[:, :3] - world(ref), axis=1)
+    assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
 
 
 def _plain_crouch(avatar, baked):

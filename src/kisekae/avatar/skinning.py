@@ -186,3 +186,37 @@ def lbs_with_normals_numpy(vertices, normals, indices, weights, mats):
     nrm = np.einsum("nij,nj->ni", m[:, :3, :3], np.asarray(normals, np.float32))
     ln = np.linalg.norm(nrm, axis=1, keepdims=True)
     return pos.astype(np.float32), np.divide(nrm, ln, out=np.zeros_like(nrm), where=ln > 0).astype(np.float32)
+
+
+@numba.njit(cache=True, nogil=True)
+def _normals_kernel(n, idx, w, m, out):  # pragma: no cover - compiled
+    for i in range(n.shape[0]):
+        x = y = z = 0.0
+        for k in range(idx.shape[1]):
+            wk = w[i, k]
+            if wk == 0.0:
+                continue
+            b = idx[i, k]
+            x += wk * (m[b, 0, 0] * n[i, 0] + m[b, 0, 1] * n[i, 1] + m[b, 0, 2] * n[i, 2])
+            y += wk * (m[b, 1, 0] * n[i, 0] + m[b, 1, 1] * n[i, 1] + m[b, 1, 2] * n[i, 2])
+            z += wk * (m[b, 2, 0] * n[i, 0] + m[b, 2, 1] * n[i, 1] + m[b, 2, 2] * n[i, 2])
+        ln = np.sqrt(x * x + y * y + z * z)
+        s = 1.0 / ln if ln > 0.0 else 0.0
+        out[i, 0], out[i, 1], out[i, 2] = x * s, y * s, z * s
+
+
+def lbs_normals(normals, indices, weights, skin_matrices) -> np.ndarray:
+    """(N, 3) float64 rest ``normals`` (N, 3) carried by each vertex's blended skinning rotation ``Σ_k w_k R[j_k]``
+    and normalised (0 where the result is 0): the skinned normals a vertex shader writes, in float64 (Numba). Its
+    reference is ``kisekae.fit.fix.blended_normals`` of :func:`lbs_numpy`'s blend (tested)."""
+    n = np.ascontiguousarray(normals, dtype=np.float64)
+    m = np.ascontiguousarray(skin_matrices, dtype=np.float64)
+    idx = np.ascontiguousarray(indices, dtype=np.int32)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if n.ndim != 2 or n.shape[1] != 3 or idx.shape != w.shape or len(idx) != len(n) or m.ndim != 3 \
+            or m.shape[1:] != (4, 4) or (idx.size and (idx.min() < 0 or idx.max() >= len(m))):
+        raise KisekaeError(f"normals {n.shape}, skin {idx.shape} / {w.shape} and matrices {m.shape} do not fit",
+                           "skinned normals")
+    out = np.empty((len(n), 3))
+    _normals_kernel(n, idx, w, m, out)
+    return out

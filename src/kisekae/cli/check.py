@@ -63,17 +63,7 @@ def register(sub):
                         "`kisekae bake-correctives --garment`, for the garment it was made for, the others auto; "
                         "docs/fit.md 'Garment correctives'), or from plain skinning (off); pop_mm, flips and strain "
                         "are measured against plain skinning either way")
-    p.add_argument("--body-follow", action=argparse.BooleanOptionalAction, default=None,
-                   help="with --runtime-method carried or surface: start each garment from its skinning plus the "
-                        "outward part of what the body does beyond skinning (its correctives, joint planes, volume "
-                        "bulge) at the point each garment vertex is bound to at rest, fully within 2 cm of the skin, "
-                        "fading out by 6 cm (docs/fit.md 'Body follow'; the default); --no-body-follow starts from "
-                        "skinning alone; records say body_follow")
-    p.add_argument("--depth-bound", action=argparse.BooleanOptionalAction, default=None,
-                   help="with --runtime-method carried or surface: trust no candidate triangle that puts a garment "
-                        "vertex deeper behind it than the body is thick there (half its rest thickness plus 5 mm; "
-                        "the list then misses the vertex's nearest skin, docs/fit.md 'The depth bound'; the default); "
-                        "--no-depth-bound trusts every candidate; records say depth_bound")
+    _add_body_reading_flags(p)
     p.add_argument("--finish-step", type=_finish_step, default=None, metavar="M|none",
                    help="with the edge lift: the most it and the unflip may move a garment vertex in one frame, "
                         "metres (default 0.004: the carry takes the rest up in the next frames, and the lift's pops "
@@ -93,6 +83,26 @@ def register(sub):
     add_force_arg(p, "an existing --json file")
     p.set_defaults(func=run)
     return p
+
+
+def _add_body_reading_flags(p) -> None:
+    """The per-frame path's switches for how it reads the posed body (``kisekae check --runtime``)."""
+    p.add_argument("--body-follow", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --runtime-method carried or surface: start each garment from its skinning plus the "
+                        "outward part of what the body does beyond skinning (its correctives, joint planes, volume "
+                        "bulge) at the point each garment vertex is bound to at rest, fully within 2 cm of the skin, "
+                        "fading out by 6 cm (docs/fit.md 'Body follow'; the default); --no-body-follow starts from "
+                        "skinning alone; records say body_follow")
+    p.add_argument("--depth-bound", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --runtime-method carried or surface: trust no candidate triangle that puts a garment "
+                        "vertex deeper behind it than the body is thick there (half its rest thickness plus 5 mm; "
+                        "the list then misses the vertex's nearest skin, docs/fit.md 'The depth bound'; the default); "
+                        "--no-depth-bound trusts every candidate; records say depth_bound")
+    p.add_argument("--normal-guard", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --runtime-method carried or surface: read the body's side through vertex normals that "
+                        "leave out the triangles the pose turned away from the skinned normals (a fold's inside-out "
+                        "triangles, docs/fit.md 'Body normals without the faces a pose turns inside out'; the "
+                        "default); --no-normal-guard sums every triangle; records say normal_guard")
 
 
 def _add_pop(record, avatar, pose, positions, previous):
@@ -138,9 +148,10 @@ def run(args) -> int:
     if args.body_follow is not None and not surface_path:
         raise KisekaeError("sets where the per-frame path starts: needs --runtime with the carried or surface method",
                            "--body-follow")
-    if args.depth_bound is not None and not surface_path:
-        raise KisekaeError("sets the per-frame path's push: needs --runtime with the carried or surface method",
-                           "--depth-bound")
+    for flag in ("depth_bound", "normal_guard"):
+        if getattr(args, flag) is not None and not surface_path:
+            raise KisekaeError("sets the per-frame path's push: needs --runtime with the carried or surface method",
+                               "--" + flag.replace("_", "-"))
     if args.finish_step is not None and not (args.runtime and args.edge_lift):
         raise KisekaeError("caps the edge lift of the per-frame path: needs --runtime and the edge lift (on unless "
                            "--no-edge-lift)", "--finish-step")
@@ -207,7 +218,7 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         fixed = fix_pose(avatar, pose, garments, params, layered=args.layered, method=args.fix_method)
         stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
     if args.runtime:
-        from ..fit.runtime import BODY_FOLLOW, DEPTH_BOUND, runtime_pose
+        from ..fit.runtime import BODY_FOLLOW, DEPTH_BOUND, NORMAL_GUARD, runtime_pose
         from ..fit.surface import COMPRESSION_LIMIT, FINISH_STEP
 
         follow = BODY_FOLLOW if args.body_follow is None else args.body_follow
@@ -218,7 +229,8 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
                                  layers=args.layered, correctives=args.garment_correctives,
                                  compression=COMPRESSION_LIMIT if args.compression_limit is None
                                  else args.compression_limit, body_follow=follow,
-                                 depth_bound=DEPTH_BOUND if args.depth_bound is None else args.depth_bound)
+                                 depth_bound=DEPTH_BOUND if args.depth_bound is None else args.depth_bound,
+                                 normal_guard=NORMAL_GUARD if args.normal_guard is None else args.normal_guard)
         positions, metrics = {k: v[0] for k, v in corrected.items()}, {k: dict(v[1]) for k, v in corrected.items()}
         if args.layered:
             _add_layer_stats(avatar, garments, positions, metrics)

@@ -27,12 +27,15 @@ far the correction jumps between consecutive frames, because popping is as visib
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..avatar.avatar import Avatar
+from ..avatar.skinning import lbs_normals
 from ..bake_cache import cached_arrays
 from ..errors import KisekaeError
+from ..geom.guarded_normals import guarded_vertex_normals
 from ..geom.normals import vertex_normals
 from .body_follow import body_follow, follow_weights
 from .bound import bind_to_skin, push_out_runtime
@@ -59,6 +62,37 @@ FOLLOW_SMOOTH = SMOOTH_PASSES
 #: by default (since 2026-12-07: the packaged walk's skirt pop 45.8 -> 5.3 mm; the 68 cells and the 24 cells of
 #: ``benchmarks/poses_more`` unchanged, docs/fit.md "The depth bound").
 DEPTH_BOUND = True
+#: Whether the surface methods read the body's side through normals that leave out the triangles the pose turned
+#: away from the skinned normals (:mod:`kisekae.geom.guarded_normals`), by default (since 2026-12-07: the 68 cells
+#: 1 / 79 / 19 -> 0 / 64 / 15 inside / crossings / flipped, the 24 of ``benchmarks/poses_more`` 1 / 31 / 8 ->
+#: 1 / 28 / 8, the largest pop of six motions 46.9 -> 25.5 mm; docs/fit.md "Body normals without the faces a pose
+#: turns inside out").
+NORMAL_GUARD = True
+
+
+@dataclass(frozen=True)
+class BodyChecks:
+    """How the surface methods read the posed body: ``depth``, the depth bound ((Nb,) metres,
+    :func:`avatar_depth_bound`) or None (every candidate trusted); ``guard``, whether the body normals are guarded
+    (:func:`body_normals`)."""
+
+    depth: np.ndarray | None = None
+    guard: bool = False
+
+    def metrics(self) -> dict:
+        return {"depth_bound": self.depth is not None, "normal_guard": self.guard}
+
+
+def body_normals(avatar: Avatar, body, m, guard: bool = NORMAL_GUARD) -> np.ndarray:
+    """(Nb, 3) float64 unit normals of the posed body ``body`` (Nb, 3) for skinning matrices ``m``: with ``guard``,
+    :func:`kisekae.geom.guarded_normals.guarded_vertex_normals` against the rest normals carried by the blended
+    skinning rotations (:func:`kisekae.avatar.skinning.lbs_normals`, what an engine's skinned mesh holds), else the plain
+    area-weighted normals."""
+    faces = avatar.body.mesh.faces
+    if not guard:
+        return vertex_normals(body, faces).astype(np.float64)
+    skin = avatar.body.skin
+    return guarded_vertex_normals(body, faces, lbs_normals(avatar.body.mesh.normals, skin.indices, skin.weights, m))
 
 
 def _cached(avatar: Avatar, slot: str, key, make):
@@ -319,7 +353,7 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
                  method: str = "carried", state: CarryState | None = None, edge_lift: bool = True,
                  finish_step: float | None = FINISH_STEP, layers: bool = False, correctives: str = "auto",
                  compression: float = COMPRESSION_LIMIT, body_follow: bool = BODY_FOLLOW,
-                 depth_bound: bool = DEPTH_BOUND) -> dict:
+                 depth_bound: bool = DEPTH_BOUND, normal_guard: bool = NORMAL_GUARD) -> dict:
     """Correct every garment of one pose with the per-frame path.
 
     Parameters
@@ -356,13 +390,16 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
     depth_bound : bool, for ``"carried"`` and ``"surface"``: the pushes trust no candidate that puts a vertex deeper
         behind it than the body can be there (:mod:`kisekae.fit.depth_bound`, :func:`avatar_depth_bound`; default
         :data:`DEPTH_BOUND`); False: every candidate is trusted (the path before 2026-12-07)
+    normal_guard : bool, for ``"carried"`` and ``"surface"``: the body's normals leave out the triangles that the pose
+        turned away from the skinned normals (:mod:`kisekae.geom.guarded_normals`; default :data:`NORMAL_GUARD`);
+        False: every triangle counts (the path before 2026-12-07)
 
     Returns
     -------
     dict name -> (positions (N, 3) float32 metres, metrics dict with ``max_push_m``, ``time_ms`` (one frame's
     correction; for ``"carried"`` the last step's) and ``runtime_method``; ``"carried"`` adds ``runtime_steps``,
     the steps taken since the previous frame; ``"carried"`` and ``"surface"`` add ``edge_lift``, ``finish_step``,
-    ``compression_limit``, ``body_follow`` and ``depth_bound``)
+    ``compression_limit``, ``body_follow``, ``depth_bound`` and ``normal_guard``)
     """
     check_compression(compression)
     if method not in RUNTIME_METHODS:
@@ -380,13 +417,13 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         origin = m[0, :3, 3].copy()
         local = np.array(m, dtype=np.float64)
         local[:, :3, 3] -= origin
-        depth = avatar_depth_bound(avatar) if depth_bound else None
+        body = BodyChecks(avatar_depth_bound(avatar) if depth_bound else None, bool(normal_guard))
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step, layers, correctives, compression, body_follow, depth)
+                           finish_step, layers, correctives, compression, body_follow, body)
         else:
             out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives, compression,
-                           body_follow, depth)
+                           body_follow, body)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     return _capsules(avatar, pose, m, garments, params)
 
@@ -436,17 +473,19 @@ def garment_follow(avatar: Avatar, name: str) -> tuple:
 
 
 def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None,
-                  layers: bool = False, depth=None) -> dict:
+                  layers: bool = False, body: BodyChecks = None) -> dict:
     """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
     corrected (N, 3) float64, push (N,) from plain skinning, milliseconds the garment's correction took; the skinned
     positions include the garment's correctives, if it has them); ``starts``: callable
     (name, skinned) -> where the first push starts, or None: the skinned positions; ``finish_step`` as
     :func:`kisekae.fit.surface.surface_runtime`'s; ``layers``: the garments of ``setup`` are worn together, innermost
     first, and each is pushed out of the corrected garments before it between its stretch limit and its edge lift
-    (:func:`_beneath`); ``depth``: the body's depth bound (:func:`avatar_depth_bound`) or None."""
+    (:func:`_beneath`); ``body``: the body's depth bound and normal guard (None: neither)."""
+    checks = BodyChecks() if body is None else body
+    depth = checks.depth
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
-    normals = vertex_normals(body, faces).astype(np.float64)
+    normals = body_normals(avatar, body, m, checks.guard)
     skinned_body = None  # the body by plain skinning, made once a frame for the first garment that follows it
     out = {}
     for name, (p, cand, ring, chord, lift, gfaces, gc, shortest, follow) in setup.items():
@@ -528,33 +567,34 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
              layers: bool = False, correctives: str = "off", compression: float = COMPRESSION_LIMIT,
-             follow: bool = False, depth=None) -> dict:
+             follow: bool = False, body: BodyChecks = None) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
+    body = BodyChecks() if body is None else body
     step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression, follow),
-                         finish_step=finish_step, layers=layers, depth=depth)
+                         finish_step=finish_step, layers=layers, body=body)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift, finish_step=finish_step,
-                                 compression_limit=compression, body_follow=bool(follow),
-                                 depth_bound=depth is not None))
+                                 compression_limit=compression, body_follow=bool(follow), **body.metrics()))
             for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
              finish_step: float | None = None, layers: bool = False, correctives: str = "off",
-             compression: float = COMPRESSION_LIMIT, follow: bool = False, depth=None) -> dict:
+             compression: float = COMPRESSION_LIMIT, follow: bool = False, body: BodyChecks = None) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
+    body = BodyChecks() if body is None else body
     steps = state.path(avatar.skeleton, m)
     setup = _setup(avatar, garments, params, edge_lift, correctives, compression, follow)
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
                              lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep), finish_step,
-                             layers, depth)
+                             layers, body)
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
                                finish_step=finish_step, compression_limit=compression, body_follow=bool(follow),
-                               depth_bound=depth is not None)
+                               **body.metrics())
             state.corrections[name] = new - x
             out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)

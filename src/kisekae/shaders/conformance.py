@@ -1021,6 +1021,49 @@ def surface_depth_bound_checks():
     return checks
 
 
+#: Guarded body normals: weights (unitless) and unit normals, float32 kernel against the float64 reference.
+TOL_GUARD = 1e-5
+
+
+def guarded_normal_checks():
+    """``KisekaeGuardedFace`` (the body normals pass's guard, :mod:`kisekae.geom.guarded_normals`): triangles hinged
+    about x at known angles from a +z reference, whose weights are ``clip((cos + 0.3) / 0.3, 0, 1)`` worked out here
+    from the angle; then a sphere of radius 0.1 m crumpled by 6 mm noise (triangles left out, faded and kept), its
+    vertex normals summed from the kernel's face vectors against
+    :func:`~kisekae.geom.guarded_normals.guarded_vertex_normals_numpy`, and the same tube with every reference
+    reversed (every triangle left out: the normals are the references)."""
+    from ..geom.guarded_normals import GUARD_FULL, GUARD_OFF, face_guard_weights, guarded_vertex_normals_numpy
+    from ..geom.normals import face_normals, vertex_normals
+
+    angles = np.radians([0.0, 60.0, 89.0, 92.0, 97.0, 101.0, 104.0, 107.0, 108.0, 150.0, 180.0])
+    v, f = [], []
+    for i, a in enumerate(angles):
+        n = np.array([0.0, -np.sin(a), np.cos(a)])
+        u = np.array([1.0, 0.0, 0.0])
+        o = np.array([0.0, 0.0, 0.1 * i])
+        v += [o, o + 0.02 * u, o + 0.03 * np.cross(n, u)]
+        f.append([3 * i, 3 * i + 1, 3 * i + 2])
+    v, f = np.array(v), np.array(f)
+    ref = np.tile([0.0, 0.0, 1.0], (len(v), 1))
+    want = np.clip((np.cos(angles) - GUARD_OFF) / (GUARD_FULL - GUARD_OFF), 0.0, 1.0)
+    got = np.linalg.norm(X.gpu_guarded_vertex_normals(v, f, ref)[1], axis=1) / np.linalg.norm(
+        face_normals(v, f, unit=False), axis=1)
+    checks = [Check("guarded normals hinged triangles (analytic) weights", _err(got, want), TOL_GUARD, len(f)),
+              Check("guarded normals reference weights (analytic)", _err(face_guard_weights(v, f, ref), want),
+                    TOL_GUARD, len(f))]
+    sv, _, sf = _cylinder(0.1, 48, 8, 0.3)
+    r = vertex_normals(sv, sf).astype(np.float64)
+    crumpled = sv + np.random.default_rng(23).normal(0.0, 0.006, sv.shape)
+    w = face_guard_weights(crumpled, sf, r)
+    mixed = bool((w == 0.0).any() and ((w > 0.0) & (w < 1.0)).any() and (w == 1.0).any())
+    for tag, rr in (("", r), (" reversed", -r)):
+        got_n = X.gpu_guarded_vertex_normals(crumpled, sf, rr)[0]
+        ok = mixed or tag
+        checks.append(Check("guarded normals crumpled tube" + tag, _err(got_n, guarded_vertex_normals_numpy(
+            crumpled, sf, rr)) if ok else np.inf, TOL_GUARD, len(sv)))
+    return checks
+
+
 def smooth_strip_checks():
     """Analytic smoothing: a strip of six vertices, one pushed by 1 cm; two passes spread it to two rings, fading
     (values worked out by hand from the rule), and never shrink the push itself."""
@@ -1494,7 +1537,8 @@ def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push, its smoothing, the edge lift and the unflip (``kisekae_surface.hlsl``): analytic cases, then
     the built-in avatar."""
     return (surface_sheet_checks() + smooth_strip_checks() + stretch_pair_checks() + surface_chord_checks()
-            + surface_depth_bound_checks() + edge_lift_plane_checks() + unflip_analytic_checks() + finish_step_checks()
+            + surface_depth_bound_checks() + guarded_normal_checks() + edge_lift_plane_checks()
+            + unflip_analytic_checks() + finish_step_checks()
             + surface_avatar_checks(poses, garments)
             + edge_lift_avatar_checks(poses, garments) + layer_push_checks(poses))
 

@@ -57,6 +57,7 @@ MODES = {
     "clamp_step": 27,
     "skinned_offset": 28,
     "body_follow": 29,
+    "guarded_face": 30,
 }
 
 #: Bone influences a vertex that ``KisekaeSkinnedOffset`` reads in the harness (``KISEKAE_SKIN_INFLUENCES``).
@@ -1150,6 +1151,37 @@ def gpu_body_follow(corners, bary, shares, body, skinned, normals):
     ins["in3"][:, 3] = shares
     o0, _ = _run("body_follow", "constants", n, **ins)
     return o0[:, :3]
+
+
+def gpu_guarded_vertex_normals(vertices, faces, reference):
+    """``KisekaeGuardedFace`` on the GPU, one triangle per thread, its results summed per vertex here (face by face,
+    corner by corner) and normalised, a zero sum taking the reference: as an engine's body normals pass does with it,
+    :func:`kisekae.geom.guarded_normals.guarded_vertex_normals_numpy` with the default guard.
+
+    Parameters
+    ----------
+    vertices : (N, 3) posed positions, metres; faces : (F, 3) int; reference : (N, 3) reference normals
+
+    Returns
+    -------
+    ((N, 3) float64 unit normals, (F, 3) float32 the kernel's weighted area vectors)
+    """
+    from ..geom.guarded_normals import _reference
+    from ..geom.normals import _checked_inputs
+
+    v, f = _checked_inputs(vertices, faces)
+    r = _reference(reference, len(v))
+    ins = {}
+    for k in range(3):
+        ins[f"in{k}"] = np.c_[v[f[:, k]], np.zeros(len(f))].astype(np.float32)
+        ins[f"in{k + 3}"] = np.c_[r[f[:, k]], np.zeros(len(f))].astype(np.float32)
+    o0, _ = _run("guarded_face", "constants", len(f), **ins) if len(f) else (np.zeros((0, 4), np.float32), None)
+    acc = np.zeros((len(v), 3))
+    np.add.at(acc, f.ravel(), np.repeat(o0[:, :3].astype(np.float64), 3, axis=0))
+    ln = np.linalg.norm(acc, axis=1, keepdims=True)
+    rl = np.linalg.norm(r, axis=1, keepdims=True)
+    unit_r = np.divide(r, rl, out=np.zeros_like(r), where=rl > 0.0)
+    return np.where(ln > 0.0, acc / np.where(ln > 0.0, ln, 1.0), unit_r), o0[:, :3]
 
 
 def gpu_smooth_push(displacement, ring, passes: int = 10):

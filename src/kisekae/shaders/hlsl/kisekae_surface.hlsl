@@ -174,6 +174,26 @@ float KisekaeSurfaceDistance2(float3 p, uint3 corners, out float3 bary)
 #define KISEKAE_LOAD_BODY_DEPTH_BOUND(i) 1e30
 #endif
 
+// The body normals pass's share of triangle abc (posed corners, m) in its corners' vertex normals, guarded against
+// a fold (kisekae.geom.guarded_normals): its area vector (b - a) x (c - a) weighted by how far it agrees with the sum
+// of its corners' reference normals ra + rb + rc (the skinned normals: rest normals carried by the blended skinning
+// rotations, as a skinned mesh writes them; any length). With c = the cosine between the two,
+//   w = saturate((c - off) / (full - off)),  off = -0.3, full = 0 (GUARD_OFF, GUARD_FULL there)
+// = saturate(c / 0.3 + 1): a triangle turned up to 90 degrees from the reference counts fully, one past ~107.5 degrees
+// (inside out: a fold's far side) not at all. A zero-area triangle or a zero reference sum gives 0. Sum this over a
+// vertex's triangles and normalise; a zero sum takes the vertex's own reference normal, normalised.
+float3 KisekaeGuardedFace(float3 a, float3 b, float3 c, float3 ra, float3 rb, float3 rc)
+{
+    float3 n = cross(b - a, c - a);
+    float3 r = ra + rb + rc;
+    float len = sqrt(dot(n, n) * dot(r, r));
+    if (!(len > 0.0)) // kisekae:guard
+    {
+        return float3(0.0, 0.0, 0.0); // no area or no reference: no share; kisekae:guard
+    }
+    return n * saturate(dot(n, r) / len / 0.3 + 1.0);
+}
+
 // True when the closest point (barycentrics bary) of body triangle `corners`, at squared distance d2 (m^2) from p, has
 // p behind the skin there (against the normal blended at it) farther than the body's depth bound blended at it: that
 // triangle is not p's nearest skin (kisekae.fit.surface.surface_push_numpy's depth_bound).

@@ -468,6 +468,14 @@ void main(uint3 id : SV_DispatchThreadID)
                                       float3(gIn0[i].w, gIn1[i].w, gIn2[i].w), gIn3[i].w), 0.0);
     }
 #endif
+#if KISEKAE_HARNESS_HAS(30)
+    if (gMode == 30u)
+    {
+        // guarded share of triangle i in its corners' normals: corners gIn0..gIn2, their reference normals gIn3..gIn5
+        y0 = float4(KisekaeGuardedFace(gIn0[i].xyz, gIn1[i].xyz, gIn2[i].xyz, gIn3[i].xyz, gIn4[i].xyz, gIn5[i].xyz),
+                    0.0);
+    }
+#endif
 #if KISEKAE_HARNESS_HAS(18)
     if (gMode == 18u)
     {

@@ -166,6 +166,10 @@ namespace Kisekae
                  "plain skinning (its correctives and contact) at each vertex's bound point, as kisekae check --runtime " +
                  "does by default (--no-body-follow turns it off)")]
         public bool bodyFollow = true;
+        [Tooltip("Read the body's side through normals that leave out the triangles a fold turned away from the " +
+                 "skinned normals (KisekaeGuardedFace), as kisekae check --runtime does by default " +
+                 "(--no-normal-guard turns it off); needs normals in the body mesh")]
+        public bool normalGuard = true;
         [Tooltip("One-ring smoothing passes of the body follow (kisekae: 10)")]
         public int followPasses = 10;
         [Tooltip("With bodyFollow: the body's KisekaeBodyCorrectives (blend shapes on). Unity's skinning holds them, so " +
@@ -1007,6 +1011,9 @@ namespace Kisekae
             cmd.SetComputeIntParam(cs, "_KisekaeBodyCount", _nBody);
             cmd.SetComputeIntParam(cs, "_KisekaeBodyStride", _bodyVertices.stride);
             cmd.SetComputeIntParam(cs, "_KisekaeBodyPositionOffset", 0);  // Position comes first in a vertex
+            bool guard = normalGuard && body.sharedMesh.HasVertexAttribute(VertexAttribute.Normal);
+            cmd.SetComputeIntParam(cs, "_KisekaeNormalGuard", guard ? 1 : 0);
+            cmd.SetComputeIntParam(cs, "_KisekaeBodyNormalOffset", 12);  // the skinned stream: position, normal, tangent
             cmd.SetComputeMatrixParam(cs, "_KisekaeBodyToWorld", body.localToWorldMatrix);
             cmd.SetComputeIntParam(cs, "_KisekaeContactOn", contactOn ? 1 : 0);
             if (contactOn)
@@ -1028,6 +1035,7 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyBeyondRW", _bodyBeyond);
             cmd.DispatchCompute(cs, _kBodyPrepare, Groups(_nBody), 1, 1);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyPositions", _bodyPositions);
+            cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodySkinned", _bodyVertices);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyTriangles", _bodyTriangles);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyVertexFacePtr", _bodyFacePtr);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyVertexFaces", _bodyFaces);
