@@ -98,7 +98,9 @@ def test_cli_finish_step(tmp_path, capsys):
 def test_cap_lowers_the_lift_pop_of_a_motion():
     """stand -> lunge in 30 frames with the edge lift: the unflip's one-step turn-backs were the largest pops
     (measured 5.14 mm before the stretch limit's floor, 3.00 mm with it), and a 2 mm cap spreads them over frames
-    (measured 2.63 mm before the floor, 2.76 mm with it), with no vertex inside."""
+    (measured 2.63 mm before the floor, 2.76 mm with it), with no vertex inside. Measured without the normal guard:
+    with it (the default since 2026-12-07) the largest pop of this motion is no longer a turn-back (2.81 mm, capped or
+    not), which the last line checks."""
     from kisekae.avatar.builtin import load_builtin_avatar
     from kisekae.avatar.contact import apply_contact
     from kisekae.avatar.poses import named_pose
@@ -116,7 +118,8 @@ def test_cap_lowers_the_lift_pop_of_a_motion():
         state, previous, worst = CarryState(), None, 0.0
         for p in frames:
             m = p.skinning_matrices(av.skeleton)
-            y = runtime_pose(av, p, ["tights"], state=state, edge_lift=True, finish_step=step)["tights"][0]
+            y = runtime_pose(av, p, ["tights"], state=state, edge_lift=True, finish_step=step,
+                             normal_guard=False)["tights"][0]
             c = y.astype(np.float64) - av.part("tights").posed(m)
             worst = worst if previous is None else max(worst, pop_mm(previous, c))
             previous = c
@@ -124,3 +127,10 @@ def test_cap_lowers_the_lift_pop_of_a_motion():
                 assert not BodyQuery(topo, av.body.posed(m)).inside(y).any()
         pops[step] = worst
     assert pops[0.002] < 0.95 * pops[None] and pops[0.002] < 3.0, pops
+    state, previous, worst = CarryState(), None, 0.0
+    for p in frames:
+        c = runtime_pose(av, p, ["tights"], state=state)["tights"][0].astype(np.float64) - av.part("tights").posed(
+            p.skinning_matrices(av.skeleton))
+        worst = worst if previous is None else max(worst, pop_mm(previous, c))
+        previous = c
+    assert worst < 3.0
