@@ -85,24 +85,31 @@ def register(sub):
     return p
 
 
+#: The per-frame path's switches for how it reads the posed body: flag -> what it does (``kisekae check --runtime``).
+_BODY_READING = (
+    ("--body-follow",
+     "start each garment from its skinning plus the outward part of what the body does beyond skinning "
+     "(its correctives, joint planes, volume bulge) at the point each garment vertex is bound to at "
+     "rest, fully within 2 cm of the skin, fading out by 6 cm (docs/fit.md 'Body follow'; the "
+     "default); --no-body-follow starts from skinning alone; records say body_follow"),
+    ("--depth-bound",
+     "trust no candidate triangle that puts a garment vertex deeper behind it than the body is thick "
+     "there (half its rest thickness plus 5 mm; the list then misses the vertex's nearest skin, "
+     "docs/fit.md 'The depth bound'; the default); --no-depth-bound trusts every candidate; records "
+     "say depth_bound"),
+    ("--normal-guard",
+     "read the body's side through vertex normals that leave out the triangles the pose turned away "
+     "from the skinned normals (a fold's inside-out triangles, docs/fit.md 'Body normals without the "
+     "faces a pose turns inside out'; the default); --no-normal-guard sums every triangle; records say "
+     "normal_guard"),
+)
+
+
 def _add_body_reading_flags(p) -> None:
-    """The per-frame path's switches for how it reads the posed body (``kisekae check --runtime``)."""
-    p.add_argument("--body-follow", action=argparse.BooleanOptionalAction, default=None,
-                   help="with --runtime-method carried or surface: start each garment from its skinning plus the "
-                        "outward part of what the body does beyond skinning (its correctives, joint planes, volume "
-                        "bulge) at the point each garment vertex is bound to at rest, fully within 2 cm of the skin, "
-                        "fading out by 6 cm (docs/fit.md 'Body follow'; the default); --no-body-follow starts from "
-                        "skinning alone; records say body_follow")
-    p.add_argument("--depth-bound", action=argparse.BooleanOptionalAction, default=None,
-                   help="with --runtime-method carried or surface: trust no candidate triangle that puts a garment "
-                        "vertex deeper behind it than the body is thick there (half its rest thickness plus 5 mm; "
-                        "the list then misses the vertex's nearest skin, docs/fit.md 'The depth bound'; the default); "
-                        "--no-depth-bound trusts every candidate; records say depth_bound")
-    p.add_argument("--normal-guard", action=argparse.BooleanOptionalAction, default=None,
-                   help="with --runtime-method carried or surface: read the body's side through vertex normals that "
-                        "leave out the triangles the pose turned away from the skinned normals (a fold's inside-out "
-                        "triangles, docs/fit.md 'Body normals without the faces a pose turns inside out'; the "
-                        "default); --no-normal-guard sums every triangle; records say normal_guard")
+    """Add :data:`_BODY_READING`'s switches (default None: the runtime's own default)."""
+    for flag, text in _BODY_READING:
+        p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                       help="with --runtime-method carried or surface: " + text)
 
 
 def _add_pop(record, avatar, pose, positions, previous):
