@@ -634,6 +634,12 @@ def test_compute_kernels_declared_and_dispatched():
     assert 'cmd.SetComputeBufferParam(cs, _kPushFirst, "_KisekaeCorrectionRW", _correction)' in cs
     assert 'cmd.SetComputeBufferParam(cs, _kFinish, "_KisekaeCorrectionRW", _correction)' in cs
     assert "public void ResetCarry()" in cs
+    # the normal guard: on by default, the skinned normals bound to the body normals pass, which weights each triangle
+    assert "public bool normalGuard = true;" in cs and 'cmd.SetComputeIntParam(cs, "_KisekaeNormalGuard", guard ? 1 : 0);' in cs
+    assert 'cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodySkinned", _bodyVertices);' in cs
+    assert 'cmd.SetComputeIntParam(cs, "_KisekaeBodyNormalOffset", 12);' in cs
+    normals = text[text.index("void KisekaeBodyNormals("):text.index("void KisekaeBodyCurvatures(")]
+    assert "KisekaeGuardedFace(a, b, c, KisekaeBodySkinnedNormal(k.x)" in normals and "_KisekaeNormalGuard != 0u" in normals
     assert '"_KisekaeStretchLimit", stretchLimit' in cs
     assert "_KisekaeSurfaceChord[v]" in text and '"_KisekaeSurfaceChord", chord' in cs
     # the stretch limit's floor (the bake's last array) reaches KisekaeStretchLimit
