@@ -70,7 +70,7 @@ DEPTH_BOUND = True
 NORMAL_GUARD = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BodyChecks:
     """How the surface methods read the posed body: ``depth``, the depth bound ((Nb,) metres,
     :func:`avatar_depth_bound`) or None (every candidate trusted); ``guard``, whether the body normals are guarded
@@ -417,13 +417,13 @@ def runtime_pose(avatar: Avatar, pose, garments, params: PushParams | dict | Non
         origin = m[0, :3, 3].copy()
         local = np.array(m, dtype=np.float64)
         local[:, :3, 3] -= origin
-        body = BodyChecks(avatar_depth_bound(avatar) if depth_bound else None, bool(normal_guard))
+        checks = BodyChecks(avatar_depth_bound(avatar) if depth_bound else None, bool(normal_guard))
         if method == "carried":
             out = _carried(avatar, local, garments, params, CarryState() if state is None else state, edge_lift,
-                           finish_step, layers, correctives, compression, body_follow, body)
+                           finish_step, layers, correctives, compression, body_follow, checks)
         else:
             out = _surface(avatar, local, garments, params, edge_lift, finish_step, layers, correctives, compression,
-                           body_follow, body)
+                           body_follow, checks)
         return {name: ((pos + origin).astype(np.float32), metrics) for name, (pos, metrics) in out.items()}
     return _capsules(avatar, pose, m, garments, params)
 
@@ -473,15 +473,15 @@ def garment_follow(avatar: Avatar, name: str) -> tuple:
 
 
 def _surface_step(avatar: Avatar, m, setup: dict, starts=None, finish_step: float | None = None,
-                  layers: bool = False, body: BodyChecks = None) -> dict:
+                  layers: bool = False, checks: BodyChecks | None = None) -> dict:
     """One frame of the surface push on the body posed by skinning matrices ``m``: name -> (skinned (N, 3) float64,
     corrected (N, 3) float64, push (N,) from plain skinning, milliseconds the garment's correction took; the skinned
     positions include the garment's correctives, if it has them); ``starts``: callable
     (name, skinned) -> where the first push starts, or None: the skinned positions; ``finish_step`` as
     :func:`kisekae.fit.surface.surface_runtime`'s; ``layers``: the garments of ``setup`` are worn together, innermost
     first, and each is pushed out of the corrected garments before it between its stretch limit and its edge lift
-    (:func:`_beneath`); ``body``: the body's depth bound and normal guard (None: neither)."""
-    checks = BodyChecks() if body is None else body
+    (:func:`_beneath`); ``checks``: the body's depth bound and normal guard (None: neither)."""
+    checks = BodyChecks() if checks is None else checks
     depth = checks.depth
     faces = avatar.body.mesh.faces
     body = avatar.body.posed(m).astype(np.float64)
@@ -567,34 +567,35 @@ def layer_candidates(avatar: Avatar, outer: str, inner: str, *, samples=None,
 
 def _surface(avatar: Avatar, m, garments, params, edge_lift: bool = False, finish_step: float | None = None,
              layers: bool = False, correctives: str = "off", compression: float = COMPRESSION_LIMIT,
-             follow: bool = False, body: BodyChecks = None) -> dict:
+             follow: bool = False, checks: BodyChecks | None = None) -> dict:
     """:func:`runtime_pose`'s ``"surface"`` method (stateless); positions float64, cast once by the caller."""
-    body = BodyChecks() if body is None else body
+    checks = BodyChecks() if checks is None else checks
     step = _surface_step(avatar, m, _setup(avatar, garments, params, edge_lift, correctives, compression, follow),
-                         finish_step=finish_step, layers=layers, body=body)
+                         finish_step=finish_step, layers=layers, checks=checks)
     return {name: (new, _metrics(push, ms, "surface", edge_lift=edge_lift, finish_step=finish_step,
-                                 compression_limit=compression, body_follow=bool(follow), **body.metrics()))
+                                 compression_limit=compression, body_follow=bool(follow), **checks.metrics()))
             for name, (x, new, push, ms) in step.items()}
 
 
 def _carried(avatar: Avatar, m, garments, params, state: CarryState, edge_lift: bool = False,
              finish_step: float | None = None, layers: bool = False, correctives: str = "off",
-             compression: float = COMPRESSION_LIMIT, follow: bool = False, body: BodyChecks = None) -> dict:
+             compression: float = COMPRESSION_LIMIT, follow: bool = False,
+             checks: BodyChecks | None = None) -> dict:
     """:func:`runtime_pose`'s ``"carried"`` method: every step from the state's pose to ``m``, the state updated;
     positions float64, cast once by the caller."""
     state.check()
-    body = BodyChecks() if body is None else body
+    checks = BodyChecks() if checks is None else checks
     steps = state.path(avatar.skeleton, m)
     setup = _setup(avatar, garments, params, edge_lift, correctives, compression, follow)
     out = {}
     for ms in steps:
         step = _surface_step(avatar, ms, setup,
                              lambda name, x: carry_start(x, state.correction(name, len(x)), state.keep), finish_step,
-                             layers, body)
+                             layers, checks)
         for name, (x, new, push, ms_taken) in step.items():
             metrics = _metrics(push, ms_taken, "carried", runtime_steps=len(steps), edge_lift=edge_lift,
                                finish_step=finish_step, compression_limit=compression, body_follow=bool(follow),
-                               **body.metrics())
+                               **checks.metrics())
             state.corrections[name] = new - x
             out[name] = (new, metrics)
     state.skin_matrices = np.array(m, dtype=np.float64)

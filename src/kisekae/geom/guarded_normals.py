@@ -95,8 +95,16 @@ def guarded_vertex_normals_numpy(vertices, faces, reference, *, off: float = GUA
     w = face_guard_weights(v, f, reference, off=off, full=full)
     r = _reference(reference, len(v))
     fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]) * w[:, None]
-    acc = np.zeros((len(v), 3))
-    np.add.at(acc, f.ravel(), np.repeat(fn, 3, axis=0))  # face by face, corner by corner
+    return sum_and_normalise(fn, f, r)
+
+
+def sum_and_normalise(face_vectors, faces, reference) -> np.ndarray:
+    """(N, 3) float64: ``face_vectors`` (F, 3) summed into their corners (face by face, corner by corner) and
+    normalised; a vertex whose sum is zero takes its ``reference`` (N, 3) normalised (0 where that is zero too)."""
+    r = np.asarray(reference, dtype=np.float64)
+    f = np.asarray(faces).reshape(-1, 3)
+    acc = np.zeros((len(r), 3))
+    np.add.at(acc, f.ravel(), np.repeat(np.asarray(face_vectors, dtype=np.float64), 3, axis=0))
     ln = np.linalg.norm(acc, axis=1, keepdims=True)
     rl = np.linalg.norm(r, axis=1, keepdims=True)
     unit_r = np.divide(r, rl, out=np.zeros_like(r), where=rl > 0.0)

@@ -1166,7 +1166,7 @@ def gpu_guarded_vertex_normals(vertices, faces, reference):
     -------
     ((N, 3) float64 unit normals, (F, 3) float32 the kernel's weighted area vectors)
     """
-    from ..geom.guarded_normals import _reference
+    from ..geom.guarded_normals import _reference, sum_and_normalise
     from ..geom.normals import _checked_inputs
 
     v, f = _checked_inputs(vertices, faces)
@@ -1176,12 +1176,7 @@ def gpu_guarded_vertex_normals(vertices, faces, reference):
         ins[f"in{k}"] = np.c_[v[f[:, k]], np.zeros(len(f))].astype(np.float32)
         ins[f"in{k + 3}"] = np.c_[r[f[:, k]], np.zeros(len(f))].astype(np.float32)
     o0, _ = _run("guarded_face", "constants", len(f), **ins) if len(f) else (np.zeros((0, 4), np.float32), None)
-    acc = np.zeros((len(v), 3))
-    np.add.at(acc, f.ravel(), np.repeat(o0[:, :3].astype(np.float64), 3, axis=0))
-    ln = np.linalg.norm(acc, axis=1, keepdims=True)
-    rl = np.linalg.norm(r, axis=1, keepdims=True)
-    unit_r = np.divide(r, rl, out=np.zeros_like(r), where=rl > 0.0)
-    return np.where(ln > 0.0, acc / np.where(ln > 0.0, ln, 1.0), unit_r), o0[:, :3]
+    return sum_and_normalise(o0[:, :3], f, r), o0[:, :3]
 
 
 def gpu_smooth_push(displacement, ring, passes: int = 10):
