@@ -21,7 +21,7 @@ left out) takes its own reference normal.
 The defaults were chosen by measurement over the per-frame path's cells and motions (docs/fit.md): a threshold at
 0 (every triangle past 90 degrees left out) also dropped triangles that a raised thigh only stretches sideways,
 and made a skirt pop 27 mm. :func:`guarded_vertex_normals_numpy` is the reference, :func:`guarded_vertex_normals`
-the Numba version (the same operations in the same order: equal to the last bit, tested), and ``KisekaeGuardedFace``
+the Numba version (the same sums in the same order: equal within 1e-12, tested), and ``KisekaeGuardedFace``
 in the HLSL core the shader's (conformance: ``guarded_normal_checks``).
 """
 
