@@ -67,8 +67,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _timing import measure, table  # noqa: E402
 
 from kisekae.avatar.builtin import load_builtin_avatar  # noqa: E402
-from kisekae.avatar.skinning import lbs_normals  # noqa: E402
-from kisekae.geom.guarded_normals import guarded_vertex_normals  # noqa: E402
 from kisekae.geom.normals import vertex_normals, vertex_normals_numpy  # noqa: E402
 from kisekae.avatar.poses import named_pose  # noqa: E402
 from kisekae.avatar.skinning import lbs, top_k_weights  # noqa: E402
@@ -83,7 +81,7 @@ from kisekae.avatar.correctives import BodyCorrectives, add_skinned_offsets  # n
 from kisekae.fit.edge_lift import LIFT_PASSES, SAMPLE_SPACING, bake_sample_candidates, vertex_samples  # noqa: E402
 from kisekae.fit.body_follow import body_follow, follow_weights  # noqa: E402
 from kisekae.fit.depth_bound import body_depth_bound  # noqa: E402
-from kisekae.fit.runtime import FOLLOW_SMOOTH, garment_samples  # noqa: E402
+from kisekae.fit.runtime import FOLLOW_SMOOTH, body_normals, garment_samples  # noqa: E402
 from kisekae.fit.unflip import UNFLIP_PASSES, vertex_faces  # noqa: E402
 
 GARMENTS = ("tights", "skirt")
@@ -251,7 +249,6 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
     bv0, bi, bw = body.mesh.vertices, body.skin.indices, body.skin.weights
     contact_av, cand, ring, lift, gfaces = surface_setup(av, gv, gf, gskin, bake_poses)
     depth = body_depth_bound(body.mesh.vertices, bfaces)  # the body's depth bound, once per body
-    rest_normals = body.mesh.normals  # the guard's reference: carried per frame by the blended rotations
     dense_c = dense_correctives(av, gv)
     deform = contact_av.body.deform
     for pose_name in poses:
@@ -335,8 +332,9 @@ def run(n_vertices: int = 50_000, poses=("stand", "crouch"), repeat: int = 7, ba
         previous = surface_frame()[0] - x
 
         def guarded(b):
-            """The body normals of the default path: guarded against the skinned normals."""
-            return guarded_vertex_normals(b, bfaces, lbs_normals(rest_normals, bi, bw, skin_m))
+            """The body normals of the default path (kisekae.fit.runtime.body_normals: guarded against the skinned
+            normals)."""
+            return body_normals(av, b, skin_m, guard=True)
 
         def carried(candidates, guard=False, **stages):
             """The carried frame on ``candidates``, ``stages`` (edge lift, unflip) passed to surface_runtime; with

@@ -67,21 +67,10 @@ def main(argv=None) -> int:
     json_out(args.json, "bench_layers")
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.contact import apply_contact
-    from kisekae.io.mhclo import load_mhclo
+    from kisekae.io.mhclo import add_garments
 
     avatar = apply_contact(load_builtin_avatar(), 0.004, correctives="auto")
-    pairs = []
-    for pair in args.pairs.split(","):
-        inner, outer = pair.split(":", 1)
-        names = []
-        for g in (inner, outer):
-            if g.endswith(".mhclo"):
-                garment = load_mhclo(g, avatar)
-                if garment.name not in avatar.garments:
-                    avatar.add_garment(garment)
-                g = garment.name
-            names.append(g)
-        pairs.append(tuple(names))
+    pairs = [tuple(add_garments(avatar, pair.split(":", 1))) for pair in args.pairs.split(",")]
     rows, out, totals = [], [], {}
     for pname in args.poses.split(","):
         pose = load_pose(avatar, pname)

@@ -39,8 +39,8 @@ GARMENTS = ("tights", "skirt", str(SAMPLES / "female_casualsuit01.mhclo"), str(S
 TRANSITIONS = ("stand:knee_bend", "stand:sit", "stand:lunge", "stand:crouch", "lunge:kick_back", "sit:stand",
                "crouch:knee_up", "run_stride:lunge", "stand:high_kick", "side_split:deep_squat", "kneel:sit",
                "arms_up:bow", "twist:squat_twist", "sit_wide:lunge_deep", "leg_raise:wide_squat")
-VARIANTS = {"default": {}, "no-depth-bound": {"depth_bound": False}, "no-normal-guard": {"normal_guard": False}, "no-lift": {"edge_lift": False},
-            "no-follow": {"body_follow": False}, "no-correctives": {"correctives": "off"}}
+VARIANTS = {"default": {}, "no-depth-bound": {"depth_bound": False}, "no-normal-guard": {"normal_guard": False},
+            "no-lift": {"edge_lift": False}, "no-follow": {"body_follow": False}, "no-correctives": {"correctives": "off"}}
 POP_GATE = 5.0
 
 
@@ -62,19 +62,10 @@ def avatar_with(garments):
     ``(avatar, garment names)``."""
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.contact import GAP, apply_contact
-    from kisekae.io.mhclo import load_mhclo
+    from kisekae.io.mhclo import add_garments
 
     av = apply_contact(load_builtin_avatar(), GAP)
-    names = []
-    for g in garments:
-        if g.lower().endswith(".mhclo"):
-            part = load_mhclo(g, av)
-            av.add_garment(part)
-            names.append(part.name)
-        else:
-            av.part(g)
-            names.append(g)
-    return av, names
+    return av, add_garments(av, garments)
 
 
 def run_transition(av, garments, a, b, steps: int, **kwargs) -> dict:

@@ -5,7 +5,7 @@ from conftest import SHARED
 from kisekae.errors import KisekaeError
 from kisekae.io.bvh import load_bvh, parse_bvh, parse_frames, read_bvh
 from kisekae.io.makehuman import read_rig
-from kisekae.io.mhclo import fit_mhclo, load_mhclo, parse_mhclo
+from kisekae.io.mhclo import add_garments, fit_mhclo, load_mhclo, parse_mhclo
 from kisekae.io.obj import parse_obj, read_obj
 
 CLOTHES = SHARED
@@ -94,6 +94,23 @@ def test_mhclo_garments_load(avatar):
         # The fitted garment sits on the body: within 10 cm of the body's box.
         lo, hi = av.body.mesh.bounds()
         assert np.all(g.mesh.vertices.min(0) > lo - 0.1) and np.all(g.mesh.vertices.max(0) < hi + 0.1)
+
+
+def test_add_garments_by_name_and_file():
+    """The command line's and the benchmarks' garment list: names of the avatar's garments, ``.mhclo`` files fitted and
+    added once, in order; another file type or an unknown name is an error naming it."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+
+    av = load_builtin_avatar()
+    suit = CLOTHES / "female_casualsuit01.mhclo"
+    names = add_garments(av, ["skirt", str(suit), "tights", suit])
+    assert names == ["skirt", "female_casualsuit01", "tights", "female_casualsuit01"]
+    assert av.part("female_casualsuit01").mesh.n_vertices == 2197 and list(av.garments).count("female_casualsuit01") == 1
+    with pytest.raises(KisekaeError, match="unsupported garment file type") as err:
+        add_garments(av, ["coat.fbx"])
+    assert "coat.fbx" in str(err.value)
+    with pytest.raises(KisekaeError):
+        add_garments(av, ["no_such_garment"])
 
 
 def test_mhclo_pointing_at_missing_vertices(tmp_path, avatar):

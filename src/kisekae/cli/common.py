@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from ..errors import KisekaeError
 from ..outputs import check_outputs  # noqa: F401  (the one overwrite policy; commands import it from here)
@@ -127,25 +126,13 @@ def load_avatar(args):
         avatar = gltf.load_avatar(avatar_path)
     else:
         avatar = load_builtin_avatar(rig, shape)
+    from ..io.mhclo import add_garments
+
     avatar = with_contact(avatar, args)
-    names = []
     wanted = args.garment or (list(avatar.garments) if avatar_path else args.garments_default)
     if not wanted:
         raise KisekaeError("the avatar has no garments; name one with --garment", avatar_path or "--garment")
-    for g in wanted:
-        if g.lower().endswith(".mhclo"):
-            from ..io.mhclo import load_mhclo
-
-            garment = load_mhclo(g, avatar)
-            if garment.name not in avatar.garments:
-                avatar.add_garment(garment)
-            names.append(garment.name)
-        elif Path(g).suffix:
-            raise KisekaeError("unsupported garment file type (expected .mhclo or a garment name)", g)
-        else:
-            avatar.part(g)
-            names.append(g)
-    return avatar, names
+    return avatar, add_garments(avatar, wanted)
 
 
 def load_poses(args, avatar):

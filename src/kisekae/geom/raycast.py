@@ -186,8 +186,8 @@ def raycast_bvh(origin, direction, vertices, faces, tree: BVH, boxes=None, t_min
 
 def _traversal(vertices, faces, tree: BVH, boxes=None) -> tuple:
     """``(vertices, faces int64, the tree's arrays ray_bvh_numba reads after the faces (left, right, order, start,
-    count, lo, hi), the boxes' pad)`` of checked inputs, the boxes refitted once (or taken from ``boxes``), shared by every ray cast
-    at this pose."""
+    count, lo, hi), the boxes' pad)`` of checked inputs, the boxes refitted once (or taken from ``boxes``), shared by
+    every ray cast at this pose."""
     v = as_points(vertices, "vertices")
     f = as_faces(faces, len(v), "faces").astype(np.int64)
     if len(tree.order) != len(f):

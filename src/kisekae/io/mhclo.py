@@ -259,3 +259,28 @@ def load_mhclo(path, avatar: Avatar, *, name: str | None = None, k: int = 8) -> 
         covered = lookup[dv]
         covered = covered[covered >= 0]
     return SkinnedMesh(mesh, skin, source_index=None, covered_hint=covered)
+
+
+def add_garments(avatar: Avatar, specs) -> list:
+    """The garments ``specs`` on ``avatar``: each a garment the avatar already has, by name, or a ``.mhclo`` file,
+    fitted and added (once: a garment of the same name is kept). Returns their names, in order.
+
+    Raises
+    ------
+    KisekaeError
+        For another file type, a name the avatar has no garment of, or a ``.mhclo`` that does not load.
+    """
+    names = []
+    for spec in specs:
+        spec = str(spec)
+        if spec.lower().endswith(".mhclo"):
+            garment = load_mhclo(spec, avatar)
+            if garment.name not in avatar.garments:
+                avatar.add_garment(garment)
+            names.append(garment.name)
+        elif Path(spec).suffix:
+            raise KisekaeError("unsupported garment file type (expected .mhclo or a garment name)", spec)
+        else:
+            avatar.part(spec)
+            names.append(spec)
+    return names

@@ -162,10 +162,9 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
 
     Returns
     -------
-    dict: the header entries (see the module) and the arrays ``corners``, ``ringPtr``, ``ringIdx``, ``weld``,
-    ``sampleEnds``, ``sampleCorners``, ``vertexSamplePtr``, ``vertexSampleIdx`` (flat uint32) and ``chord``,
-    ``sampleWeights``, ``sampleChord``, ``shortest`` (float32), ``followCorners`` (uint32), ``followBary`` and
-    ``followShare`` (float32), ``depthBound`` (float32, one per body vertex). :func:`write_surface_bake` writes it; :func:`load_surface_bake` reads it back.
+    dict: the header entries (see the module) and the arrays of :data:`LAYOUT`, flat uint32 ids except those of
+    :data:`FLOAT_ARRAYS` (float32; ``depthBound`` one per body vertex). :func:`write_surface_bake` writes it;
+    :func:`load_surface_bake` reads it back.
 
     Raises
     ------
