@@ -177,7 +177,11 @@ def apply_contact(avatar, gap, correctives="auto", rest_bend_limit: float | None
 
 def joint_contact_of(deform):
     """The :class:`BodyContact` of a body ``deform``: itself, the one after the pose-space correctives
-    (:class:`kisekae.avatar.correctives.BodyCorrectives` ``.then``), or None."""
+    (:class:`kisekae.avatar.correctives.BodyCorrectives` ``.then``), either of them before the part contact
+    (:class:`kisekae.avatar.part_contact.PartContact` ``.before``), or None."""
+    if isinstance(deform, BodyContact):
+        return deform
+    deform = getattr(deform, "before", deform)  # after the part contact (kisekae.avatar.part_contact.PartContact)
     if isinstance(deform, BodyContact):
         return deform
     then = getattr(deform, "then", None)

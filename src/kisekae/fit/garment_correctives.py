@@ -51,11 +51,18 @@ CHOICES = ("auto", "off")
 
 def body_key(avatar) -> dict:
     """What a garment bake depends on besides the garment: the body's correctives (their hash) and contact gap."""
+    from ..avatar.part_contact import PartContact
+
     deform = avatar.body.deform
+    parts = deform if isinstance(deform, PartContact) else None
+    deform = deform.before if parts is not None else deform
     corr = getattr(getattr(deform, "correctives", None), "mesh_hash", None)
     contact = deform.then if isinstance(deform, BodyCorrectives) else deform
     gap = getattr(contact, "gap", None)
-    return {"body_correctives": corr, "gap": None if gap is None else round(float(gap), 9)}
+    key = {"body_correctives": corr, "gap": None if gap is None else round(float(gap), 9)}
+    if parts is not None:  # only then: the keys of bakes made without it stay as they were
+        key["part_contact"] = [round(float(v), 9) for v in (parts.gap, parts.band, parts.deep, parts.passes)]
+    return key
 
 
 def garment_correction_samples(avatar, name: str, poses, params=None, progress=None, repair: bool = True) -> tuple:

@@ -199,13 +199,23 @@ def candidates_cache_key(avatar: Avatar, name: str) -> list:
 
     The rest meshes, skins and skeleton of the body and the garment, the bake's settings, and the body and garment
     as the avatar poses them in the bake's first range-of-motion poses (rounded to 1 um): whatever changes how the
-    avatar poses its body (the contact step, its gap, the correctives) changes those, and so the key.
+    avatar poses its body (the contact step, its gap, the correctives) changes those, and so the key; the part
+    contact's settings are added where the body has it.
     """
     sk, body = avatar.skeleton, avatar.body
     return ["surface-candidates", CANDIDATES_BAKE_VERSION, CANDIDATES, BAKE_POSES, BAKE_SEED, ARM_BAKE_POSES,
             np.asarray(sk.rest, dtype=np.float64), np.asarray(sk.parents, dtype=np.int64),
             np.asarray(body.mesh.vertices), np.asarray(body.mesh.faces), body.skin.indices, body.skin.weights,
-            *_garment_key_entries(avatar, name)]
+            *_garment_key_entries(avatar, name), *_part_contact_entry(avatar)]
+
+
+def _part_contact_entry(avatar: Avatar) -> list:
+    """The part contact's settings (:mod:`kisekae.avatar.part_contact`) as a key entry where the body has it (it
+    may move nothing in the key's probe poses), else nothing: keys of bodies without it stay as they were."""
+    from .garment_correctives import body_key
+
+    entry = body_key(avatar).get("part_contact")
+    return [] if entry is None else [np.asarray(entry, dtype=np.float64)]
 
 
 def _garment_key_entries(avatar: Avatar, name: str) -> list:

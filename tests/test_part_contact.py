@@ -1,0 +1,193 @@
+"""The contact between body parts that share no joint (kisekae.avatar.part_contact), against analytic spheres,
+its NumPy reference, and the built-in body."""
+
+import numpy as np
+import pytest
+
+from conftest import icosphere
+from kisekae.avatar.part_contact import (PartContact, active_pairs, bake_part_fields, part_contact, part_step,
+                                         part_step_numpy, sample_field_numpy, skip_masks)
+from kisekae.avatar.skinning import Skin
+from kisekae.errors import KisekaeError
+
+R = 0.05
+
+
+def two_spheres(parents=(-1, -1), cell=0.005):
+    """Two spheres of radius 5 cm 20 cm apart at rest, each skinned wholly to its own bone, and their fields."""
+    # centred off the grid's planes (the icosphere's symmetric vertices would sit on cell faces, where the
+    # trilinear gradient jumps, and rounding at 10 m would pick the other cell)
+    va, fa = icosphere(3, R, (0.0, 0.00037, 0.00071))
+    vb, fb = icosphere(3, R, (0.2, 0.00037, 0.00071))
+    v = np.concatenate([va, vb])
+    f = np.concatenate([fa, fb + len(va)])
+    idx = np.zeros((len(v), 4), np.int32)
+    idx[len(va):, 0] = 1
+    w = np.zeros((len(v), 4), np.float32)
+    w[:, 0] = 1
+    skin = Skin(idx, w)
+    return v, f, skin, bake_part_fields(v, f, skin, np.array(parents), cell=cell, margin=0.03)
+
+
+def moved(dx, shift=(0.0, 0.0, 0.0)):
+    """Skinning matrices moving bone 1 by ``dx`` along -x, and the whole scene by ``shift``."""
+    m = np.tile(np.eye(4), (2, 1, 1))
+    m[1, 0, 3] = -dx
+    m[:, :3, 3] += shift
+    return m
+
+
+def posed(v, m, n_a):
+    out = v.copy()
+    out[:n_a] = v[:n_a] + m[0, :3, 3]
+    out[n_a:] = v[n_a:] + m[1, :3, 3]
+    return out
+
+
+def test_fields_are_the_spheres_signed_distances():
+    v, f, skin, fields = two_spheres()
+    assert list(fields.bone) == [0, 1]
+    rng = np.random.default_rng(1)
+    p = rng.uniform(-0.07, 0.07, (400, 3)) + [0.0, 0.00037, 0.00071]
+    value, grad, inside = sample_field_numpy(fields, 0, p)
+    assert inside.all()
+    exact = np.linalg.norm(p - [0.0, 0.00037, 0.00071], axis=1) - R
+    assert np.abs(value - exact).max() < 3e-3  # icosphere facets (1.5 mm) and 5 mm trilinear cells
+    far = np.abs(exact) > 0.01
+    r = p[far] - [0.0, 0.00037, 0.00071]
+    cos = np.einsum("ij,ij->i", grad[far], r) / np.linalg.norm(grad[far], axis=1) / np.linalg.norm(r, axis=1)
+    assert cos.min() > 0.95
+    assert not sample_field_numpy(fields, 0, [[0.5, 0, 0]])[2][0]
+
+
+def test_overlapping_spheres_meet_at_the_bisector_with_the_gap():
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    m = moved(0.11)  # centres 9 cm apart: 1 cm of overlap
+    x = posed(v, m, n_a)
+    y = part_contact(x, fields, m, gap=0.004)
+    mid = 0.045
+    # every vertex of A that was beyond the bisector now lies before it, and B's after it (grid and facet error 2 mm)
+    assert y[:n_a, 0].max() < mid - 0.002 + 0.002
+    assert y[n_a:, 0].min() > mid + 0.002 - 0.002
+    # the one-ring passes spread the moves a few rings, fading; the far side stays exactly where it was
+    dist_b = np.linalg.norm(x[:n_a] - [0.09, 0.00037, 0.00071], axis=1) - R
+    assert np.linalg.norm(y[:n_a] - x[:n_a], axis=1)[dist_b > 0.03].max() < 1e-4
+    far = x[:n_a, 0] < -0.02
+    assert far.sum() > n_a / 4
+    np.testing.assert_array_equal(y[:n_a][far], x[:n_a][far])
+    # the move is along the line of centres and no larger than the overlap asks
+    d = y - x
+    assert np.linalg.norm(d, axis=1).max() < 0.012
+    assert np.abs(d[:, 1:]).max() < 0.006
+
+
+def test_rest_and_apart_are_unchanged_and_reference_equals_kernel():
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    for dx in (0.0, 0.05):
+        m = moved(dx)
+        x = posed(v, m, n_a)
+        np.testing.assert_array_equal(part_contact(x, fields, m), x)
+    m = moved(0.115)
+    x = posed(v, m, n_a)
+    np.testing.assert_allclose(part_step(x, fields, m), part_step_numpy(x, fields, m), atol=1e-9, rtol=0)
+    np.testing.assert_allclose(part_contact(x, fields, m), part_contact(x, fields, m, numpy=True), atol=1e-9, rtol=0)
+
+
+def test_the_result_moves_with_the_body():
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    shift = np.array([10.0, -3.0, 7.0])
+    a = part_contact(posed(v, moved(0.11), n_a), fields, moved(0.11))
+    b = part_contact(posed(v, moved(0.11, shift), n_a), fields, moved(0.11, shift))
+    np.testing.assert_allclose(b - shift, a, atol=1e-6, rtol=0)
+
+
+def test_parts_that_share_a_joint_are_left_to_the_joint_planes():
+    v, f, skin, fields = two_spheres(parents=(-1, 0))  # bone 1 is bone 0's child: the pair is a joint
+    assert (fields.skip == 3).all()
+    n_a = len(v) // 2
+    m = moved(0.11)
+    x = posed(v, m, n_a)
+    np.testing.assert_array_equal(part_contact(x, fields, m), x)
+
+
+def test_skip_masks_cover_the_bones_of_the_vertex_and_their_neighbours():
+    parents = np.array([-1, 0, 1, 2, 0])
+    idx = np.array([[2, 0], [4, 0], [1, 3]], np.int32)
+    w = np.array([[1.0, 0.0], [1.0, 0.0], [0.5, 0.5]], np.float32)
+    mask = skip_masks(Skin(idx, w), parents, np.array([0, 1, 2, 3, 4]))
+    bits = [[s for s in range(5) if (int(k) >> s) & 1] for k in mask]
+    assert bits == [[1, 2, 3], [0, 4], [0, 1, 2, 3]]
+
+
+def test_broad_phase_keeps_every_pair_in_contact():
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    m = moved(0.11)
+    assert active_pairs(fields, posed(v, m, n_a), m).tolist() == [[False, True], [True, False]]
+    m = moved(-0.3)
+    assert not active_pairs(fields, posed(v, m, n_a), m).any()
+
+
+def test_bad_input_is_refused():
+    v, f, skin, fields = two_spheres()
+    m = moved(0.1)
+    with pytest.raises(KisekaeError, match="baked for"):
+        part_step(v[:10], fields, m)
+    bad = m.copy()
+    bad[1, 0, 0] = np.nan
+    with pytest.raises(KisekaeError, match="NaN"):
+        part_step(v, fields, bad)
+    with pytest.raises(KisekaeError, match="gap"):
+        part_step(v, fields, m, gap=-1.0)
+    with pytest.raises(KisekaeError, match="passes"):
+        part_contact(v, fields, m, passes=-1)
+    with pytest.raises(KisekaeError, match="cell"):
+        bake_part_fields(v, f, skin, np.array([-1, -1]), cell=0.0)
+    with pytest.raises(KisekaeError, match="deep"):
+        PartContact(None, fields, deep=float("nan")).check()
+
+
+@pytest.fixture(scope="module")
+def contact_avatar():
+    from kisekae.avatar import load_builtin_avatar
+    from kisekae.avatar.contact import apply_contact, contact_gap
+
+    base = apply_contact(load_builtin_avatar(), contact_gap(True), correctives="auto")
+    return base, base.with_part_contact()
+
+
+def test_builtin_body_arm_against_the_chest(contact_avatar):
+    """A range-of-motion pose (seed 777, no bake's) that drives the upper arm into the chest: fewer buried body
+    vertices and self-crossings, no triangle turned over; a named pose without such a contact is unchanged."""
+    from kisekae.avatar.poses import named_pose, range_of_motion_poses
+    from kisekae.qa.selfcontact import BodySelfContact, flipped_faces
+
+    base, parts = contact_avatar
+    sk, mesh = base.skeleton, base.body.mesh
+    pose = range_of_motion_poses(sk, 28, seed=777)[27]
+    m = pose.skinning_matrices(sk)
+    x, y = base.body.posed(m), parts.body.posed(m)
+    measure = BodySelfContact(mesh.vertices, mesh.faces, weld=mesh.weld)
+    before, after = measure.measure(x), measure.measure(y)
+    assert after["body_buried"] < 0.6 * before["body_buried"]
+    assert after["body_self_crossings"] < 0.8 * before["body_self_crossings"]
+    assert flipped_faces(y, x, np.asarray(mesh.faces)) == 0
+    assert np.linalg.norm(y - x, axis=1).max() < 0.03
+    m = named_pose(sk, "crouch").skinning_matrices(sk)
+    np.testing.assert_array_equal(parts.body.posed(m), base.body.posed(m))
+
+
+def test_garment_bakes_know_the_part_contact(contact_avatar):
+    from kisekae.avatar.contact import joint_contact_of
+    from kisekae.fit.garment_correctives import body_key
+    from kisekae.fit.runtime import _part_contact_entry
+
+    base, parts = contact_avatar
+    assert joint_contact_of(parts.body.deform) is joint_contact_of(base.body.deform) is not None
+    assert _part_contact_entry(base) == [] and len(_part_contact_entry(parts)) == 1
+    assert "part_contact" not in body_key(base)
+    assert body_key(parts)["part_contact"] == [0.004, 0.01, 0.02, 8.0]
+    assert body_key(parts)["gap"] == body_key(base)["gap"]
