@@ -13,7 +13,8 @@ transition: the largest pop, how many (transition, garment) runs pop over 5 mm, 
 
 Variants (``--variants``; by default ``default`` and, as the baseline in the same run, ``no-normal-guard``): ``default``
 (``runtime_pose`` as it ships), ``no-depth-bound``, ``no-normal-guard`` (``normal_guard=False``), ``no-lift``
-(``edge_lift=False``), ``no-follow`` (``body_follow=False``), ``no-correctives`` (``correctives="off"``).
+(``edge_lift=False``), ``no-follow`` (``body_follow=False``), ``no-correctives`` (``correctives="off"``),
+``part-contact`` (the body with ``Avatar.with_part_contact()`` after the joint planes, as ``--part-contact``).
 
 Run: ``.venv/bin/python benchmarks/bench_motion_pops.py [--transitions stand:crouch,lunge:kick_back]
 [--garments tights,skirt] [--inbetweens 30] [--variants default,no-normal-guard] [--json FILE]``. A pose is a named
@@ -40,7 +41,10 @@ TRANSITIONS = ("stand:knee_bend", "stand:sit", "stand:lunge", "stand:crouch", "l
                "crouch:knee_up", "run_stride:lunge", "stand:high_kick", "side_split:deep_squat", "kneel:sit",
                "arms_up:bow", "twist:squat_twist", "sit_wide:lunge_deep", "leg_raise:wide_squat")
 VARIANTS = {"default": {}, "no-depth-bound": {"depth_bound": False}, "no-normal-guard": {"normal_guard": False},
-            "no-lift": {"edge_lift": False}, "no-follow": {"body_follow": False}, "no-correctives": {"correctives": "off"}}
+            "no-lift": {"edge_lift": False}, "no-follow": {"body_follow": False}, "no-correctives": {"correctives": "off"},
+            "part-contact": {}}
+#: Variants that pose another body: the body with the part contact after the joint planes.
+BODY_VARIANTS = {"part-contact"}
 POP_GATE = 5.0
 
 
@@ -57,14 +61,16 @@ def load_pose(skeleton, name: str):
     return load_pose_file(skeleton, name)
 
 
-def avatar_with(garments):
-    """The built-in avatar posed as the command line poses it, with the garments (names or .mhclo files); returns
-    ``(avatar, garment names)``."""
+def avatar_with(garments, part_contact: bool = False):
+    """The built-in avatar posed as the command line poses it (with ``--part-contact`` if asked), with the garments
+    (names or .mhclo files); returns ``(avatar, garment names)``."""
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.contact import GAP, apply_contact
     from kisekae.io.mhclo import add_garments
 
     av = apply_contact(load_builtin_avatar(), GAP)
+    if part_contact:
+        av = av.with_part_contact()
     return av, add_garments(av, garments)
 
 
@@ -113,10 +119,14 @@ def main(argv=None) -> int:
     pairs = [p.split(":") for p in args.transitions.split(",")]
     if any(len(p) != 2 for p in pairs):
         raise SystemExit("bench_motion_pops: transitions are A:B pairs")
-    av, garments = avatar_with(args.garments.split(","))
+    bodies = {False: avatar_with(args.garments.split(","))}
     rows, totals, results = [], [], {}
     for variant in args.variants.split(","):
         t0, runs = time.perf_counter(), {}
+        own = variant in BODY_VARIANTS
+        if own not in bodies:
+            bodies[own] = avatar_with(args.garments.split(","), part_contact=True)
+        av, garments = bodies[own]
         for a, b in pairs:
             print(f"  {variant}: {a} -> {b} ...", file=sys.stderr, flush=True)
             runs[f"{a}:{b}"] = got = run_transition(av, garments, a, b, args.inbetweens, **VARIANTS[variant])

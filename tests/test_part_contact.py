@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from conftest import icosphere
-from kisekae.avatar.part_contact import (PartContact, active_pairs, bake_part_fields, part_contact, part_step,
-                                         part_step_numpy, sample_field_numpy, skip_masks)
+from kisekae.avatar.part_contact import (PartContact, active_pairs, bake_part_fields, pair_depths, pair_depths_numpy,
+                                         pair_fade, part_contact, part_step, part_step_numpy, sample_field_numpy,
+                                         skip_masks)
 from kisekae.avatar.skinning import Skin
 from kisekae.errors import KisekaeError
 
@@ -93,6 +94,33 @@ def test_rest_and_apart_are_unchanged_and_reference_equals_kernel():
     x = posed(v, m, n_a)
     np.testing.assert_allclose(part_step(x, fields, m), part_step_numpy(x, fields, m), atol=1e-9, rtol=0)
     np.testing.assert_allclose(part_contact(x, fields, m), part_contact(x, fields, m, numpy=True), atol=1e-9, rtol=0)
+
+
+def test_pair_depths_and_fades():
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    m = moved(0.11)  # 1 cm of overlap: each sphere reaches about 1 cm into the other
+    x = posed(v, m, n_a)
+    d = pair_depths_numpy(x, fields, m)
+    np.testing.assert_allclose(pair_depths(x, fields, m), d, atol=1e-12, rtol=0)
+    assert d[0, 0] == d[1, 1] == 0.0
+    assert 0.008 < d[0, 1] < 0.012 and 0.008 < d[1, 0] < 0.012
+    # the deeper of a pair's two depths decides; a part's least pair caps all its pairs
+    depths = np.array([[0.0, 0.01, 0.0], [0.03, 0.0, 0.0], [0.0, 0.005, 0.0]])
+    fade = pair_fade(depths, deep=0.02)
+    np.testing.assert_allclose(fade, [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 1.0]], atol=1e-12)
+    np.testing.assert_allclose(pair_fade(np.array([[0.0, 0.045], [0.0, 0.0]])), [[0.0, 0.0], [0.0, 0.0]])
+
+
+def test_deep_overlap_is_left_alone():
+    """5 cm of overlap between two 5 cm spheres: no vertex step can part them, so none moves."""
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    m = moved(0.15)
+    x = posed(v, m, n_a)
+    assert pair_depths(x, fields, m).max() > 0.04
+    np.testing.assert_array_equal(part_contact(x, fields, m), x)
+    np.testing.assert_array_equal(part_contact(x, fields, m, numpy=True), x)
 
 
 def test_the_result_moves_with_the_body():
@@ -187,7 +215,48 @@ def test_garment_bakes_know_the_part_contact(contact_avatar):
 
     base, parts = contact_avatar
     assert joint_contact_of(parts.body.deform) is joint_contact_of(base.body.deform) is not None
-    assert _part_contact_entry(base) == [] and len(_part_contact_entry(parts)) == 1
-    assert "part_contact" not in body_key(base)
-    assert body_key(parts)["part_contact"] == [0.004, 0.01, 0.02, 8.0]
-    assert body_key(parts)["gap"] == body_key(base)["gap"]
+    assert _part_contact_entry(base) == []
+    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [0.004, 0.01, 0.02, 8, 0.01])
+    assert body_key(parts) == body_key(base)  # the garment correctives of the body without it serve it
+    assert body_key(base)["gap"] == 0.004
+
+
+def test_builtin_body_knees_together(contact_avatar, tmp_path):
+    """Thighs turned 12 degrees inwards each: the knees press into each other, away from any joint they share."""
+    import json
+
+    from kisekae.avatar.poses import load_pose_file
+    from kisekae.qa.selfcontact import BodySelfContact, flipped_faces
+
+    base, parts = contact_avatar
+    path = tmp_path / "knees_together.json"
+    path.write_text(json.dumps({"thigh_l": {"world_axis": [0, 0, 1], "degrees": -12},
+                                "thigh_r": {"world_axis": [0, 0, 1], "degrees": 12}}))
+    m = load_pose_file(base.skeleton, path).skinning_matrices(base.skeleton)
+    x, y = base.body.posed(m), parts.body.posed(m)
+    mesh = base.body.mesh
+    measure = BodySelfContact(mesh.vertices, mesh.faces, weld=mesh.weld)
+    before, after = measure.measure(x), measure.measure(y)
+    assert before["body_buried"] >= 15 and after["body_buried"] <= before["body_buried"] // 3
+    assert after["body_self_crossings"] <= before["body_self_crossings"] // 3
+    assert flipped_faces(y, x, np.asarray(mesh.faces)) == 0
+
+
+def test_command_line_part_contact(tmp_path, capsys):
+    """``kisekae check --part-contact`` poses the body with it: the knees-together body as the library's."""
+    import json
+
+    from kisekae.cli import main
+
+    pose = tmp_path / "knees.json"
+    pose.write_text(json.dumps({"thigh_l": {"world_axis": [0, 0, 1], "degrees": -12},
+                                "thigh_r": {"world_axis": [0, 0, 1], "degrees": 12}}))
+    got = {}
+    for name, flags in (("default", []), ("parts", ["--part-contact"])):
+        out = tmp_path / f"{name}.json"
+        assert main(["check", "--pose-file", str(pose), "--garment", "tights", "--self-contact", *flags, "--json",
+                     str(out)]) == 0
+        got[name] = json.loads(out.read_text())[0]
+    capsys.readouterr()
+    assert got["default"]["body_buried"] >= 15
+    assert got["parts"]["body_buried"] <= got["default"]["body_buried"] // 3

@@ -30,6 +30,7 @@ GROUPS = {
     "kisekae_wrinkle.hlsl": ("wrinkle",),
     "kisekae_wound.hlsl": ("wound", "wound_decode"),
     "kisekae_contact.hlsl": ("contact",),
+    "kisekae_part_contact.hlsl": ("part_contact",),
     "kisekae_surface.hlsl": ("surface",),
     "kisekae_corrective.hlsl": ("corrective",),
 }
@@ -77,6 +78,8 @@ def _group_checks(group):
             yield C.wound_decode_checks((name,))
     elif group == "contact":
         yield C.contact_checks(poses)
+    elif group == "part_contact":
+        yield C.part_contact_checks()
     elif group == "corrective":
         yield C.corrective_analytic_checks()
         yield C.corrective_avatar_checks(poses)

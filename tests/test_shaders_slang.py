@@ -135,6 +135,65 @@ def test_contact_stage_compiles_with_slang_cpu():
     compile_with_slang(CONTACT_STAGE, "body_contact", name="kisekae_body_contact")
 
 
+#: The part contact as an engine writes it: a compute pass over the posed body (after the joint planes), the part grids'
+#: samples and headers and the inverse bone matrices of this frame in structured buffers, each vertex's part and skip
+#: mask in another.
+PART_STAGE = """
+#define KISEKAE_NO_DATA
+StructuredBuffer<float4> gPartSamples;
+StructuredBuffer<float4> gPartHeaders;
+StructuredBuffer<float4> gPartInverse;
+#define KISEKAE_LOAD_PART_SAMPLE(row) (gPartSamples[(row)])
+#define KISEKAE_LOAD_PART_GRID(s, G) { G.lo = gPartHeaders[2u * (s)].xyz; G.start = asuint(gPartHeaders[2u * (s)].w); \\
+    G.dims = asuint(gPartHeaders[2u * (s) + 1u].xyz); G.cell = gPartHeaders[2u * (s) + 1u].w; }
+#define KISEKAE_LOAD_PART_INVERSE(s, r) (gPartInverse[3u * (s) + (r)])
+StructuredBuffer<float> gPartFade;
+#define KISEKAE_LOAD_PART_FADE(a, s) (gPartFade[64u * (a) + (s)])
+#include "kisekae_core.hlsl"
+StructuredBuffer<float4> gPoints;
+StructuredBuffer<float4> gRest;
+StructuredBuffer<int> gOwnPart;
+StructuredBuffer<uint2> gSkip;
+StructuredBuffer<float4> gParams;
+RWStructuredBuffer<float4> gOut;
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void part_contact(uint3 id : SV_DispatchThreadID)
+{
+    uint i = id.x;
+    gOut[i] = float4(KisekaePartStep(gPoints[i].xyz, gRest[i].xyz, gOwnPart[i], gSkip[i], asuint(gParams[1].z),
+                                     KisekaeMakePartParams(gParams[0], gParams[1])), 0.0);
+}
+RWStructuredBuffer<float> gDepth;
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void part_depth(uint3 id : SV_DispatchThreadID)
+{
+    // one depth per vertex and part; an engine reduces them per (part, part) with InterlockedMax on the bits
+    // (Slang's CPU target has no atomics on buffers)
+    uint i = id.x;
+    uint parts = asuint(gParams[1].z);
+    for (uint s = 0u; s < parts; ++s)
+    {
+        gDepth[64u * i + s] = KisekaePartDepth(gPoints[i].xyz, gOwnPart[i], gSkip[i], s);
+    }
+}
+"""
+
+
+def test_part_contact_stage_compiles_with_slang_cpu_and_glslang():
+    from kisekae.shaders import compile_hlsl
+
+    for entry in ("part_contact", "part_depth"):
+        compile_with_slang(PART_STAGE, entry, name=f"kisekae_{entry}")
+        c = compile_hlsl(PART_STAGE.replace('[shader("compute")]\n', ""), "comp", entry=entry, use_cache=False)
+        assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()
+    with pytest.raises(KisekaeError, match="glslang failed"):  # the step needs the grids
+        compile_hlsl(PART_STAGE.replace('[shader("compute")]\n', "").replace("#define KISEKAE_LOAD_PART_GRID",
+                                                                            "#define KISEKAE_UNUSED"),
+                     "comp", entry="part_contact", use_cache=False)
+
+
 #: The body's pose-space correctives as an engine writes them: one pass of features per (joint, centre), then the body
 #: vertex stage adds the offset to the rest position before skinning.
 CORRECTIVE_STAGE = """

@@ -6,7 +6,8 @@ linear blend skinning, and no plane separates them. This step is the per-bone di
 (Vaillant et al. 2013), reduced to what a vertex stage can afford:
 
 Bake, once per body (:func:`bake_part_fields`): each *part* (the vertices whose heaviest bone is one bone; parts of
-at least :data:`MIN_PART_VERTICES` vertices, at most :data:`MAX_PARTS`) gets a signed distance grid of its own
+at least :data:`MIN_PART_VERTICES` vertices and :data:`MIN_DEPTH_CELLS` cells thick, at most :data:`MAX_PARTS`)
+gets a signed distance grid of its own
 triangles in the rest frame (:data:`CELL` cells, :data:`MARGIN` around the part; negative inside, the sign from the
 part's winding number, so the open cut where it meets the next part closes along w = 0.5). Each vertex gets a mask
 of the parts it is *not* tested against: any bone that skins it, and the parents and children of those bones (the
@@ -46,6 +47,9 @@ MARGIN = 0.03
 MIN_PART_VERTICES = 150
 #: At most this many parts get a field (the largest; one 64-bit mask per vertex).
 MAX_PARTS = 64
+#: A part whose deepest point lies less than this many cells inside it gets no field (the built-in body's hands,
+#: 17 mm, and toes, 11 mm: two hands pressed together flipped their faces with one).
+MIN_DEPTH_CELLS = 2.0
 #: Gap left between two parts in contact, metres.
 GAP = 0.004
 #: Width of the smooth maximum, metres.
@@ -58,6 +62,8 @@ MAX_MOVE = 0.03
 MIN_SPREAD = 0.5
 #: One-ring smoothing passes between the two steps of :func:`part_contact`.
 PASSES = 8
+#: Metres kept between a vertex's rest value ``f_B - f_A`` (less the band) and its target.
+REST_SLACK = 1e-6
 
 
 @dataclass
@@ -66,8 +72,10 @@ class PartFields:
 
     Attributes
     ----------
-    grid : (C,) float64 signed distances of all parts, metres (negative inside), part ``s`` at
-        ``grid[start[s]:start[s + 1]]`` in x-major order (index ``(ix * ny + iy) * nz + iz``)
+    grid : (C, 4) float64 samples of all parts: signed distance (metres, negative inside) and its gradient (central
+        differences, one-sided at the border), part ``s`` at ``grid[start[s]:start[s + 1]]`` in x-major order (index
+        ``(ix * ny + iy) * nz + iz``). All four are interpolated trilinearly, so the gradient is continuous: a point
+        on a cell face reads the same from either cell, and float32 (the shader) and float64 agree
     start : (P + 1,) int64
     lo : (P, 3) float64 rest-frame position of each grid's first sample, metres
     dims : (P, 3) int64 samples per axis (at least 2)
@@ -80,6 +88,7 @@ class PartFields:
     ring : (ptr (N + 1,), idx) int64 welded one-ring of the body (:func:`kisekae.geom.ring.one_ring`)
     order : (M,) int64 the vertices with a part, sorted by part (stable)
     part_start : (P + 1,) int64 part ``s``'s vertices at ``order[part_start[s]:part_start[s + 1]]``
+    pair_live : (P, P) bool ``[a, s]``: some vertex of part ``a`` is tested against part ``s`` (a joint's pair is not)
     """
 
     grid: np.ndarray
@@ -95,11 +104,19 @@ class PartFields:
     ring: tuple
     order: np.ndarray = None
     part_start: np.ndarray = None
+    pair_live: np.ndarray = None
 
     def __post_init__(self):
         if self.order is None:
             self.order = np.flatnonzero(self.part >= 0)[np.argsort(self.part[self.part >= 0], kind="stable")]
             self.part_start = np.searchsorted(self.part[self.order], np.arange(len(self.bone) + 1)).astype(np.int64)
+        if self.pair_live is None:  # [a, s]: some vertex of part a is tested against part s
+            n = len(self.bone)
+            tested = (self.skip[self.order, None] >> np.arange(n, dtype=np.uint64)) & np.uint64(1) == 0
+            self.pair_live = np.zeros((n, n), dtype=np.bool_)
+            for a in range(n):
+                self.pair_live[a] = tested[self.part_start[a]:self.part_start[a + 1]].any(axis=0)
+            self.pair_live[np.arange(n), np.arange(n)] = False
 
     @property
     def n_parts(self) -> int:
@@ -150,7 +167,9 @@ def _part_grid(rest, faces, sel, cell: float, margin: float):
     bvh = build_bvh(rest, tris)
     state = refit(bvh, rest, tris)
     d, _ = surface_distance(pts, bvh, state)
-    return np.where(winding_number(pts, bvh, state) > 0.5, -d, d), lo, dims
+    f = np.where(winding_number(pts, bvh, state) > 0.5, -d, d).reshape(tuple(dims))
+    grad = np.gradient(f, cell, edge_order=1)
+    return np.stack([f, *grad], axis=-1).reshape(-1, 4), lo, dims
 
 
 def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=None, cell: float = CELL,
@@ -178,21 +197,24 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
         raise KisekaeError(f"need a cell > 0 and a margin >= the cell, got cell {cell!r}, margin {margin!r}",
                            "part fields")
     owner = heaviest_bones(skin)
-    bones = field_parts(owner, min_vertices)
-    grids, lows, dims = [], [], []
-    for b in bones:
+    grids, lows, dims, kept = [], [], [], []
+    for b in field_parts(owner, min_vertices):
         g, lo, n = _part_grid(rest, faces, owner == b, float(cell), float(margin))
+        if -g[:, 0].min() < MIN_DEPTH_CELLS * cell:
+            continue  # thinner than the grid resolves (a hand, the toes): its field would crush it
         grids.append(g)
         lows.append(lo)
         dims.append(n)
+        kept.append(b)
+    bones = np.array(kept, dtype=np.int64)
     part_of = np.full(int(max(np.max(owner), np.max(bones, initial=-1))) + 1, -1, dtype=np.int64)
     part_of[bones] = np.arange(len(bones))
     if edges is None:
         e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
         edges = np.unique(np.sort(e, axis=1), axis=0)
     return PartFields(
-        grid=np.concatenate(grids) if grids else np.zeros(0), start=np.concatenate([[0], np.cumsum(
-            [g.size for g in grids], dtype=np.int64)]).astype(np.int64),
+        grid=np.concatenate(grids) if grids else np.zeros((0, 4)), start=np.concatenate([[0], np.cumsum(
+            [len(g) for g in grids], dtype=np.int64)]).astype(np.int64),
         lo=np.array(lows, dtype=np.float64).reshape(-1, 3), dims=np.array(dims, dtype=np.int64).reshape(-1, 3),
         bone=bones, cell=float(cell), rest=rest, part=part_of[owner], own_bone=owner,
         skip=skip_masks(skin, parents, bones), ring=one_ring(len(rest), edges, weld))
@@ -207,20 +229,14 @@ def sample_field_numpy(fields: PartFields, s: int, points) -> tuple:
     inside = np.all((f >= 0) & (f <= dims - 1), axis=1)
     i = np.clip(np.floor(f).astype(np.int64), 0, dims - 2)
     t = np.where(inside[:, None], f - i, 0.0)
-    g = fields.grid[fields.start[s]:fields.start[s + 1]].reshape(tuple(dims))
-    c = np.empty((len(p), 2, 2, 2))
+    g = fields.grid[fields.start[s]:fields.start[s + 1]].reshape(*dims, 4)
+    out = np.zeros((len(p), 4))
     for a in (0, 1):
         for b in (0, 1):
             for k in (0, 1):
-                c[:, a, b, k] = g[i[:, 0] + a, i[:, 1] + b, i[:, 2] + k]
-    wx = np.stack([1 - t[:, 0], t[:, 0]], 1)
-    wy = np.stack([1 - t[:, 1], t[:, 1]], 1)
-    wz = np.stack([1 - t[:, 2], t[:, 2]], 1)
-    dw = np.array([-1.0, 1.0])
-    value = np.einsum("nabk,na,nb,nk->n", c, wx, wy, wz)
-    grad = np.stack([np.einsum("nabk,a,nb,nk->n", c, dw, wy, wz), np.einsum("nabk,na,b,nk->n", c, wx, dw, wz),
-                     np.einsum("nabk,na,nb,k->n", c, wx, wy, dw)], axis=1) / fields.cell
-    return np.where(inside, value, np.inf), np.where(inside[:, None], grad, 0.0), inside
+                w = (t[:, 0] if a else 1 - t[:, 0]) * (t[:, 1] if b else 1 - t[:, 1]) * (t[:, 2] if k else 1 - t[:, 2])
+                out += w[:, None] * g[i[:, 0] + a, i[:, 1] + b, i[:, 2] + k]
+    return np.where(inside, out[:, 0], np.inf), np.where(inside[:, None], out[:, 1:], 0.0), inside
 
 
 def check_settings(gap, band, deep) -> None:
@@ -248,13 +264,14 @@ def _check(points, fields: PartFields, skin_matrices, gap, band, deep):
     return p.astype(np.float64), np.ascontiguousarray(inv), float(gap), float(band), float(deep)
 
 
-def _moves(fb, gb, fa, ga, fbr, far, gap, band, deep):
-    """The move of vertices against one part (NumPy, the formulas of :func:`_move`), (M, 3) world metres."""
-    target = np.minimum(gap, np.where(np.isfinite(fbr), fbr - far - band - 1e-6, np.inf))
+def _moves(fb, gb, fa, ga, fbr, far, gap, band, fade):
+    """The moves of vertices against one part (NumPy; ``fade`` (M,) their pairs' :func:`pair_fade`), (M, 3) world
+    metres."""
+    target = np.minimum(gap, np.where(np.isfinite(fbr), fbr - far - band - REST_SLACK, np.inf))
     g = fb - fa
     t = np.maximum(band - np.abs(g - target), 0.0) / band
     step = np.maximum(g, target) + t * t * band / 4 - g
-    step = np.where(g < target + band, step * np.clip(2.0 - (-fb) / deep, 0.0, 1.0), 0.0)
+    step = np.where(g < target + band, step * fade, 0.0)
     nb = np.sqrt(np.einsum("ij,ij->i", gb, gb))
     na = np.sqrt(np.einsum("ij,ij->i", ga, ga))
     ok = (nb > 1e-6) & (na > 1e-6)
@@ -266,8 +283,37 @@ def _moves(fb, gb, fa, ga, fbr, far, gap, band, deep):
                     0.0)
 
 
+def _tested(fields: PartFields, s: int) -> np.ndarray:
+    """The vertices that move and are tested against part ``s``."""
+    return np.flatnonzero((fields.part >= 0) & ((fields.skip >> np.uint64(s)) & np.uint64(1) == 0))
+
+
+def pair_depths_numpy(points, fields: PartFields, skin_matrices) -> np.ndarray:
+    """(P, P) ``[a, s]``: how deep (metres, >= 0) the deepest vertex of part ``a`` that is tested against part ``s``
+    lies inside ``s``'s field, NumPy reference."""
+    p, inv, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
+    depth = np.zeros((fields.n_parts, fields.n_parts))
+    for s, b in enumerate(fields.bone):
+        act = _tested(fields, s)
+        fb = sample_field_numpy(fields, s, p[act] @ inv[b, :3, :3].T + inv[b, :3, 3])[0]
+        inside = fb < 0
+        np.maximum.at(depth[:, s], fields.part[act][inside], -fb[inside])
+    return depth
+
+
+def pair_fade(depths, deep: float = DEEP) -> np.ndarray:
+    """(P, P) factor of each pair's moves: 1 while the deeper of the pair's two :func:`pair_depths_numpy` is at
+    most ``deep``, falling linearly to 0 at twice that, and no more than the least factor of any pair of either part.
+    A forearm buried in the chest is a pose no vertex step can repair, and a partial repair tears it: the forearm and
+    the chest are then left alone, also where they touch something else."""
+    d = np.asarray(depths, dtype=np.float64)
+    fade = np.clip(2.0 - np.maximum(d, d.T) / float(deep), 0.0, 1.0)
+    part = fade.min(axis=1, initial=1.0)
+    return np.minimum(fade, np.minimum(part[:, None], part[None, :]))
+
+
 def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
-                    deep: float = DEEP) -> np.ndarray:
+                    deep: float = DEEP, fade=None) -> np.ndarray:
     """One contact step against the other parts' fields, NumPy reference: each vertex's moves against every
     other part, all from its input position, added.
 
@@ -277,16 +323,19 @@ def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = G
     fields : PartFields
     skin_matrices : (B, 4, 4) the pose's skinning matrices (rest to posed)
     gap, band, deep : float, metres
+    fade : (P, P) or None, :func:`pair_fade` (None: of these points)
 
     Returns
     -------
     (N, 3) float64
     """
     p, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    if fade is None:
+        fade = pair_fade(pair_depths_numpy(p, fields, skin_matrices), deep)
     a = fields.part
     out = p.copy()
     for s, b in enumerate(fields.bone):
-        act = np.flatnonzero((a >= 0) & ((fields.skip >> np.uint64(s)) & np.uint64(1) == 0))
+        act = _tested(fields, s)
         if len(act) == 0:
             continue
         q = p[act]
@@ -310,7 +359,7 @@ def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = G
         # gradients to the world: the inverse transpose of the rest-to-posed map
         wb = gb @ inv[b, :3, :3]
         wa = np.einsum("ni,nij->nj", ga, inv[own, :3, :3])
-        out[act] += _moves(fb, wb, fa, wa, fbr, far, gap, band, deep)
+        out[act] += _moves(fb, wb, fa, wa, fbr, far, gap, band, fade[a[act], s])
     return out
 
 
@@ -325,17 +374,19 @@ def _sample(grid, start, lo, dims, h, s, x, y, z):  # pragma: no cover - compile
         return np.inf, 0.0, 0.0, 0.0, False
     ix, iy, iz = min(int(np.floor(fx)), nx - 2), min(int(np.floor(fy)), ny - 2), min(int(np.floor(fz)), nz - 2)
     tx, ty, tz = fx - ix, fy - iy, fz - iz
-    i0 = start[s] + (ix * ny + iy) * nz + iz
-    sx, sy = ny * nz, nz
-    c0, c1, c2, c3 = grid[i0], grid[i0 + 1], grid[i0 + sy], grid[i0 + sy + 1]
-    c4, c5, c6, c7 = grid[i0 + sx], grid[i0 + sx + 1], grid[i0 + sx + sy], grid[i0 + sx + sy + 1]
-    a00, a01 = c0 * (1 - tz) + c1 * tz, c2 * (1 - tz) + c3 * tz
-    a10, a11 = c4 * (1 - tz) + c5 * tz, c6 * (1 - tz) + c7 * tz
-    b0, b1 = a00 * (1 - ty) + a01 * ty, a10 * (1 - ty) + a11 * ty
-    gz0 = (c1 - c0) * (1 - ty) + (c3 - c2) * ty
-    gz1 = (c5 - c4) * (1 - ty) + (c7 - c6) * ty
-    return (b0 * (1 - tx) + b1 * tx, (b1 - b0) / h, ((a01 - a00) * (1 - tx) + (a11 - a10) * tx) / h,
-            (gz0 * (1 - tx) + gz1 * tx) / h, True)
+    v0 = v1 = v2 = v3 = 0.0
+    for a in range(2):
+        wa = tx if a else 1 - tx
+        for b in range(2):
+            wb = wa * (ty if b else 1 - ty)
+            for k in range(2):
+                w = wb * (tz if k else 1 - tz)
+                row = start[s] + ((ix + a) * ny + iy + b) * nz + iz + k
+                v0 += w * grid[row, 0]
+                v1 += w * grid[row, 1]
+                v2 += w * grid[row, 2]
+                v3 += w * grid[row, 3]
+    return v0, v1, v2, v3, True
 
 
 @numba.njit(cache=True, inline="always")
@@ -354,7 +405,7 @@ def _to_world_gradient(inv, b, g0, g1, g2):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, error_model="numpy")
 def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, order, part_start, inv, active, gap,
-                      band, deep):  # pragma: no cover - compiled
+                      band, fade):  # pragma: no cover - compiled
     """:func:`part_step_numpy`'s moves, pair by pair of the broad phase (``active``), added to a copy of ``p``."""
     out = p.copy()
     for s in range(bone.shape[0]):
@@ -382,12 +433,12 @@ def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, o
                     far = 0.0
                 target = gap
                 if np.isfinite(fbr):
-                    target = min(gap, fbr - far - band - 1e-6)
+                    target = min(gap, fbr - far - band - REST_SLACK)
                 g = fb - fa
                 if g >= target + band:
                     continue
                 t = max(band - abs(g - target), 0.0) / band
-                step = (max(g, target) + t * t * band / 4 - g) * min(max(2.0 - (-fb) / deep, 0.0), 1.0)
+                step = (max(g, target) + t * t * band / 4 - g) * fade[sa, s]
                 bx, by, bz = _to_world_gradient(inv, b, bx, by, bz)
                 ax, ay, az = _to_world_gradient(inv, ob, ax, ay, az)
                 nb = np.sqrt(bx * bx + by * by + bz * bz)
@@ -408,25 +459,75 @@ def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, o
 
 
 def part_step(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
-              deep: float = DEEP) -> np.ndarray:
+              deep: float = DEEP, fade=None) -> np.ndarray:
     """:func:`part_step_numpy` as a Numba kernel (one core): (N, 3) float64."""
     p, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    active = active_pairs(fields, p, skin_matrices)
+    if fade is None:
+        depth, near = _depths(p, fields, inv, active, gap + band)
+        if not near:
+            return p.copy()
+        fade = pair_fade(depth, deep)
+    return _step(p, fields, skin_matrices, inv, gap, band, fade, active)
+
+
+def pair_depths(points, fields: PartFields, skin_matrices) -> np.ndarray:
+    """:func:`pair_depths_numpy` as a Numba kernel over the broad phase's pairs."""
+    p, inv, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
+    return _depths(p, fields, inv, active_pairs(fields, p, skin_matrices), GAP + BAND)[0]
+
+
+def _depths(p, fields: PartFields, inv, active, reach) -> tuple:
+    """(:func:`pair_depths`, whether any tested vertex comes within ``reach`` of another part: else no step
+    moves anything)."""
+    return _depth_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone, fields.skip,
+                         fields.order, fields.part_start, inv, active, reach)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, inv, active, reach):  # pragma: no cover
+    n = bone.shape[0]
+    depth = np.zeros((n, n))
+    near = False
+    for s in range(n):
+        for sa in range(n):
+            if not active[sa, s]:
+                continue
+            for j in range(part_start[sa], part_start[sa + 1]):
+                i = order[j]
+                if (skip[i] >> np.uint64(s)) & np.uint64(1):
+                    continue
+                y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
+                fb = _sample(grid, start, lo, dims, h, s, y0, y1, y2)[0]
+                near = near or fb <= reach
+                if fb < 0 and -fb > depth[sa, s]:
+                    depth[sa, s] = -fb
+    return depth, near
+
+
+def _step(p, fields: PartFields, skin_matrices, inv, gap, band, fade, active=None) -> np.ndarray:
+    if active is None:
+        active = active_pairs(fields, p, skin_matrices)
+    active = active & (fade > 0)
+    if not active.any():
+        return p.copy()
     return _part_step_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone,
-                             fields.rest, fields.own_bone, fields.skip, fields.order, fields.part_start, inv,
-                             active_pairs(fields, p, skin_matrices), gap, band, deep)
+                             fields.rest, fields.own_bone, fields.skip, fields.order, fields.part_start, inv, active,
+                             gap, band, fade)
 
 
 def active_pairs(fields: PartFields, points, skin_matrices) -> np.ndarray:
     """(P, P) bool ``[a, s]``: the box around part ``a``'s posed vertices meets the box around part ``s``'s posed
-    grid (its eight corners moved by the bone), both grown by 1 mm. Where it does not, no vertex of ``a`` is inside
-    ``s``'s grid, so :func:`part_step` skips the pair (the broad phase: the same result as testing every vertex)."""
+    grid (its eight corners moved by the bone), both grown by 1 mm, for the pairs of :attr:`PartFields.pair_live`.
+    Where it does not, no vertex of ``a`` is inside ``s``'s grid, so :func:`part_step` skips the pair (the broad
+    phase: the same result as testing every vertex)."""
     m = np.ascontiguousarray(np.asarray(skin_matrices, dtype=np.float64)[fields.bone])
     return _active_kernel(np.asarray(points, dtype=np.float64), fields.order, fields.part_start, fields.lo,
-                          fields.dims, fields.cell, m)
+                          fields.dims, fields.cell, m, fields.pair_live)
 
 
 @numba.njit(cache=True)
-def _active_kernel(p, order, part_start, lo, dims, h, m):  # pragma: no cover - compiled
+def _active_kernel(p, order, part_start, lo, dims, h, m, live):  # pragma: no cover - compiled
     n = m.shape[0]
     box = np.empty((n, 2, 3))
     grid = np.empty((n, 2, 3))
@@ -451,7 +552,7 @@ def _active_kernel(p, order, part_start, lo, dims, h, m):  # pragma: no cover - 
     active = np.zeros((n, n), dtype=np.bool_)
     for a in range(n):
         for s in range(n):
-            if a != s:
+            if live[a, s]:
                 active[a, s] = (box[a, 0, 0] <= grid[s, 1, 0] and box[a, 1, 0] >= grid[s, 0, 0] and box[a, 0, 1] <= grid[
                     s, 1, 1] and box[a, 1, 1] >= grid[s, 0, 1] and box[a, 0, 2] <= grid[s, 1, 2] and box[a, 1, 2] >= grid[
                     s, 0, 2])
@@ -478,13 +579,37 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
     """
     if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 0:
         raise KisekaeError(f"passes must be a whole number >= 0, got {passes!r}", "part contact")
-    step = part_step_numpy if numpy else part_step
-    smooth = smooth_push_numpy if numpy else smooth_push
-    x = as_points(points, "posed body vertices").astype(np.float64)
-    y = step(x, fields, skin_matrices, gap=gap, band=band, deep=deep)
+    if numpy:
+        return part_contact_numpy_steps(points, fields, skin_matrices, int(passes), deep=deep,
+                                        step=lambda y, fade: part_step_numpy(y, fields, skin_matrices, gap=gap,
+                                                                             band=band, deep=deep, fade=fade))
+    x, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    active = active_pairs(fields, x, skin_matrices)
+    depth, near = _depths(x, fields, inv, active, gap + band)
+    if not near:
+        return x  # no vertex within reach of another part: the steps would move nothing
+    fade = pair_fade(depth, deep)  # once, from the input: both steps treat a pair alike
+    y = _step(x, fields, skin_matrices, inv, gap, band, fade, active)
     if passes == 0 or not np.any(y != x):
         return y  # nothing moved: the second step would give the same
-    return step(x + smooth(y - x, fields.ring, int(passes)), fields, skin_matrices, gap=gap, band=band, deep=deep)
+    return _step(x + smooth_push(y - x, fields.ring, int(passes)), fields, skin_matrices, inv, gap, band, fade)
+
+
+def part_contact_numpy_steps(points, fields: PartFields, skin_matrices, passes: int = PASSES, *, deep: float = DEEP,
+                             step=None) -> np.ndarray:
+    """:func:`part_contact`'s sequence in NumPy: the pairs' :func:`pair_fade` from the input, a step, ``passes``
+    one-ring passes of its moves (:func:`kisekae.geom.ring.smooth_push_numpy`), a step from there. ``step(points,
+    fade) -> (N, 3)`` takes the two steps (None: :func:`part_step_numpy` with the default settings; the conformance
+    checks pass the shader's)."""
+    if step is None:
+        def step(y, fade):
+            return part_step_numpy(y, fields, skin_matrices, fade=fade)
+    x = as_points(points, "posed body vertices")
+    fade = pair_fade(pair_depths_numpy(x, fields, skin_matrices), deep)
+    y = np.asarray(step(x, fade), dtype=np.float64)
+    if passes == 0 or not np.any(y != x):
+        return y
+    return np.asarray(step(x + smooth_push_numpy(y - x, fields.ring, int(passes)), fade), dtype=np.float64)
 
 
 @dataclass

@@ -60,6 +60,10 @@ def add_contact_args(p):
                         "planes (docs/contact.md): auto (default) uses the packaged bake where it fits the body (the "
                         "built-in avatar, its --body shapes and their glTF exports), off none, builtin the same as "
                         "auto but an error where it does not fit, FILE a bake from `kisekae bake-correctives`")
+    p.add_argument("--part-contact", action="store_true",
+                   help="also keep apart body parts that share no joint (a hand on the hip, an arm on the chest, the "
+                        "thighs), after the joint planes (kisekae.avatar.part_contact; docs/contact.md; bakes the "
+                        "part fields, about 1 s)")
 
 
 def contact_gap(args) -> float | None:
@@ -110,6 +114,8 @@ def with_contact(avatar, args):
     if gap is not None and posed.body.deform is None:
         print(f"kisekae: note: {avatar.name}: no joint of the body blends two bones; plain skinning (the contact "
               "step would move nothing)", file=sys.stderr)
+    if getattr(args, "part_contact", False):
+        posed = posed.with_part_contact()
     return posed
 
 

@@ -54,15 +54,13 @@ def body_key(avatar) -> dict:
     from ..avatar.part_contact import PartContact
 
     deform = avatar.body.deform
-    parts = deform if isinstance(deform, PartContact) else None
-    deform = deform.before if parts is not None else deform
+    deform = deform.before if isinstance(deform, PartContact) else deform
     corr = getattr(getattr(deform, "correctives", None), "mesh_hash", None)
     contact = deform.then if isinstance(deform, BodyCorrectives) else deform
     gap = getattr(contact, "gap", None)
-    key = {"body_correctives": corr, "gap": None if gap is None else round(float(gap), 9)}
-    if parts is not None:  # only then: the keys of bakes made without it stay as they were
-        key["part_contact"] = [round(float(v), 9) for v in (parts.gap, parts.band, parts.deep, parts.passes)]
-    return key
+    # The part contact (kisekae.avatar.part_contact) is not in it: it moves the body only where parts meet away from
+    # their joints, so correctives learned on the body without it serve the body with it.
+    return {"body_correctives": corr, "gap": None if gap is None else round(float(gap), 9)}
 
 
 def garment_correction_samples(avatar, name: str, poses, params=None, progress=None, repair: bool = True) -> tuple:

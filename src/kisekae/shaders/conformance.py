@@ -23,6 +23,8 @@ KisekaeWoundP          kisekae.wound.runtime.wound_p_numpy         1e-5
 KisekaeAccumulateHit   kisekae.wound.runtime.accumulate_hit_numba  1e-5
 KisekaeWoundMorph      kisekae.wound.runtime.morph_numpy           positions 1e-6 m, p = 0 exact
 KisekaeContactPlane(s) kisekae.avatar.contact.contact_planes_numpy positions 1e-5 m
+KisekaePartStep        kisekae.avatar.part_contact.part_step_numpy positions 1e-5 m (synthetic fields of 40 parts,
+                       (and the whole step with the passes)        and the built-in body in three held-out poses)
 KisekaeSurfacePush     kisekae.fit.surface.surface_push_numpy      positions, push, clearance 1e-5 m (also with the
                                                                     depth bound: an analytic tube)
                        (with and without the chord allowance)
@@ -768,6 +770,104 @@ def contact_checks(poses=POSES):
         checks.append(Check(f"body contact synthetic bend {bend:g} all slots",
                             _err(X.gpu_contact_planes_loop(x, planes, m), ref), TOL_CONTACT, len(x)))
     return checks
+
+
+# ------------------------------------------------------------------------------------ part contact
+#: Range-of-motion poses (seed :data:`PART_SEED`, none in any bake) whose bodies press parts that share no joint
+#: together: pose 27 an upper arm into the chest, pose 39 the thighs, pose 38 a forearm deep in the torso (the fade).
+PART_POSES = (27, 38, 39)
+PART_SEED = 777
+
+
+def part_vectors(n_parts: int = 40, n: int = 3000, seed: int = 23):
+    """Synthetic part fields for ``KisekaePartStep``: ``(points, fields, skin_matrices)``.
+
+    ``n_parts`` small grids (3-6 samples a side, 1 cm cells) over the same 5 cm box, each under its own bone turned
+    and moved a little; random values (-3 to +2 cm) and gradients, so that every branch of the step is taken
+    (the band, the rest cap, the fade, both gradient cases, the grid border), and more than 32 parts, so that both
+    words of the skip mask are read. Points and rest points fill the box; random skip masks (a vertex's own part
+    always set)."""
+    from ..avatar.part_contact import PartFields
+
+    rng = np.random.default_rng(seed)
+    dims = rng.integers(3, 7, size=(n_parts, 3)).astype(np.int64)
+    lo = rng.uniform(-0.01, 0.01, size=(n_parts, 3))
+    counts = np.prod(dims, axis=1)
+    grid = np.c_[rng.uniform(-0.03, 0.02, counts.sum()), rng.normal(0.0, 1.0, (counts.sum(), 3))]
+    part = rng.integers(-1, n_parts, size=n)
+    skip = rng.integers(0, 2 ** 63, size=n, dtype=np.uint64) & rng.integers(0, 2 ** 63, size=n, dtype=np.uint64)
+    own = np.where(part >= 0, part, 0)
+    skip |= np.where(part >= 0, np.uint64(1) << own.astype(np.uint64), np.uint64(0))
+    m = np.tile(np.eye(4), (n_parts, 1, 1))
+    for b in range(n_parts):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        a = rng.uniform(-0.3, 0.3)
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        m[b, :3, :3] = np.eye(3) + np.sin(a) * k + (1 - np.cos(a)) * k @ k
+        m[b, :3, 3] = rng.uniform(-0.005, 0.005, 3)
+    rest = rng.uniform(-0.005, 0.045, size=(n, 3))
+    points = rest + rng.normal(0.0, 0.004, size=(n, 3))
+    fields = PartFields(grid=grid, start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), lo=lo, dims=dims,
+                        bone=np.arange(n_parts, dtype=np.int64), cell=0.01, rest=rest, part=part.astype(np.int64),
+                        own_bone=own.astype(np.int64), skip=skip,
+                        ring=(np.zeros(n + 1, np.int64), np.zeros(0, np.int64)))
+    return points, fields, m
+
+
+def _some_fades(n_parts: int, seed: int = 29):
+    """(P, P) pair fades for the synthetic checks: a third 1, a third 0, a third between."""
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.uniform(-0.5, 1.5, size=(n_parts, n_parts)), 0.0, 1.0)
+
+
+def part_contact_checks(poses=PART_POSES):
+    """The part contact (``kisekae_part_contact.hlsl``) against :func:`kisekae.avatar.part_contact.part_step_numpy`:
+    on :func:`part_vectors` (synthetic, quick: first), then on the built-in contact body in the range-of-motion poses
+    ``poses`` (seed :data:`PART_SEED`), one step and the whole step (a step, the reference's one-ring passes, a
+    step)."""
+    from ..avatar.part_contact import DEEP, PASSES, pair_depths_numpy, pair_fade, part_contact_numpy_steps, part_step_numpy
+
+    x, fields, m = _memo(("part vectors",), part_vectors)
+    fade = _memo(("part vectors fade",), lambda: _some_fades(fields.n_parts))
+    ref = _memo(("part vectors ref",), lambda: part_step_numpy(x, fields, m, fade=fade))
+    checks = [Check("part contact synthetic fields", _err(X.gpu_part_step(x, fields, m, fade=fade), ref), TOL_CONTACT,
+                    len(x)),
+              Check("part contact synthetic depths", _err(X.gpu_part_depths(x, fields, m),
+                                                          _memo(("part vectors depths",), lambda: pair_depths_numpy(
+                                                              x, fields, m))), TOL_CONTACT, len(x))]
+    d = np.linspace(0.0, 0.05, 64)
+    checks.append(Check("part contact pair fade", _err(X.gpu_pair_fade(d, d[::-1]),
+                                                       np.diag(pair_fade(np.diag(np.maximum(d, d[::-1])), DEEP))),
+                        TOL_CONTACT, len(d)))
+    av, fields = _memo(("part avatar",), _part_avatar)
+    from ..avatar.poses import range_of_motion_poses
+
+    rom = _memo(("part poses",), lambda: range_of_motion_poses(av.skeleton, max(poses) + 1, seed=PART_SEED))
+    for k in poses:
+        m = rom[k].skinning_matrices(av.skeleton)
+        x = _memo(("part body", k), lambda: av.body.posed(m))
+        ref = _memo(("part body ref", k), lambda: part_step_numpy(x, fields, m))
+        checks.append(Check(f"part contact rom_{k} one step", _err(X.gpu_part_step(x, fields, m), ref), TOL_CONTACT,
+                            len(x)))
+        whole = part_contact_numpy_steps(x, fields, m, PASSES, step=lambda y, f: X.gpu_part_step(y, fields, m, fade=f))
+        ref = _memo(("part body whole", k), lambda: part_contact_numpy_steps(x, fields, m, PASSES))
+        checks.append(Check(f"part contact rom_{k} depths", _err(X.gpu_part_depths(x, fields, m), _memo(
+            ("part body depths", k), lambda: pair_depths_numpy(x, fields, m))), TOL_CONTACT, len(x)))
+        checks.append(Check(f"part contact rom_{k} whole step", _err(whole, ref), TOL_CONTACT, len(x)))
+    return checks
+
+
+def _part_avatar():
+    """The built-in avatar with the command line's contact body, and its part fields."""
+    from ..avatar import load_builtin_avatar
+    from ..avatar.contact import GAP, apply_contact
+    from ..avatar.part_contact import bake_part_fields
+
+    av = apply_contact(load_builtin_avatar(), GAP)
+    b = av.body
+    return av, bake_part_fields(b.mesh.vertices, b.mesh.faces, b.skin, av.skeleton.parents, weld=b.mesh.weld,
+                                edges=b.mesh.edges)
 
 
 # ------------------------------------------------------------------------------------ surface push
@@ -1558,6 +1658,7 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
         checks += tight_look_checks()
         checks += wound_decode_checks()
         checks += contact_checks(poses)
+        checks += part_contact_checks()
         checks += corrective_checks()
         checks += surface_checks()
     return checks

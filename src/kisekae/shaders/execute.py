@@ -58,6 +58,8 @@ MODES = {
     "skinned_offset": 28,
     "body_follow": 29,
     "guarded_face": 30,
+    "part_step": 31,
+    "part_depth": 32,
 }
 
 #: Bone influences a vertex that ``KisekaeSkinnedOffset`` reads in the harness (``KISEKAE_SKIN_INFLUENCES``).
@@ -1446,4 +1448,81 @@ def gpu_contact_planes_loop(points, planes, skin_matrices, *, gap: float | None 
                REST_SLACK]]
     o0, _ = _run("contact_planes", "constants", n, params=params, in0=_vec4(n, p), in1=_vec4(n, planes.rest),
                  in2=_vec4(n, np.maximum(planes.slots, 0)), in3=_vec4(n, planes.side), in4=table4, in5=table5)
+    return o0[:, :3]
+
+
+def _part_tables(points, fields, skin_matrices, fade=None):
+    """The harness inputs of modes 31 and 32: ``(n, in0, in1, in2, samples, header, rows)``."""
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    n = len(p)
+    n_parts = fields.n_parts
+    if n_parts > 64:
+        raise KisekaeError(f"the harness holds at most 64 parts, got {n_parts}", "part fields")
+    inv = np.linalg.inv(np.asarray(skin_matrices, np.float64)[fields.bone])[:, :3, :]
+    header = np.zeros((max(128 + 64 * 64, n), 4), np.float32)
+    header[0:2 * n_parts:2] = np.c_[fields.lo, fields.start[:-1]]
+    header[1:2 * n_parts:2] = np.c_[fields.dims, np.full(n_parts, fields.cell)]
+    if fade is not None:
+        rows_fade = 128 + 64 * np.arange(n_parts)[:, None] + np.arange(n_parts)[None, :]
+        header[rows_fade.ravel(), 0] = np.asarray(fade, np.float64).ravel()
+    rows = np.zeros((max(3 * n_parts, n), 4), np.float32)
+    rows[:3 * n_parts] = inv.reshape(-1, 4)
+    samples = np.zeros((max(len(fields.grid), n), 4), np.float32)
+    samples[:len(fields.grid)] = fields.grid
+    skip = fields.skip.astype(np.uint64)
+    pieces = np.stack([(skip >> np.uint64(16 * k)) & np.uint64(0xFFFF) for k in range(4)], axis=1).astype(np.float32)
+    return n, _vec4(n, p, fields.part), pieces, samples, header, rows
+
+
+def gpu_part_depths(points, fields, skin_matrices):
+    """``KisekaePartDepth`` on the GPU, one dispatch per part, reduced per pair as an engine's ``InterlockedMax``
+    would: the (P, P) :func:`kisekae.avatar.part_contact.pair_depths_numpy` (m)."""
+    n, in0, pieces, samples, header, rows = _part_tables(points, fields, skin_matrices)
+    depth = np.zeros((fields.n_parts, fields.n_parts))
+    own = fields.part >= 0
+    for s in range(fields.n_parts):
+        o0, _ = _run("part_depth", "constants", n, in0=in0, in1=_vec4(n, np.zeros((n, 3)), np.full(n, s)), in2=pieces,
+                     in3=samples, in4=header, in5=rows)
+        np.maximum.at(depth[:, s], fields.part[own], o0[own, 0].astype(np.float64))
+    return depth
+
+
+def gpu_pair_fade(depth_as, depth_sa, deep: float | None = None):
+    """``KisekaePairFade`` on the GPU for depths ``(M,)`` each way (m): (M,) float32."""
+    from ..avatar.part_contact import DEEP
+
+    d = np.c_[np.asarray(depth_as, np.float64).reshape(-1), np.asarray(depth_sa, np.float64).reshape(-1)]
+    n = len(d)
+    o0, _ = _run("part_depth", "constants", n, params=[[0.0, 0.0, DEEP if deep is None else float(deep), 0.0]],
+                 in0=_vec4(n, np.zeros((n, 3)), np.full(n, -1.0)), in1=_vec4(n, d))
+    return o0[:, 1]
+
+
+def gpu_part_step(points, fields, skin_matrices, *, gap: float | None = None, band: float | None = None,
+                  deep: float | None = None, fade=None):
+    """``KisekaePartStep`` on the GPU: one step of :func:`kisekae.avatar.part_contact.part_step`.
+
+    Parameters
+    ----------
+    points : (N, 3) array_like, the posed body (m)
+    fields : kisekae.avatar.part_contact.PartFields
+    skin_matrices : (B, 4, 4) the pose's skinning matrices
+    gap, band, deep : float, metres (defaults as the reference)
+    fade : (P, P) or None, the pairs' :func:`kisekae.avatar.part_contact.pair_fade` (None: the reference's of these
+        points)
+
+    Returns
+    -------
+    (N, 3) float32 positions (m).
+    """
+    from ..avatar import part_contact as pc
+
+    if fade is None:
+        fade = pc.pair_fade(pc.pair_depths_numpy(points, fields, skin_matrices), pc.DEEP if deep is None else deep)
+    n, in0, pieces, samples, header, rows = _part_tables(points, fields, skin_matrices, fade)
+    n_parts = fields.n_parts
+    params = [[pc.GAP if gap is None else float(gap), pc.BAND if band is None else float(band),
+               pc.DEEP if deep is None else float(deep), pc.MAX_MOVE], [pc.MIN_SPREAD, pc.REST_SLACK, n_parts, 0.0]]
+    o0, _ = _run("part_step", "constants", n, params=params, in0=in0, in1=_vec4(n, fields.rest), in2=pieces,
+                 in3=samples, in4=header, in5=rows)
     return o0[:, :3]

@@ -40,6 +40,7 @@
 #include "kisekae_wrinkle.hlsl"
 #include "kisekae_wound.hlsl"
 #include "kisekae_contact.hlsl"
+#include "kisekae_part_contact.hlsl"
 #include "kisekae_corrective.hlsl"
 
 #endif // KISEKAE_CORE_HLSL

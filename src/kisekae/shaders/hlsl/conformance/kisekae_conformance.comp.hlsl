@@ -87,6 +87,22 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_SKIN_BONE(v, i) ((uint)gIn1[2u * (v) + (i) / 4u][(i) % 4u])
 #define KISEKAE_LOAD_SKIN_WEIGHT(v, i) (gIn2[2u * (v) + (i) / 4u][(i) % 4u])
 #define KISEKAE_LOAD_SKIN_ROW(b, r) (gIn5[3u * (b) + (r)])
+// Modes 31 (part contact step) and 32 (part depth) read the part grids' samples from gIn3 (row = sample: value, gradient), each part's
+// header from gIn4 (row 2 s = (lo, start), 2 s + 1 = (dims, cell)) and the rows of the inverse of its bone's skinning
+// matrix from gIn5 (row 3 s + r).
+#define KISEKAE_LOAD_PART_SAMPLE(row) (gIn3[(row)])
+#define KISEKAE_LOAD_PART_GRID(s, G) \
+    { \
+        float4 pa_ = gIn4[2u * (s)]; \
+        float4 pb_ = gIn4[2u * (s) + 1u]; \
+        G.lo = pa_.xyz; \
+        G.start = (uint)pa_.w; \
+        G.dims = (uint3)pb_.xyz; \
+        G.cell = pb_.w; \
+    }
+#define KISEKAE_LOAD_PART_INVERSE(s, r) (gIn5[3u * (s) + (r)])
+// ... and each pair's fade from gIn4 past the headers: row 128 + 64 a + s (x).
+#define KISEKAE_LOAD_PART_FADE(a, s) (gIn4[128u + 64u * (a) + (s)].x)
 #include "../kisekae_core.hlsl"
 
 
@@ -474,6 +490,25 @@ void main(uint3 id : SV_DispatchThreadID)
         // guarded share of triangle i in its corners' normals: corners gIn0..gIn2, their reference normals gIn3..gIn5
         y0 = float4(KisekaeGuardedFace(gIn0[i].xyz, gIn1[i].xyz, gIn2[i].xyz, gIn3[i].xyz, gIn4[i].xyz, gIn5[i].xyz),
                     0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(31)
+    if (gMode == 31u)
+    {
+        // part contact step: x0 = (point, own part or -1), x1.xyz = rest point, x2 = the skip mask in four 16-bit
+        // pieces (low first); gParams[0] = (gap, band, deep, maxMove), gParams[1] = (minSpread, restSlack, parts, -)
+        uint2 skip = uint2((uint)x2.x | ((uint)x2.y << 16u), (uint)x2.z | ((uint)x2.w << 16u));
+        y0 = float4(KisekaePartStep(x0.xyz, x1.xyz, (int)x0.w, skip, (uint)gParams[1].z,
+                                    KisekaeMakePartParams(gParams[0], gParams[1])), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(32)
+    if (gMode == 32u)
+    {
+        // part depth: x0, x2 as mode 31, x1.w = the part s; y0.y = KisekaePairFade(x1.x, x1.y, gParams[0].z)
+        uint2 skip = uint2((uint)x2.x | ((uint)x2.y << 16u), (uint)x2.z | ((uint)x2.w << 16u));
+        y0 = float4(KisekaePartDepth(x0.xyz, (int)x0.w, skip, (uint)x1.w), KisekaePairFade(x1.x, x1.y, gParams[0].z),
+                    0.0, 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(18)
