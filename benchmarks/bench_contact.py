@@ -4,7 +4,8 @@
 Run: ``.venv/bin/python benchmarks/bench_contact.py``. For the built-in body (13,380 vertices) in each
 pose: plain Numba skinning (the baseline, same run), the contact step alone, skinning + contact from the rest mesh
 (``BodyContact.pose``), its ratio (the issue's gate: at most 3x plain skinning), and the NumPy reference of the step;
-then the default body of the command line (``Avatar.body.posed``): the correctives' features (one Numba call), the
+then the command line's body without its last step, the part contact (``Avatar.body.posed``;
+``benchmarks/bench_part_contact.py`` times that step): the correctives' features (one Numba call), the
 offsets and skinning in one loop, the contact step, and its ratio to plain skinning; last, the same stages called one
 after the other through their public functions. Best-of-N CPU time; the CPU's SIMD width is printed first (AVX2 and
 AVX-512 machines differ by up to 3x).
@@ -32,7 +33,7 @@ def run(poses=("stand", "knee_bend", "crouch"), repeat: int = 15):
     default body ms, its ratio, stages one after another ms]`` (CPU time)."""
     av = load_builtin_avatar()
     b, sk = av.body, av.skeleton
-    default = apply_contact(av, GAP).body           # correctives, then the joint planes (the command line's body)
+    default = apply_contact(av, GAP, part_contact=False).body  # correctives, then the joint planes
     planes = joint_contact_of(default.deform).planes
     contact = BodyContact(planes)
     corr = packaged_correctives(av)

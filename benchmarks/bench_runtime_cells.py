@@ -16,8 +16,8 @@ warmed up from rest as ``kisekae check --runtime`` does. Each *variant* is a set
   beyond skinning);
 - ``depth-bound`` / ``no-depth-bound``: ``--depth-bound`` / ``--no-depth-bound`` (the push trusts no candidate beyond
   the body's depth bound, :mod:`kisekae.fit.depth_bound`);
-- ``part-contact``: ``--part-contact`` (the body also keeps apart parts that share no joint,
-  :mod:`kisekae.avatar.part_contact`);
+- ``no-part-contact``: ``--no-part-contact`` (the body without the contact between parts that share no joint,
+  :mod:`kisekae.avatar.part_contact`: the body before 2026-12-07);
 - ``no-normal-guard``: ``--no-normal-guard`` (the body normals sum every triangle, also those the pose turned inside
   out: the path before 2026-12-07, :mod:`kisekae.geom.guarded_normals`);
 - ``body=FILE``: ``--correctives FILE`` (another bake of the body's correctives), ``garment=FILE``:
@@ -55,7 +55,7 @@ FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-st
          "no-correctives": ["--garment-correctives", "off"], "no-floor": ["--compression-limit", "0"],
          "follow": ["--body-follow"], "no-follow": ["--no-body-follow"],
          "depth-bound": ["--depth-bound"], "no-depth-bound": ["--no-depth-bound"],
-         "no-normal-guard": ["--no-normal-guard"], "part-contact": ["--part-contact"]}
+         "no-normal-guard": ["--no-normal-guard"], "no-part-contact": ["--no-part-contact"]}
 
 
 #: Variants of the form ``KEY=VALUE`` and the flag each gives.
@@ -73,7 +73,7 @@ def variant_flags(name: str) -> list:
     if eq and key in VALUED:
         return [VALUED[key], value]
     raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives, "
-                     "no-floor, follow, no-follow, depth-bound, no-depth-bound, no-normal-guard, part-contact, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
+                     "no-floor, follow, no-follow, depth-bound, no-depth-bound, no-normal-guard, no-part-contact, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
 
 
 def pose_flags(poses) -> list:

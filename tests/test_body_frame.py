@@ -14,8 +14,9 @@ from kisekae.errors import KisekaeError
 
 @pytest.fixture(scope="module")
 def default(avatar):
-    """(avatar with the default body, its deform, its correctives, its planes)."""
-    av = apply_contact(avatar, GAP)
+    """(avatar with the default body up to its planes (the part contact after them is tested in test_part_contact),
+    its deform, its correctives, its planes)."""
+    av = apply_contact(avatar, GAP, part_contact=False)
     return av, av.body.deform, av.body.deform.correctives, joint_contact_of(av.body.deform).planes
 
 

@@ -404,7 +404,8 @@ def test_rigid_body_keeps_plain_skinning(capsys):
     from kisekae.avatar.contact import joint_contact_of
 
     assert joint_contact_of(apply_contact(av, 0.01).body.deform).gap == 0.01
-    assert apply_contact(av, 0.01, correctives=None).body.deform.gap == 0.01
+    assert joint_contact_of(apply_contact(av, 0.01, correctives=None).body.deform).gap == 0.01
+    assert apply_contact(av, 0.01, correctives=None, part_contact=False).body.deform.gap == 0.01
     # the command line says so on stderr, and goes on with plain skinning
     from kisekae.cli.common import with_contact
 

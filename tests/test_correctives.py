@@ -308,13 +308,18 @@ def test_apply_contact_uses_the_packaged_bake_only_where_it_fits(avatar, builtin
     from kisekae.avatar.contact import BodyContact, apply_contact
     from kisekae.avatar.shape import parse_body
 
+    from kisekae.avatar.part_contact import PartContact, inner_deform
+
     auto = apply_contact(avatar, 0.004)
-    assert isinstance(auto.body.deform, C.BodyCorrectives) and isinstance(auto.body.deform.then, BodyContact)
+    assert isinstance(auto.body.deform, PartContact)  # the part contact last
+    auto = inner_deform(auto.body.deform)
+    assert isinstance(auto, C.BodyCorrectives) and isinstance(auto.then, BodyContact)
     assert apply_contact(avatar, None).body.deform is None  # plain skinning stays plain
-    assert isinstance(apply_contact(avatar, 0.004, correctives=None).body.deform, BodyContact)
+    assert isinstance(inner_deform(apply_contact(avatar, 0.004, correctives=None).body.deform), BodyContact)
+    assert isinstance(apply_contact(avatar, 0.004, correctives=None, part_contact=False).body.deform, BodyContact)
     # a MakeHuman shape of the built-in body takes its correctives over (same vertices, bones and weights) ...
     shaped = load_builtin_avatar(shape=parse_body("weight=0.8", "--body"))
-    got = apply_contact(shaped, 0.004).body.deform
+    got = inner_deform(apply_contact(shaped, 0.004).body.deform)
     assert isinstance(got, C.BodyCorrectives) and got.correctives.mesh_hash == builtin.mesh_hash
     with pytest.raises(KisekaeError, match="another body"):  # an explicit bake must hash as its body
         apply_contact(shaped, 0.004, correctives=builtin)
@@ -326,7 +331,7 @@ def test_apply_contact_uses_the_packaged_bake_only_where_it_fits(avatar, builtin
     n = avatar.body.mesh.n_vertices
     other = replace(avatar, body=replace(avatar.body, skin=Skin(avatar.body.skin.indices[:, :2].copy(),
                                                                  np.full((n, 2), 0.5, np.float32))))
-    assert not isinstance(apply_contact(other, 0.004).body.deform, C.BodyCorrectives)
+    assert not isinstance(inner_deform(apply_contact(other, 0.004).body.deform), C.BodyCorrectives)
     with pytest.raises(KisekaeError, match="auto"):
         apply_contact(avatar, 0.004, correctives="yes")
 
@@ -500,10 +505,13 @@ def test_fit_decides_which_bakes_to_write(avatar):
     """``kisekae fit`` writes body_correctives.json + .bytes where the body has correctives and body_contact.json
     where it has the planes (tests/test_fix.py runs the command and reads both back)."""
     from kisekae.avatar.contact import GAP, apply_contact
-    from kisekae.cli.fit import _contact, _correctives
+    from kisekae.cli.fit import _contact, _correctives, _part_paths
 
-    planes = apply_contact(avatar, GAP, correctives=None)
+    planes = apply_contact(avatar, GAP, correctives=None, part_contact=False)
     assert _correctives(planes) is None and _contact(planes) is planes.body.deform
-    both = apply_contact(avatar, GAP)
-    assert _correctives(both) is both.body.deform.correctives and _contact(both) is both.body.deform.then
+    assert _part_paths(planes, "out") == ()
+    both = apply_contact(avatar, GAP)  # the command line's body: correctives, planes, part contact
+    inner = both.body.deform.before
+    assert _correctives(both) is inner.correctives and _contact(both) is inner.then
+    assert [p.name for p in _part_paths(both, "out")] == ["body_parts.json", "body_parts.bytes"]
     assert _correctives(avatar) is None and _contact(avatar) is None

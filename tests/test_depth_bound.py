@@ -197,7 +197,9 @@ def test_runtime_passes_the_bound_to_every_push(avatar):
 def test_the_walks_skirt_does_not_pop_through_the_calf():
     """The packaged clip's mid-stride frames slerped into 41 (30 fps): one skirt hem vertex, whose list lacks the
     calf's near side, jumped 46 mm as the calf's far side came within reach. With the bound the largest pop is under
-    8 mm; without, over 30 mm (docs/fit.md, 'The depth bound')."""
+    8 mm; without, over 30 mm (docs/fit.md, 'The depth bound'). Measured on the body without the part contact, as
+    when the bound landed: the part contact's bakes move the largest pop to another hem vertex and frame (5.3 ->
+    8.2 mm; the body within 5 cm of it is the same), checked below 10 mm on the default body."""
     import json
     import tempfile
     from pathlib import Path
@@ -206,15 +208,17 @@ def test_the_walks_skirt_does_not_pop_through_the_calf():
 
     pops = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for flag in ("--depth-bound", "--no-depth-bound"):
-            out = Path(tmp) / f"{flag}.json"
+        for flags in (("--depth-bound", "--no-part-contact"), ("--no-depth-bound", "--no-part-contact"),
+                      ("--depth-bound",)):
+            out = Path(tmp) / f"{'_'.join(flags)}.json"
             clip = Path(__file__).parents[1] / "src" / "kisekae" / "data" / "samples" / "cmu_35_01_excerpt.bvh"
-            assert main(["check", "--runtime", flag, "--bvh", str(clip), "--frames", "1:3", "--inbetweens", "40",
+            assert main(["check", "--runtime", *flags, "--bvh", str(clip), "--frames", "1:3", "--inbetweens", "40",
                          "--garment", "skirt", "--json", str(out)]) == 0
             recs = [r for r in json.loads(out.read_text()) if r.get("stage") == "runtime"]
-            assert len(recs) == 41 and all(r["depth_bound"] == (flag == "--depth-bound") for r in recs)
-            pops[flag] = max(r.get("pop_mm", 0.0) for r in recs)
-    assert pops["--depth-bound"] < 8.0 < 30.0 < pops["--no-depth-bound"]
+            assert len(recs) == 41 and all(r["depth_bound"] == (flags[0] == "--depth-bound") for r in recs)
+            pops[flags] = max(r.get("pop_mm", 0.0) for r in recs)
+    bound, unbound, default = pops.values()
+    assert bound < 8.0 < 30.0 < unbound and default < 10.0
 
 
 def test_motion_benchmark_measures_pops_and_clipping(capsys):

@@ -183,8 +183,10 @@ def contact_avatar():
     from kisekae.avatar import load_builtin_avatar
     from kisekae.avatar.contact import apply_contact, contact_gap
 
-    base = apply_contact(load_builtin_avatar(), contact_gap(True), correctives="auto")
-    return base, base.with_part_contact()
+    base = apply_contact(load_builtin_avatar(), contact_gap(True), correctives="auto", part_contact=False)
+    parts = apply_contact(load_builtin_avatar(), contact_gap(True), correctives="auto")  # the command line's body
+    assert isinstance(parts.body.deform, PartContact) and not isinstance(base.body.deform, PartContact)
+    return base, parts
 
 
 def test_builtin_body_arm_against_the_chest(contact_avatar):
@@ -214,7 +216,7 @@ def test_garment_bakes_know_the_part_contact(contact_avatar):
     from kisekae.fit.runtime import _part_contact_entry
 
     base, parts = contact_avatar
-    assert joint_contact_of(parts.body.deform) is joint_contact_of(base.body.deform) is not None
+    assert joint_contact_of(parts.body.deform) is parts.body.deform.before.then  # through the part contact
     assert _part_contact_entry(base) == []
     np.testing.assert_array_equal(_part_contact_entry(parts)[0], [0.004, 0.01, 0.02, 8, 0.01])
     assert body_key(parts) == body_key(base)  # the garment correctives of the body without it serve it
@@ -243,7 +245,7 @@ def test_builtin_body_knees_together(contact_avatar, tmp_path):
 
 
 def test_command_line_part_contact(tmp_path, capsys):
-    """``kisekae check --part-contact`` poses the body with it: the knees-together body as the library's."""
+    """``kisekae check`` poses the body with the part contact by default, ``--no-part-contact`` without."""
     import json
 
     from kisekae.cli import main
@@ -252,11 +254,54 @@ def test_command_line_part_contact(tmp_path, capsys):
     pose.write_text(json.dumps({"thigh_l": {"world_axis": [0, 0, 1], "degrees": -12},
                                 "thigh_r": {"world_axis": [0, 0, 1], "degrees": 12}}))
     got = {}
-    for name, flags in (("default", []), ("parts", ["--part-contact"])):
+    for name, flags in (("plain", ["--no-part-contact"]), ("parts", []), ("parts2", ["--part-contact"])):
         out = tmp_path / f"{name}.json"
         assert main(["check", "--pose-file", str(pose), "--garment", "tights", "--self-contact", *flags, "--json",
                      str(out)]) == 0
         got[name] = json.loads(out.read_text())[0]
     capsys.readouterr()
-    assert got["default"]["body_buried"] >= 15
-    assert got["parts"]["body_buried"] <= got["default"]["body_buried"] // 3
+    assert got["plain"]["body_buried"] >= 15
+    assert got["parts"]["body_buried"] <= got["plain"]["body_buried"] // 3
+    assert got["parts2"]["body_buried"] == got["parts"]["body_buried"]
+
+
+def test_engine_bake_round_trip(contact_avatar):
+    """The bake an engine reads (kisekae fit's body_parts.json + .bytes) gives the same step, and bad bakes are
+    refused with the file's name."""
+    from kisekae.avatar.poses import range_of_motion_poses
+    from kisekae.shaders.part_bake import part_bake, part_from_bake
+
+    base, parts = contact_avatar
+    sk = parts.skeleton
+    doc, blob = part_bake(parts.body.deform, sk.names)
+    import json
+
+    doc = json.loads(json.dumps(doc))
+    fields, settings = part_from_bake(doc, blob, sk.names)
+    assert settings == {"gap": 0.004, "band": 0.01, "deep": 0.02, "passes": 8}
+    ref = parts.body.deform.fields
+    np.testing.assert_array_equal(fields.skip, ref.skip)
+    np.testing.assert_array_equal(fields.part, ref.part)
+    np.testing.assert_array_equal(fields.ring[1], ref.ring[1])
+    m = range_of_motion_poses(sk, 28, seed=777)[27].skinning_matrices(sk)
+    x = base.body.posed(m)
+    np.testing.assert_allclose(part_contact(x, fields, m), part_contact(x, ref, m), atol=1e-5, rtol=0)
+    with pytest.raises(KisekaeError, match="version"):
+        part_from_bake({**doc, "version": 99}, blob, sk.names)
+    with pytest.raises(KisekaeError, match="do not fit the blob"):
+        part_from_bake(doc, blob[:-4], sk.names)
+    with pytest.raises(KisekaeError, match="missing or unknown entry"):
+        part_from_bake({**doc, "parts": [{**doc["parts"][0], "bone": "no_such_bone"}]}, blob, sk.names)
+    with pytest.raises(KisekaeError, match="part contact bake"):
+        part_bake(base.body.deform, sk.names)
+
+
+def test_a_part_bone_scaled_to_zero_leaves_its_part_out():
+    """Animations hide props by scaling bones to zero: that part neither moves nor pushes, and nothing fails."""
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    m = moved(0.11)
+    x = posed(v, m, n_a)
+    m[1, :3, :3] = 0.0
+    np.testing.assert_array_equal(part_contact(x, fields, m), x)
+    np.testing.assert_array_equal(part_contact(x, fields, m, numpy=True), x)

@@ -142,7 +142,8 @@ class Avatar:
 
     def with_part_contact(self, gap: float | None = None, deep: float | None = None, passes: int | None = None):
         """A copy whose body also keeps apart the parts that share no joint (a hand on the hip, an arm on the chest,
-        the thighs), after its current deform (:mod:`kisekae.avatar.part_contact`; fields baked here, about 1 s).
+        the thighs), after its current deform (:mod:`kisekae.avatar.part_contact`; fields baked on the first call for a
+        body, about 1 s; a body that has it already gets it again with these settings).
 
         Parameters
         ----------
@@ -152,12 +153,11 @@ class Avatar:
         """
         from dataclasses import replace
 
-        from .part_contact import DEEP, GAP, PASSES, PartContact, bake_part_fields
+        from .part_contact import DEEP, GAP, PASSES, PartContact, cached_part_fields, inner_deform
 
         body = self.body
-        fields = bake_part_fields(body.mesh.vertices, body.mesh.faces, body.skin, self.skeleton.parents,
-                                  weld=body.mesh.weld, edges=body.mesh.edges)
-        step = PartContact(body.deform, fields, GAP if gap is None else gap, deep=DEEP if deep is None else deep,
+        step = PartContact(inner_deform(body.deform), cached_part_fields(body, self.skeleton.parents),
+                           GAP if gap is None else gap, deep=DEEP if deep is None else deep,
                            passes=PASSES if passes is None else passes)
         step.check()
         return replace(self, body=replace(body, deform=step))

@@ -135,7 +135,7 @@ def contact_gap(value, source: str = "contact") -> float | None:
                        f"(a number >= 0), got {value!r}", source)
 
 
-def apply_contact(avatar, gap, correctives="auto", rest_bend_limit: float | None = None):
+def apply_contact(avatar, gap, correctives="auto", rest_bend_limit: float | None = None, part_contact: bool = True):
     """``avatar`` posed the way the command line, batch catalogues and the demo pose it.
 
     Parameters
@@ -151,13 +151,16 @@ def apply_contact(avatar, gap, correctives="auto", rest_bend_limit: float | None
     rest_bend_limit : float or None
         :meth:`~kisekae.avatar.avatar.Avatar.with_body_contact`'s (None: :data:`REST_BEND_LIMIT`; 0: the planes
         across the child bone, as before 2026-12-07).
+    part_contact : bool
+        With the contact body, also keep apart the parts that share no joint, last
+        (:meth:`~kisekae.avatar.avatar.Avatar.with_part_contact`, :mod:`kisekae.avatar.part_contact`).
 
     Returns
     -------
     Avatar
-        ``avatar.with_body_contact(gap)`` (with the correctives before it); ``avatar`` itself when ``gap`` is None
-        (or with only explicit correctives) or when its body has no blended joint (:class:`NoBlendedJoint`: the
-        step would move nothing).
+        ``avatar.with_body_contact(gap)`` (with the correctives before it and the part contact after it); ``avatar``
+        itself when ``gap`` is None (or with only explicit correctives) or when its body has no blended joint
+        (:class:`NoBlendedJoint`: the step would move nothing).
     """
     from .correctives import packaged_correctives, with_correctives
 
@@ -171,8 +174,12 @@ def apply_contact(avatar, gap, correctives="auto", rest_bend_limit: float | None
         if correctives != "auto":
             raise KisekaeError(f"must be 'auto', None or PoseCorrectives, got {correctives!r}", "correctives")
         found = packaged_correctives(avatar) if gap is not None else None
-        return posed if found is None else with_correctives(posed, found, same_body=True)
-    return posed if correctives is None else with_correctives(posed, correctives)
+        posed = posed if found is None else with_correctives(posed, found, same_body=True)
+    elif correctives is not None:
+        posed = with_correctives(posed, correctives)
+    if part_contact and gap is not None and posed.body.deform is not None:
+        posed = posed.with_part_contact()
+    return posed
 
 
 def joint_contact_of(deform):

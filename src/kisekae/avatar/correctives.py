@@ -802,14 +802,17 @@ class BodyCorrectives:
 
 def with_correctives(avatar, correctives: PoseCorrectives, *, same_body: bool = False):
     """``avatar`` whose body is posed with ``correctives`` before its current ``deform`` (the joint planes of
-    :meth:`~kisekae.avatar.avatar.Avatar.with_body_contact`, or nothing).
+    :meth:`~kisekae.avatar.avatar.Avatar.with_body_contact`, or nothing; a part contact stays after them).
 
     ``same_body``: the caller has checked that the body is the one the bake was made for (as
     :func:`packaged_correctives` does for an exported and re-imported built-in body); otherwise the rest mesh and
     skin must hash as the bake's."""
     from dataclasses import replace
 
-    then = avatar.body.deform
+    from .part_contact import PartContact, inner_deform
+
+    outer = avatar.body.deform
+    then = inner_deform(outer)
     if isinstance(then, BodyCorrectives):
         then = then.then
     if not same_body and \
@@ -818,6 +821,8 @@ def with_correctives(avatar, correctives: PoseCorrectives, *, same_body: bool = 
                            "`kisekae bake-correctives`", "correctives")
     deform = BodyCorrectives(correctives, avatar.skeleton, avatar.body.skin, then)
     deform.check()
+    if isinstance(outer, PartContact):  # the part contact stays last
+        deform = replace(outer, before=deform)
     return replace(avatar, body=replace(avatar.body, deform=deform))
 
 

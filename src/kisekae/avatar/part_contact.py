@@ -174,7 +174,7 @@ def _part_grid(rest, faces, sel, cell: float, margin: float):
 
 def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=None, cell: float = CELL,
                      margin: float = MARGIN, min_vertices: int = MIN_PART_VERTICES) -> PartFields:
-    """The part fields of a body (about 1 s for the built-in body's 20 parts at 1 cm).
+    """The part fields of a body (about 1 s for the built-in body's 16 parts at 1 cm).
 
     Parameters
     ----------
@@ -260,8 +260,28 @@ def _check(points, fields: PartFields, skin_matrices, gap, band, deep):
     if not np.all(np.isfinite(m)):
         raise KisekaeError("skinning matrices contain NaN or infinity", "part contact")
     check_settings(gap, band, deep)
-    inv = np.linalg.inv(m)
-    return p.astype(np.float64), np.ascontiguousarray(inv), float(gap), float(band), float(deep)
+    return p.astype(np.float64), bone_inverses(m), float(gap), float(band), float(deep)
+
+
+#: A part bone's skinning matrix whose 3 x 3 determinant is below this is singular (a bone scaled to zero, as
+#: animations hide props): its part neither moves nor pushes that frame.
+MIN_DETERMINANT = 1e-12
+
+
+def bone_inverses(skin_matrices) -> np.ndarray:
+    """(B, 4, 4) inverse of each skinning matrix; zeros for a singular one (:data:`MIN_DETERMINANT`)."""
+    m = np.asarray(skin_matrices, dtype=np.float64)
+    inv = np.zeros_like(m)
+    live = np.abs(np.linalg.det(m[:, :3, :3])) > MIN_DETERMINANT
+    if live.any():
+        inv[live] = np.linalg.inv(m[live])
+    return np.ascontiguousarray(inv)
+
+
+def live_parts(fields: PartFields, skin_matrices) -> np.ndarray:
+    """(P,) bool: the parts whose bone's skinning matrix is not singular this frame."""
+    m = np.asarray(skin_matrices, dtype=np.float64)[fields.bone]
+    return np.abs(np.linalg.det(m[:, :3, :3])) > MIN_DETERMINANT
 
 
 def _moves(fb, gb, fa, ga, fbr, far, gap, band, fade):
@@ -283,9 +303,12 @@ def _moves(fb, gb, fa, ga, fbr, far, gap, band, fade):
                     0.0)
 
 
-def _tested(fields: PartFields, s: int) -> np.ndarray:
-    """The vertices that move and are tested against part ``s``."""
-    return np.flatnonzero((fields.part >= 0) & ((fields.skip >> np.uint64(s)) & np.uint64(1) == 0))
+def _tested(fields: PartFields, s: int, live) -> np.ndarray:
+    """The vertices that move and are tested against part ``s`` (none when ``s`` is not ``live``)."""
+    if not live[s]:
+        return np.zeros(0, dtype=np.int64)
+    mine = np.where(fields.part >= 0, live[np.clip(fields.part, 0, None)], False)
+    return np.flatnonzero(mine & ((fields.skip >> np.uint64(s)) & np.uint64(1) == 0))
 
 
 def pair_depths_numpy(points, fields: PartFields, skin_matrices) -> np.ndarray:
@@ -293,23 +316,28 @@ def pair_depths_numpy(points, fields: PartFields, skin_matrices) -> np.ndarray:
     lies inside ``s``'s field, NumPy reference."""
     p, inv, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
     depth = np.zeros((fields.n_parts, fields.n_parts))
+    live = live_parts(fields, skin_matrices)
     for s, b in enumerate(fields.bone):
-        act = _tested(fields, s)
+        act = _tested(fields, s, live)
         fb = sample_field_numpy(fields, s, p[act] @ inv[b, :3, :3].T + inv[b, :3, 3])[0]
         inside = fb < 0
         np.maximum.at(depth[:, s], fields.part[act][inside], -fb[inside])
     return depth
 
 
-def pair_fade(depths, deep: float = DEEP) -> np.ndarray:
+def pair_fade(depths, deep: float = DEEP, live=None) -> np.ndarray:
     """(P, P) factor of each pair's moves: 1 while the deeper of the pair's two :func:`pair_depths_numpy` is at
     most ``deep``, falling linearly to 0 at twice that, and no more than the least factor of any pair of either part.
     A forearm buried in the chest is a pose no vertex step can repair, and a partial repair tears it: the forearm and
-    the chest are then left alone, also where they touch something else."""
+    the chest are then left alone, also where they touch something else. With ``live`` (:func:`live_parts`), the
+    pairs of parts that are not are 0."""
     d = np.asarray(depths, dtype=np.float64)
     fade = np.clip(2.0 - np.maximum(d, d.T) / float(deep), 0.0, 1.0)
     part = fade.min(axis=1, initial=1.0)
-    return np.minimum(fade, np.minimum(part[:, None], part[None, :]))
+    fade = np.minimum(fade, np.minimum(part[:, None], part[None, :]))
+    if live is not None:  # a part whose bone is singular this frame (live_parts): 0 for all its pairs
+        fade = fade * (np.asarray(live)[:, None] & np.asarray(live)[None, :])
+    return fade
 
 
 def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
@@ -331,11 +359,12 @@ def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = G
     """
     p, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
     if fade is None:
-        fade = pair_fade(pair_depths_numpy(p, fields, skin_matrices), deep)
+        fade = pair_fade(pair_depths_numpy(p, fields, skin_matrices), deep, live_parts(fields, skin_matrices))
     a = fields.part
     out = p.copy()
+    live = live_parts(fields, skin_matrices)
     for s, b in enumerate(fields.bone):
-        act = _tested(fields, s)
+        act = _tested(fields, s, live)
         if len(act) == 0:
             continue
         q = p[act]
@@ -467,7 +496,7 @@ def part_step(points, fields: PartFields, skin_matrices, *, gap: float = GAP, ba
         depth, near = _depths(p, fields, inv, active, gap + band)
         if not near:
             return p.copy()
-        fade = pair_fade(depth, deep)
+        fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))
     return _step(p, fields, skin_matrices, inv, gap, band, fade, active)
 
 
@@ -518,12 +547,14 @@ def _step(p, fields: PartFields, skin_matrices, inv, gap, band, fade, active=Non
 
 def active_pairs(fields: PartFields, points, skin_matrices) -> np.ndarray:
     """(P, P) bool ``[a, s]``: the box around part ``a``'s posed vertices meets the box around part ``s``'s posed
-    grid (its eight corners moved by the bone), both grown by 1 mm, for the pairs of :attr:`PartFields.pair_live`.
+    grid (its eight corners moved by the bone), both grown by 1 mm, for the pairs of :attr:`PartFields.pair_live`
+    whose two bones are not singular this frame (:func:`live_parts`).
     Where it does not, no vertex of ``a`` is inside ``s``'s grid, so :func:`part_step` skips the pair (the broad
     phase: the same result as testing every vertex)."""
     m = np.ascontiguousarray(np.asarray(skin_matrices, dtype=np.float64)[fields.bone])
+    live = live_parts(fields, skin_matrices)
     return _active_kernel(np.asarray(points, dtype=np.float64), fields.order, fields.part_start, fields.lo,
-                          fields.dims, fields.cell, m, fields.pair_live)
+                          fields.dims, fields.cell, m, fields.pair_live & live[:, None] & live[None, :])
 
 
 @numba.njit(cache=True)
@@ -588,7 +619,7 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
     depth, near = _depths(x, fields, inv, active, gap + band)
     if not near:
         return x  # no vertex within reach of another part: the steps would move nothing
-    fade = pair_fade(depth, deep)  # once, from the input: both steps treat a pair alike
+    fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))  # once: both steps treat a pair alike
     y = _step(x, fields, skin_matrices, inv, gap, band, fade, active)
     if passes == 0 or not np.any(y != x):
         return y  # nothing moved: the second step would give the same
@@ -605,7 +636,7 @@ def part_contact_numpy_steps(points, fields: PartFields, skin_matrices, passes: 
         def step(y, fade):
             return part_step_numpy(y, fields, skin_matrices, fade=fade)
     x = as_points(points, "posed body vertices")
-    fade = pair_fade(pair_depths_numpy(x, fields, skin_matrices), deep)
+    fade = pair_fade(pair_depths_numpy(x, fields, skin_matrices), deep, live_parts(fields, skin_matrices))
     y = np.asarray(step(x, fade), dtype=np.float64)
     if passes == 0 or not np.any(y != x):
         return y
@@ -660,3 +691,31 @@ class PartContact:
     def _after(self, y, skin_matrices) -> np.ndarray:
         return part_contact(y, self.fields, skin_matrices, gap=self.gap, band=self.band, deep=self.deep,
                             passes=self.passes).astype(np.float32)
+
+
+def inner_deform(deform):
+    """The deform a :class:`PartContact` runs after (``before``), or ``deform`` itself: the joint planes, the
+    correctives and planes, or None."""
+    return deform.before if isinstance(deform, PartContact) else deform
+
+
+_FIELDS: dict = {}
+
+
+def cached_part_fields(body, parents) -> PartFields:
+    """:func:`bake_part_fields` of a :class:`kisekae.avatar.avatar.SkinnedMesh` body, baked once per process and body
+    (keyed by a hash of the rest mesh, its skin and the bone parents; the eight most recent are kept)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in (body.mesh.vertices, body.mesh.faces, body.skin.indices, body.skin.weights, parents):
+        arr = np.ascontiguousarray(a)
+        h.update(str((arr.dtype.str, arr.shape)).encode())
+        h.update(arr.tobytes())
+    key = h.hexdigest()
+    if key not in _FIELDS:
+        if len(_FIELDS) >= 8:
+            _FIELDS.pop(next(iter(_FIELDS)))
+        _FIELDS[key] = bake_part_fields(body.mesh.vertices, body.mesh.faces, body.skin, parents, weld=body.mesh.weld,
+                                        edges=body.mesh.edges)
+    return _FIELDS[key]

@@ -146,8 +146,9 @@ class Catalog:
 
 
 #: How a contact body gets its pose-space correctives (:func:`kisekae.avatar.contact.apply_contact`, "auto": the
-#: packaged bake where it fits); part of the hash of contact rows, so rows from before the correctives are not reused.
-CORRECTIVES_POLICY = "auto-1"
+#: packaged bake where it fits) and, since "auto-2", the part contact after the planes; part of the hash of contact
+#: rows, so rows from before either are not reused.
+CORRECTIVES_POLICY = "auto-2"
 
 
 #: Which fix the ``after`` stage runs (:func:`kisekae.fit.fix.fix_pose`'s ``auto``); hashed into the rows of catalogues

@@ -60,10 +60,13 @@ def add_contact_args(p):
                         "planes (docs/contact.md): auto (default) uses the packaged bake where it fits the body (the "
                         "built-in avatar, its --body shapes and their glTF exports), off none, builtin the same as "
                         "auto but an error where it does not fit, FILE a bake from `kisekae bake-correctives`")
-    p.add_argument("--part-contact", action="store_true",
-                   help="also keep apart body parts that share no joint (a hand on the hip, an arm on the chest, the "
-                        "thighs), after the joint planes (kisekae.avatar.part_contact; docs/contact.md; bakes the "
-                        "part fields, about 1 s)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--part-contact", dest="part_contact", action="store_true", default=True,
+                   help="the contact body also keeps apart body parts that share no joint (a hand on the hip, an arm "
+                        "on the chest, the thighs), after the joint planes: the default (kisekae.avatar.part_contact; "
+                        "docs/contact.md)")
+    g.add_argument("--no-part-contact", dest="part_contact", action="store_false",
+                   help="the contact body without the part contact (for comparison)")
 
 
 def contact_gap(args) -> float | None:
@@ -91,6 +94,7 @@ def with_contact(avatar, args):
     import sys
 
     from ..avatar.contact import apply_contact
+    from ..avatar.part_contact import inner_deform
 
     gap = contact_gap(args)
     which = getattr(args, "correctives", None) or "auto"
@@ -104,18 +108,16 @@ def with_contact(avatar, args):
             raise KisekaeError(f"{exc}", "--correctives") from None
     try:
         posed = apply_contact(avatar, gap, correctives={"auto": "auto", "builtin": "auto", "off": None}.get(
-            which, explicit))
+            which, explicit), part_contact=getattr(args, "part_contact", True))
     except KisekaeError as exc:
         raise KisekaeError(f"{exc}", "--correctives") from None
-    if which == "builtin" and not hasattr(posed.body.deform, "correctives"):
+    if which == "builtin" and not hasattr(inner_deform(posed.body.deform), "correctives"):
         raise KisekaeError("no packaged correctives fit this body (the built-in avatar and its shapes have them); "
                            "bake them with `kisekae bake-correctives`" if gap is not None else
                            "the packaged correctives go with the contact body; drop --no-contact", "--correctives")
     if gap is not None and posed.body.deform is None:
         print(f"kisekae: note: {avatar.name}: no joint of the body blends two bones; plain skinning (the contact "
               "step would move nothing)", file=sys.stderr)
-    if getattr(args, "part_contact", False):
-        posed = posed.with_part_contact()
     return posed
 
 

@@ -15,7 +15,8 @@ def register(sub):
                                    "runs the exact-skin push-out for every (pose, garment) and writes the fixed "
                                    "garments as OBJ, with a JSON report (fit per bone, check before/after, draw "
                                    "order), the body contact (body_contact.json), the body's pose-space correctives "
-                                   "(body_correctives.json + .bytes, when the body has them), per garment its own pose-space "
+                                   "(body_correctives.json + .bytes, when the body has them), the body's part contact "
+                                   "(body_parts.json + .bytes), per garment its own pose-space "
                                    "correctives where it has them (NAME.correctives.json + .bytes: the packaged ones "
                                    "of the built-in tights on the default body) and the surface "
                                    "push's bake for the engine glue (NAME.surface.json + NAME.surface.bytes) and the "
@@ -64,6 +65,7 @@ def run(args) -> int:
     obj_list = [((name, pose.name), out / f"{name}__{_safe(pose.name)}.obj") for pose in poses for name in garments]
     rig_path, vrm_path, report_path = out / "capsules.json", out / "capsules.vrm.json", out / "report.json"
     contact_path = out / "body_contact.json" if _contact(avatar) is not None else None
+    part_paths = _part_paths(avatar, out)
     corrective_paths = corrective_bake_paths(out) if _correctives(avatar) is not None else ()
     choice = garment_correctives_choice(avatar, garments, args.garment_correctives)
     garment_corrective_paths = {name: corrective_bake_paths(out, name) for name in garments
@@ -74,6 +76,7 @@ def run(args) -> int:
     covered_paths = {name: covered_bake_path(out, name) for name in garments}
     # a pose given twice (or two names that read the same in a file name) is refused here, not half-way
     check_outputs([rig_path, vrm_path, report_path, *([contact_path] if contact_path else []), *corrective_paths,
+                   *part_paths,
                    *(p for pair in surface_paths.values() for p in pair), *covered_paths.values(),
                    *(p for pair in layer_paths.values() for p in pair),
                    *(p for pair in garment_corrective_paths.values() for p in pair),
@@ -82,7 +85,8 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     body = avatar.body
     sk = avatar.skeleton
-    rig = _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths)
+    rig = _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths,
+                            part_paths)
     _write_garment_bakes(avatar, surface_paths, covered_paths,
                          COMPRESSION_LIMIT if args.compression_limit is None else args.compression_limit)
     _write_layer_bakes(avatar, layer_paths)
@@ -106,15 +110,16 @@ def run(args) -> int:
     report["records"] = [json_record(r) for r in records]
     report_path.write_text(json.dumps(report, indent=1, default=lambda o: np.asarray(o).tolist()))
     print(format_table(records))
-    extra = _summary(contact_path, corrective_paths, garment_corrective_paths, surface_paths, layer_paths)
+    extra = _summary(contact_path, corrective_paths, garment_corrective_paths, surface_paths, layer_paths, part_paths)
     print(f"wrote {rig_path} ({len(rig.bone)} capsules), {len(records) // 2} fixed garments and report.json{extra} "
           f"to {out}")
     return 0
 
 
-def _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths):
-    """Fit and write the capsule rig (JSON and VRM colliders), the body contact and the pose-space correctives of the
-    body and of the garments that have them; returns the rig."""
+def _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths, garment_corrective_paths,
+                      part_paths=()):
+    """Fit and write the capsule rig (JSON and VRM colliders), the body contact, the part contact and the pose-space
+    correctives of the body and of the garments that have them; returns the rig."""
     from ..fit.fitting import fit_capsules
     from ..fit.garment_correctives import garment_correctives
     from ..shaders.corrective_bake import corrective_bake
@@ -128,6 +133,12 @@ def _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths
         from ..shaders.contact_bake import contact_bake
 
         contact_path.write_text(json.dumps(contact_bake(_contact(avatar), sk.names)))
+    if part_paths:
+        from ..shaders.part_bake import part_bake
+
+        doc, blob = part_bake(avatar.body.deform, sk.names)
+        part_paths[0].write_text(json.dumps(doc))
+        part_paths[1].write_bytes(blob)
     bakes = [(corrective_paths, _correctives(avatar))] if corrective_paths else []
     bakes += [(paths, garment_correctives(avatar, name)) for name, paths in garment_corrective_paths.items()]
     for (head, blob_path), correctives in bakes:
@@ -137,11 +148,22 @@ def _write_body_bakes(avatar, rig_path, vrm_path, contact_path, corrective_paths
     return rig
 
 
-def _summary(contact_path, corrective_paths, garment_corrective_paths, surface_paths, layer_paths) -> str:
+def _part_paths(avatar, out) -> tuple:
+    """Where the body's part contact bake goes (:func:`kisekae.shaders.part_bake.part_bake_paths`), or () when the
+    body has none."""
+    from ..avatar.part_contact import PartContact
+    from ..shaders.part_bake import part_bake_paths
+
+    return part_bake_paths(out) if isinstance(avatar.body.deform, PartContact) else ()
+
+
+def _summary(contact_path, corrective_paths, garment_corrective_paths, surface_paths, layer_paths,
+             part_paths=()) -> str:
     """What ``kisekae fit`` wrote besides the rig, garments and report, for its last line."""
     extra = f", {contact_path.name} (the body contact for the engine glue)" if contact_path is not None else ""
     extra += (f", {corrective_paths[0].name} + .bytes (the body's pose-space correctives)" if corrective_paths
               else "")
+    extra += f", {part_paths[0].name} + .bytes (the body's part contact)" if part_paths else ""
     extra += (f", the pose-space correctives of {', '.join(garment_corrective_paths)} (GARMENT.correctives.json + "
               ".bytes)" if garment_corrective_paths else "")
     extra += (f", {len(surface_paths)} surface push bakes (*.surface.json + .bytes) and covered-skin culling lists "
@@ -200,8 +222,9 @@ def _contact(avatar):
 def _correctives(avatar):
     """The avatar body's pose-space correctives, or None."""
     from ..avatar.correctives import BodyCorrectives
+    from ..avatar.part_contact import inner_deform
 
-    deform = avatar.body.deform
+    deform = inner_deform(avatar.body.deform)
     return deform.correctives if isinstance(deform, BodyCorrectives) else None
 
 

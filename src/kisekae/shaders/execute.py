@@ -1453,12 +1453,14 @@ def gpu_contact_planes_loop(points, planes, skin_matrices, *, gap: float | None 
 
 def _part_tables(points, fields, skin_matrices, fade=None):
     """The harness inputs of modes 31 and 32: ``(n, in0, in1, in2, samples, header, rows)``."""
+    from ..avatar.part_contact import bone_inverses
+
     p = np.asarray(points, np.float64).reshape(-1, 3)
     n = len(p)
     n_parts = fields.n_parts
     if n_parts > 64:
         raise KisekaeError(f"the harness holds at most 64 parts, got {n_parts}", "part fields")
-    inv = np.linalg.inv(np.asarray(skin_matrices, np.float64)[fields.bone])[:, :3, :]
+    inv = bone_inverses(np.asarray(skin_matrices, np.float64)[fields.bone])[:, :3, :]
     header = np.zeros((max(128 + 64 * 64, n), 4), np.float32)
     header[0:2 * n_parts:2] = np.c_[fields.lo, fields.start[:-1]]
     header[1:2 * n_parts:2] = np.c_[fields.dims, np.full(n_parts, fields.cell)]
@@ -1518,7 +1520,8 @@ def gpu_part_step(points, fields, skin_matrices, *, gap: float | None = None, ba
     from ..avatar import part_contact as pc
 
     if fade is None:
-        fade = pc.pair_fade(pc.pair_depths_numpy(points, fields, skin_matrices), pc.DEEP if deep is None else deep)
+        fade = pc.pair_fade(pc.pair_depths_numpy(points, fields, skin_matrices), pc.DEEP if deep is None else deep,
+                            pc.live_parts(fields, skin_matrices))
     n, in0, pieces, samples, header, rows = _part_tables(points, fields, skin_matrices, fade)
     n_parts = fields.n_parts
     params = [[pc.GAP if gap is None else float(gap), pc.BAND if band is None else float(band),
