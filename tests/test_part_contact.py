@@ -223,15 +223,15 @@ def test_garment_bakes_know_the_part_contact(contact_avatar):
     assert body_key(base)["gap"] == 0.004
 
 
-def test_builtin_body_knees_together(contact_avatar, tmp_path):
-    """Thighs turned 12 degrees inwards each: the knees press into each other, away from any joint they share."""
+def test_builtin_body_feet_together(contact_avatar, tmp_path):
+    """Thighs turned 12 degrees inwards each: the feet press into each other, away from any joint they share."""
     import json
 
     from kisekae.avatar.poses import load_pose_file
     from kisekae.qa.selfcontact import BodySelfContact, flipped_faces
 
     base, parts = contact_avatar
-    path = tmp_path / "knees_together.json"
+    path = tmp_path / "feet_together.json"
     path.write_text(json.dumps({"thigh_l": {"world_axis": [0, 0, 1], "degrees": -12},
                                 "thigh_r": {"world_axis": [0, 0, 1], "degrees": 12}}))
     m = load_pose_file(base.skeleton, path).skinning_matrices(base.skeleton)
