@@ -144,8 +144,9 @@ StructuredBuffer<float4> gPartSamples;
 StructuredBuffer<float4> gPartHeaders;
 StructuredBuffer<float4> gPartInverse;
 #define KISEKAE_LOAD_PART_SAMPLE(row) (gPartSamples[(row)])
-#define KISEKAE_LOAD_PART_GRID(s, G) { G.lo = gPartHeaders[2u * (s)].xyz; G.start = asuint(gPartHeaders[2u * (s)].w); \\
-    G.dims = asuint(gPartHeaders[2u * (s) + 1u].xyz); G.cell = gPartHeaders[2u * (s) + 1u].w; }
+#define KISEKAE_LOAD_PART_GRID(s, G) { G.lo = gPartHeaders[3u * (s)].xyz; G.start = asuint(gPartHeaders[3u * (s)].w); \\
+    G.dims = asuint(gPartHeaders[3u * (s) + 1u].xyz); G.cell = gPartHeaders[3u * (s) + 1u].w; \\
+    G.reach = gPartHeaders[3u * (s) + 2u].x; }
 #define KISEKAE_LOAD_PART_INVERSE(s, r) (gPartInverse[3u * (s) + (r)])
 StructuredBuffer<float> gPartFade;
 #define KISEKAE_LOAD_PART_FADE(a, s) (gPartFade[64u * (a) + (s)])

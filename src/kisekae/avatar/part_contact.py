@@ -39,6 +39,9 @@ from ..errors import KisekaeError
 from ..geom.ring import one_ring, smooth_push, smooth_push_numpy
 from ..validate import as_faces, as_points
 
+#: Version of the step's rules, part of the garment bakes' cache keys (:func:`kisekae.fit.runtime.candidates_cache_key`):
+#: a change to how the body is posed must not reuse bakes made on the old body.
+VERSION = 1
 #: Grid cell of the part fields, metres.
 CELL = 0.01
 #: Grid margin around each part, metres.
@@ -58,6 +61,9 @@ BAND = 0.01
 DEEP = 0.02
 #: Largest move of one vertex against one part, metres.
 MAX_MOVE = 0.03
+#: ... and at most this fraction of its own part's thickness (its deepest point's depth): a thin part (a heavy body's
+#: hand, 22 mm) pressed into the belly is not pushed through itself.
+REACH_FRACTION = 0.5
 #: Floor of the length of the move direction before normalising (a move at most ``1 / MIN_SPREAD`` times its step).
 MIN_SPREAD = 0.5
 #: One-ring smoothing passes between the two steps of :func:`part_contact`.
@@ -89,6 +95,8 @@ class PartFields:
     order : (M,) int64 the vertices with a part, sorted by part (stable)
     part_start : (P + 1,) int64 part ``s``'s vertices at ``order[part_start[s]:part_start[s + 1]]``
     pair_live : (P, P) bool ``[a, s]``: some vertex of part ``a`` is tested against part ``s`` (a joint's pair is not)
+    reach : (P,) float64 the largest move of a vertex of each part against one other part, metres:
+        ``min(MAX_MOVE, REACH_FRACTION * depth)`` with ``depth`` the part's deepest sample's depth
     """
 
     grid: np.ndarray
@@ -105,6 +113,7 @@ class PartFields:
     order: np.ndarray = None
     part_start: np.ndarray = None
     pair_live: np.ndarray = None
+    reach: np.ndarray = None
 
     def __post_init__(self):
         if self.order is None:
@@ -117,6 +126,10 @@ class PartFields:
             for a in range(n):
                 self.pair_live[a] = tested[self.part_start[a]:self.part_start[a + 1]].any(axis=0)
             self.pair_live[np.arange(n), np.arange(n)] = False
+        if self.reach is None:
+            depth = np.array([max(-self.grid[self.start[s]:self.start[s + 1], 0].min(initial=0.0), 0.0)
+                              for s in range(len(self.bone))], dtype=np.float64)
+            self.reach = np.minimum(MAX_MOVE, REACH_FRACTION * depth)
 
     @property
     def n_parts(self) -> int:
@@ -284,9 +297,9 @@ def live_parts(fields: PartFields, skin_matrices) -> np.ndarray:
     return np.abs(np.linalg.det(m[:, :3, :3])) > MIN_DETERMINANT
 
 
-def _moves(fb, gb, fa, ga, fbr, far, gap, band, fade):
-    """The moves of vertices against one part (NumPy; ``fade`` (M,) their pairs' :func:`pair_fade`), (M, 3) world
-    metres."""
+def _moves(fb, gb, fa, ga, fbr, far, gap, band, fade, reach):
+    """The moves of vertices against one part (NumPy; ``fade`` (M,) their pairs' :func:`pair_fade`, ``reach`` (M,)
+    their parts' :attr:`PartFields.reach`), (M, 3) world metres."""
     target = np.minimum(gap, np.where(np.isfinite(fbr), fbr - far - band - REST_SLACK, np.inf))
     g = fb - fa
     t = np.maximum(band - np.abs(g - target), 0.0) / band
@@ -298,7 +311,7 @@ def _moves(fb, gb, fa, ga, fbr, far, gap, band, fade):
     cos = np.where(ok, np.einsum("ij,ij->i", gb, ga) / np.where(ok, nb * na, 1.0), 0.0)
     d = gb - np.maximum(-cos, 0.0)[:, None] * ga
     dn = np.sqrt(np.einsum("ij,ij->i", d, d))
-    length = np.minimum(step / np.maximum(dn, MIN_SPREAD), MAX_MOVE)
+    length = np.minimum(step / np.maximum(dn, MIN_SPREAD), reach)
     return np.where(((dn > 1e-6) & (step != 0.0))[:, None], (length / np.where(dn > 1e-6, dn, 1.0))[:, None] * d,
                     0.0)
 
@@ -388,7 +401,7 @@ def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = G
         # gradients to the world: the inverse transpose of the rest-to-posed map
         wb = gb @ inv[b, :3, :3]
         wa = np.einsum("ni,nij->nj", ga, inv[own, :3, :3])
-        out[act] += _moves(fb, wb, fa, wa, fbr, far, gap, band, fade[a[act], s])
+        out[act] += _moves(fb, wb, fa, wa, fbr, far, gap, band, fade[a[act], s], fields.reach[a[act]])
     return out
 
 
@@ -434,7 +447,7 @@ def _to_world_gradient(inv, b, g0, g1, g2):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, error_model="numpy")
 def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, order, part_start, inv, active, gap,
-                      band, fade):  # pragma: no cover - compiled
+                      band, fade, reach):  # pragma: no cover - compiled
     """:func:`part_step_numpy`'s moves, pair by pair of the broad phase (``active``), added to a copy of ``p``."""
     out = p.copy()
     for s in range(bone.shape[0]):
@@ -480,7 +493,7 @@ def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, o
                 dn = np.sqrt(dx * dx + dy * dy + dz * dz)
                 if dn <= 1e-6 or step == 0.0:
                     continue
-                length = min(step / max(dn, MIN_SPREAD), MAX_MOVE) / dn
+                length = min(step / max(dn, MIN_SPREAD), reach[sa]) / dn
                 out[i, 0] += length * dx
                 out[i, 1] += length * dy
                 out[i, 2] += length * dz
@@ -542,7 +555,7 @@ def _step(p, fields: PartFields, skin_matrices, inv, gap, band, fade, active=Non
         return p.copy()
     return _part_step_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone,
                              fields.rest, fields.own_bone, fields.skip, fields.order, fields.part_start, inv, active,
-                             gap, band, fade)
+                             gap, band, fade, fields.reach)
 
 
 def active_pairs(fields: PartFields, points, skin_matrices) -> np.ndarray:

@@ -212,12 +212,13 @@ def candidates_cache_key(avatar: Avatar, name: str) -> list:
 def _part_contact_entry(avatar: Avatar) -> list:
     """The part contact's settings (:mod:`kisekae.avatar.part_contact`) as a key entry where the body has it (it
     may move nothing in the key's probe poses), else nothing: keys of bodies without it stay as they were."""
-    from ..avatar.part_contact import PartContact
+    from ..avatar.part_contact import VERSION, PartContact
 
     d = avatar.body.deform
     if not isinstance(d, PartContact):
         return []
-    return [np.array([d.gap, d.band, d.deep, d.passes, d.fields.cell], dtype=np.float64)]
+    return [np.array([VERSION, d.gap, d.band, d.deep, d.passes, d.fields.cell], dtype=np.float64),
+            np.asarray(d.fields.reach, dtype=np.float64)]
 
 
 def _garment_key_entries(avatar: Avatar, name: str) -> list:

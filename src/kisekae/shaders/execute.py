@@ -1461,11 +1461,12 @@ def _part_tables(points, fields, skin_matrices, fade=None):
     if n_parts > 64:
         raise KisekaeError(f"the harness holds at most 64 parts, got {n_parts}", "part fields")
     inv = bone_inverses(np.asarray(skin_matrices, np.float64)[fields.bone])[:, :3, :]
-    header = np.zeros((max(128 + 64 * 64, n), 4), np.float32)
-    header[0:2 * n_parts:2] = np.c_[fields.lo, fields.start[:-1]]
-    header[1:2 * n_parts:2] = np.c_[fields.dims, np.full(n_parts, fields.cell)]
+    header = np.zeros((max(192 + 64 * 64, n), 4), np.float32)
+    header[0:3 * n_parts:3] = np.c_[fields.lo, fields.start[:-1]]
+    header[1:3 * n_parts:3] = np.c_[fields.dims, np.full(n_parts, fields.cell)]
+    header[2:3 * n_parts:3, 0] = fields.reach
     if fade is not None:
-        rows_fade = 128 + 64 * np.arange(n_parts)[:, None] + np.arange(n_parts)[None, :]
+        rows_fade = 192 + 64 * np.arange(n_parts)[:, None] + np.arange(n_parts)[None, :]
         header[rows_fade.ravel(), 0] = np.asarray(fade, np.float64).ravel()
     rows = np.zeros((max(3 * n_parts, n), 4), np.float32)
     rows[:3 * n_parts] = inv.reshape(-1, 4)
@@ -1525,7 +1526,7 @@ def gpu_part_step(points, fields, skin_matrices, *, gap: float | None = None, ba
     n, in0, pieces, samples, header, rows = _part_tables(points, fields, skin_matrices, fade)
     n_parts = fields.n_parts
     params = [[pc.GAP if gap is None else float(gap), pc.BAND if band is None else float(band),
-               pc.DEEP if deep is None else float(deep), pc.MAX_MOVE], [pc.MIN_SPREAD, pc.REST_SLACK, n_parts, 0.0]]
+               pc.DEEP if deep is None else float(deep), 0.0], [pc.MIN_SPREAD, pc.REST_SLACK, n_parts, 0.0]]
     o0, _ = _run("part_step", "constants", n, params=params, in0=in0, in1=_vec4(n, fields.rest), in2=pieces,
                  in3=samples, in4=header, in5=rows)
     return o0[:, :3]

@@ -3,8 +3,8 @@ need, and the body's one-ring for the ``KisekaeSmoothPush`` passes between the t
 
 The part contact (:mod:`kisekae.avatar.part_contact`) has two kinds of data:
 
-- **static**: each part's grid (its bone, by name; the rest-frame corner ``lo``, ``dims``, ``cell`` and the first
-  row ``start`` of its samples) and the samples themselves, four float32 each (signed distance in metres, then its
+- **static**: each part's grid (its bone, by name; the rest-frame corner ``lo``, ``dims``, ``cell``, the first
+  row ``start`` of its samples and its vertices' largest move ``reach``) and the samples themselves, four float32 each (signed distance in metres, then its
   gradient); per body vertex its part (int32, -1: it does not move), its 64-bit skip mask (two uint32, low word
   first) and its rest position (three float32); the body's welded one-ring (``ringPtr`` N + 1 and ``ring`` uint32);
 - **per frame**: the first three rows of the inverse of each part bone's skinning matrix ``M = boneToWorld ·
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..avatar.part_contact import MAX_MOVE, MIN_SPREAD, REST_SLACK, PartContact, PartFields
+from ..avatar.part_contact import MIN_SPREAD, REST_SLACK, PartContact, PartFields
 from ..errors import KisekaeError
 
 #: Version of the bake document.
@@ -50,9 +50,9 @@ def part_bake(step: PartContact, bone_names) -> tuple:
 
     Returns
     -------
-    (dict, bytes): JSON-ready document with ``version``, ``settings`` (``gap``, ``band``, ``deep``, ``maxMove``,
-    ``minSpread``, ``restSlack`` in metres, ``passes``), ``cell``, ``vertexCount``, ``parts`` (list of ``{bone, lo,
-    dims, start}``) and ``layout`` (byte offset and count of each array of :data:`LAYOUT`), and the blob.
+    (dict, bytes): JSON-ready document with ``version``, ``settings`` (``gap``, ``band``, ``deep``, ``minSpread``,
+    ``restSlack`` in metres, ``passes``), ``cell``, ``vertexCount``, ``parts`` (list of ``{bone, lo, dims, start,
+    reach}``) and ``layout`` (byte offset and count of each array of :data:`LAYOUT`), and the blob.
     """
     if not isinstance(step, PartContact):
         raise KisekaeError(f"need the body's PartContact, got {type(step).__name__}", "part contact bake")
@@ -70,11 +70,10 @@ def part_bake(step: PartContact, bone_names) -> tuple:
     for (key, _), a in zip(LAYOUT, arrays):
         layout[key] = {"offset": at, "count": int(a.size)}
         at += a.nbytes
-    parts = [{"bone": names[int(b)], "lo": f.lo[s].tolist(), "dims": f.dims[s].tolist(), "start": int(f.start[s])}
-             for s, b in enumerate(f.bone)]
+    parts = [{"bone": names[int(b)], "lo": f.lo[s].tolist(), "dims": f.dims[s].tolist(), "start": int(f.start[s]),
+              "reach": float(f.reach[s])} for s, b in enumerate(f.bone)]
     doc = {"version": BAKE_VERSION, "cell": float(f.cell), "vertexCount": int(len(f.rest)), "parts": parts,
-           "settings": {"gap": step.gap, "band": step.band, "deep": step.deep, "maxMove": MAX_MOVE,
-                        "minSpread": MIN_SPREAD, "restSlack": REST_SLACK, "passes": int(step.passes)},
+           "settings": {"gap": step.gap, "band": step.band, "deep": step.deep, "minSpread": MIN_SPREAD, "restSlack": REST_SLACK, "passes": int(step.passes)},
            "layout": layout}
     return doc, b"".join(a.tobytes() for a in arrays)
 
@@ -96,7 +95,7 @@ def _arrays(doc: dict, blob: bytes, n: int, samples: int, source: str) -> dict:
 
 
 def _header(doc: dict, bone_names, source: str) -> tuple:
-    """The header's entries: ``(n, cell, bone, lo, dims, start, samples per part, settings)``."""
+    """The header's entries: ``(n, cell, bone, lo, dims, start, samples per part, reach, settings)``."""
     index = {name: i for i, name in enumerate(bone_names)}
     try:
         n, cell, parts = int(doc["vertexCount"]), float(doc["cell"]), doc["parts"]
@@ -104,6 +103,7 @@ def _header(doc: dict, bone_names, source: str) -> tuple:
         lo = np.array([p["lo"] for p in parts], dtype=np.float64).reshape(-1, 3)
         dims = np.array([p["dims"] for p in parts], dtype=np.int64).reshape(-1, 3)
         start = np.array([p["start"] for p in parts], dtype=np.int64)
+        reach = np.array([p["reach"] for p in parts], dtype=np.float64)
         settings = {k: float(doc["settings"][k]) for k in ("gap", "band", "deep")}
         settings["passes"] = int(doc["settings"]["passes"])
     except KeyError as exc:
@@ -114,7 +114,9 @@ def _header(doc: dict, bone_names, source: str) -> tuple:
     if len(parts) > 64 or not (np.isfinite(cell) and cell > 0) or np.any(dims < 2) or not np.all(np.isfinite(lo)) \
             or np.any(start != np.concatenate([[0], np.cumsum(count)[:-1]])) or n < 0:
         raise KisekaeError("parts: at most 64, a cell > 0, grids of at least 2 samples a side laid end to end", source)
-    return n, cell, bone, lo, dims, start, count, settings
+    if not (np.all(np.isfinite(reach)) and np.all(reach >= 0)):
+        raise KisekaeError("parts: each reach must be a finite number of metres >= 0", source)
+    return n, cell, bone, lo, dims, start, count, reach, settings
 
 
 def _check_ids(part, ptr, ring, n_parts: int, n: int, source: str) -> None:
@@ -137,7 +139,7 @@ def part_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body parts
         raise KisekaeError(f"not a version-{BAKE_VERSION} body parts bake (version {got!r})", source)
     if len(blob) > MAX_BYTES:
         raise KisekaeError(f"blob larger than {MAX_BYTES} bytes", source)
-    n, cell, bone, lo, dims, start, count, settings = _header(doc, bone_names, source)
+    n, cell, bone, lo, dims, start, count, reach, settings = _header(doc, bone_names, source)
     a = _arrays(doc, blob, n, int(count.sum()), source)
     part = a["vertexPart"].astype(np.int64)
     ptr = a["ringPtr"].astype(np.int64)
@@ -148,7 +150,7 @@ def part_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body parts
                         lo=lo, dims=dims, bone=bone, cell=cell,
                         rest=a["vertexRest"].reshape(n, 3).astype(np.float64), part=part,
                         own_bone=np.where(part >= 0, bone[np.clip(part, 0, None)] if len(bone) else 0, 0),
-                        skip=skip[:, 0] | (skip[:, 1] << np.uint64(32)), ring=(ptr, ring))
+                        skip=skip[:, 0] | (skip[:, 1] << np.uint64(32)), ring=(ptr, ring), reach=reach)
     if not np.all(np.isfinite(fields.grid)) or not np.all(np.isfinite(fields.rest)):
         raise KisekaeError("non-finite samples or rest positions", source)
     return fields, settings

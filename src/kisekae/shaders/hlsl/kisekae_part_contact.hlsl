@@ -15,7 +15,7 @@
 //     t    = max(band - |g - target|, 0) / band
 //     step = (max(g, target) + t^2 band / 4 - g) * fade[a][s]
 //     d    = G_s - max(-cos(G_s, G_a), 0) G_a       (G: the gradients carried to the posed frame, G = M^-T g)
-//     move = min(step / max(|d|, minSpread), maxMove) / |d| * d
+//     move = min(step / max(|d|, minSpread), reach_a) / |d| * d    (reach_a: part a's largest move, its header)
 // and the moves against all parts, each from the input p, are added. fade[a][s] (KISEKAE_LOAD_PART_FADE(a, s)) is
 // made once a frame, before the first step, from how deep each part lies in each other
 // (kisekae.avatar.part_contact.pair_fade): KisekaePartDepth per vertex and part, the largest per (part, part) with
@@ -32,6 +32,7 @@ struct KisekaePartGrid
     uint start;         // first sample's row in the sample table
     uint3 dims;         // samples per axis (>= 2), x-major rows: start + (ix * ny + iy) * nz + iz
     float cell;         // sample spacing (m)
+    float reach;        // the largest move of one of its vertices against another part (m)
 };
 
 struct KisekaePartParams
@@ -39,19 +40,17 @@ struct KisekaePartParams
     float gap;          // room left between two parts in contact (m)
     float band;         // width of the smooth maximum (m), > 0
     float deep;         // depth moved fully (m), > 0 (read by KisekaePairFade; the pair fades to none at twice it)
-    float maxMove;      // largest move against one part (m)
     float minSpread;    // floor of |d| before normalising
     float restSlack;    // metres kept between the rest value and the target
 };
 
-// The parameters from two float4: (gap, band, deep, maxMove) and (minSpread, restSlack, -, -).
+// The parameters from two float4: (gap, band, deep, -) and (minSpread, restSlack, -, -).
 KisekaePartParams KisekaeMakePartParams(float4 a, float4 b)
 {
     KisekaePartParams P;
     P.gap = a.x;
     P.band = a.y;
     P.deep = a.z;
-    P.maxMove = a.w;
     P.minSpread = b.x;
     P.restSlack = b.y;
     return P;
@@ -59,9 +58,9 @@ KisekaePartParams KisekaeMakePartParams(float4 a, float4 b)
 
 // One part's pair move: fb, fa = the values at the vertex of the other part s and of its own part a; gb, ga their
 // gradients in the posed frame; fbRest, faRest the rest values (hasRest: the rest point is on s's grid); fade the
-// pair's factor. Returns the move (m).
+// pair's factor, reach the largest move (the vertex's part's). Returns the move (m).
 float3 KisekaePartMove(float fb, float3 gb, float fa, float3 ga, float fbRest, float faRest, bool hasRest,
-                       float fade, KisekaePartParams P)
+                       float fade, float reach, KisekaePartParams P)
 {
     float target = P.gap;
     if (hasRest)
@@ -84,7 +83,7 @@ float3 KisekaePartMove(float fb, float3 gb, float fa, float3 ga, float fbRest, f
     {
         return float3(0.0, 0.0, 0.0); // kisekae:guard (no direction, or a pair faded out)
     }
-    return (min(step / max(dn, P.minSpread), P.maxMove) / dn) * d;
+    return (min(step / max(dn, P.minSpread), reach) / dn) * d;
 }
 
 // A pair's factor from the deepest vertex of each part inside the other (m, >= 0): 1 up to `deep`, 0 from twice it.
@@ -174,7 +173,7 @@ float3 KisekaePartStep(float3 p, float3 pRest, int own, uint2 skip, uint parts, 
         bool restOwn = KisekaePartSample(A, pRest, faRest);
         moved += KisekaePartMove(fb.x, KisekaePartGradientToPosed(s, fb.yzw), onOwn ? fa.x : 0.0,
                                  KisekaePartGradientToPosed(a, fa.yzw), fbRest.x, restOwn ? faRest.x : 0.0, hasRest,
-                                 KISEKAE_LOAD_PART_FADE(a, s), P);
+                                 KISEKAE_LOAD_PART_FADE(a, s), A.reach, P);
     }
     return moved;
 }

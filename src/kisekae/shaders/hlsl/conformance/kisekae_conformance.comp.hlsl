@@ -88,21 +88,22 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_SKIN_WEIGHT(v, i) (gIn2[2u * (v) + (i) / 4u][(i) % 4u])
 #define KISEKAE_LOAD_SKIN_ROW(b, r) (gIn5[3u * (b) + (r)])
 // Modes 31 (part contact step) and 32 (part depth) read the part grids' samples from gIn3 (row = sample: value, gradient), each part's
-// header from gIn4 (row 2 s = (lo, start), 2 s + 1 = (dims, cell)) and the rows of the inverse of its bone's skinning
-// matrix from gIn5 (row 3 s + r).
+// header from gIn4 (row 3 s = (lo, start), 3 s + 1 = (dims, cell), 3 s + 2 = (reach, -)) and the rows of the inverse
+// of its bone's skinning matrix from gIn5 (row 3 s + r).
 #define KISEKAE_LOAD_PART_SAMPLE(row) (gIn3[(row)])
 #define KISEKAE_LOAD_PART_GRID(s, G) \
     { \
-        float4 pa_ = gIn4[2u * (s)]; \
-        float4 pb_ = gIn4[2u * (s) + 1u]; \
+        float4 pa_ = gIn4[3u * (s)]; \
+        float4 pb_ = gIn4[3u * (s) + 1u]; \
         G.lo = pa_.xyz; \
         G.start = (uint)pa_.w; \
         G.dims = (uint3)pb_.xyz; \
         G.cell = pb_.w; \
+        G.reach = gIn4[3u * (s) + 2u].x; \
     }
 #define KISEKAE_LOAD_PART_INVERSE(s, r) (gIn5[3u * (s) + (r)])
-// ... and each pair's fade from gIn4 past the headers: row 128 + 64 a + s (x).
-#define KISEKAE_LOAD_PART_FADE(a, s) (gIn4[128u + 64u * (a) + (s)].x)
+// ... and each pair's fade from gIn4 past the headers: row 192 + 64 a + s (x).
+#define KISEKAE_LOAD_PART_FADE(a, s) (gIn4[192u + 64u * (a) + (s)].x)
 #include "../kisekae_core.hlsl"
 
 
@@ -496,7 +497,7 @@ void main(uint3 id : SV_DispatchThreadID)
     if (gMode == 31u)
     {
         // part contact step: x0 = (point, own part or -1), x1.xyz = rest point, x2 = the skip mask in four 16-bit
-        // pieces (low first); gParams[0] = (gap, band, deep, maxMove), gParams[1] = (minSpread, restSlack, parts, -)
+        // pieces (low first); gParams[0] = (gap, band, deep, -), gParams[1] = (minSpread, restSlack, parts, -)
         uint2 skip = uint2((uint)x2.x | ((uint)x2.y << 16u), (uint)x2.z | ((uint)x2.w << 16u));
         y0 = float4(KisekaePartStep(x0.xyz, x1.xyz, (int)x0.w, skip, (uint)gParams[1].z,
                                     KisekaeMakePartParams(gParams[0], gParams[1])), 0.0);
