@@ -479,8 +479,8 @@ def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, o
                 g = fb - fa
                 if g >= target + band:
                     continue
-                t = max(band - abs(g - target), 0.0) / band
-                step = (max(g, target) + t * t * band / 4 - g) * fade[sa, s]
+                w = max(band - abs(g - target), 0.0) / band
+                step = (max(g, target) + w * w * band / 4 - g) * fade[sa, s]
                 bx, by, bz = _to_world_gradient(inv, b, bx, by, bz)
                 ax, ay, az = _to_world_gradient(inv, ob, ax, ay, az)
                 nb = np.sqrt(bx * bx + by * by + bz * bz)
@@ -528,6 +528,8 @@ def _depths(p, fields: PartFields, inv, active, reach) -> tuple:
 
 @numba.njit(cache=True, error_model="numpy")
 def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, inv, active, reach):  # pragma: no cover
+    # the same walk over the pairs as _part_step_kernel: a list of the tests made once and read by both was slower
+    # (0.29 -> 0.40 ms a step with contacts, 0.13 -> 0.15 ms without)
     n = bone.shape[0]
     depth = np.zeros((n, n))
     near = False
