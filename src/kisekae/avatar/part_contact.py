@@ -1,31 +1,35 @@
-"""Contact between body parts that share no joint: a hand on the hip, an arm against the chest, thighs together.
+"""Contact between body parts that share no joint: a hand on the hip, an arm against the chest, the feet together.
 
 The joint planes (:mod:`kisekae.avatar.contact`) settle the fold where two bones blend. Parts that meet away from
 any joint they share, a forearm pressed into the belly or one thigh into the other, pass through each other under
 linear blend skinning, and no plane separates them. This step is the per-bone distance fields of implicit skinning
-(Vaillant et al. 2013), reduced to what a vertex stage can afford:
+(Vaillant et al. 2013), reduced to what a vertex stage can afford. The command line's contact body runs it last
+(:func:`kisekae.avatar.contact.apply_contact`, ``--no-part-contact`` to compare).
 
-Bake, once per body (:func:`bake_part_fields`): each *part* (the vertices whose heaviest bone is one bone; parts of
-at least :data:`MIN_PART_VERTICES` vertices and :data:`MIN_DEPTH_CELLS` cells thick, at most :data:`MAX_PARTS`)
-gets a signed distance grid of its own
-triangles in the rest frame (:data:`CELL` cells, :data:`MARGIN` around the part; negative inside, the sign from the
-part's winding number, so the open cut where it meets the next part closes along w = 0.5). Each vertex gets a mask
-of the parts it is *not* tested against: any bone that skins it, and the parents and children of those bones (the
-joints' own folds, which the planes handle).
+Bake, once per body (:func:`bake_part_fields`, :func:`cached_part_fields`): each *part* (the vertices whose heaviest
+bone is one bone; parts of at least :data:`MIN_PART_VERTICES` vertices and :data:`MIN_DEPTH_CELLS` cells thick, at
+most :data:`MAX_PARTS`) gets a grid of the signed distance to its own triangles and its gradient in the rest frame
+(:data:`CELL` cells, :data:`MARGIN` around the part; negative inside, the sign from the part's winding number, so the
+open cut where it meets the next part closes along w = 0.5). Each vertex gets a mask of the parts it is *not* tested
+against: any bone that skins it, and the parents and children of those bones (the joints' own folds, which the
+planes handle).
 
-Per frame (:func:`part_step`): a vertex of part A that comes within ``gap + band`` of another part B's field (B's
+Per frame (:func:`part_contact`): a vertex of part A that comes within ``gap + band`` of another part B's field (B's
 grid moved rigidly by B's bone) moves towards the contact surface ``f_B - f_A = gap`` (the offset bisector of
 the two fields), through a smooth maximum over ``band``; the target never exceeds the vertex's rest value
 ``f_B - f_A`` minus ``band``, so the rest pose, and creases that already touch at rest, stay exactly as they are.
 The move runs along ``grad f_B - max(-cos, 0) grad f_A``: the bisector's direction where the two surfaces face each
-other, B's normal where they do not (a thin part inside a thick one). Penetrations deeper than :data:`DEEP` fade to
-no move at twice that depth: a hand buried in the hip is a pose no vertex step can repair, and a partial repair
-tears it. :func:`part_contact` then spreads the moves over the one-ring (:func:`kisekae.geom.ring.smooth_push`,
-:data:`PASSES` passes: pushes grow to the neighbours, none shrinks) and takes the step once more from there.
+other, B's normal where they do not (a thin part inside a thick one), and is at most :attr:`PartFields.reach` (half
+the part's thickness, at most :data:`MAX_MOVE`). Each pair's moves are scaled by :func:`pair_fade`: pairs lying
+deeper than :data:`DEEP` in each other fade to nothing at twice that, and so do all pairs of their parts: a forearm
+buried in the chest is a pose no vertex step can repair, and a partial repair tears it. The moves are spread over
+the one-ring (:func:`kisekae.geom.ring.smooth_push`, :data:`PASSES` passes: pushes grow to the neighbours, none
+shrinks) and the step is taken once more from there (:func:`part_step` is one step).
 
 Far from contact it equals its input bit for bit; the body of a pose without such contacts (every named pose of the
 built-in avatar) is unchanged. Measurements and the choices behind the constants: docs/contact.md
-"Contact between parts that share no joint".
+"Contact between parts that share no joint". The HLSL core's ``kisekae_part_contact.hlsl`` is the same step;
+:mod:`kisekae.shaders.part_bake` writes its data for an engine.
 """
 
 from __future__ import annotations
