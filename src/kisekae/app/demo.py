@@ -71,7 +71,7 @@ def timings_table(rows) -> str:
         f"<td class='num'>{total_cpu:.2f}</td></tr></tfoot></table>")
 
 
-def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True) -> Path:
+def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True, part_contact: bool = True) -> Path:
     """Run every section of :data:`SECTIONS` and write ``out/index.html``.
 
     Parameters
@@ -86,6 +86,9 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True)
         The body every section poses (:func:`kisekae.avatar.contact.contact_gap`): True (default) the joint-plane
         contact body with the default gap, a number that gap in metres, False or None plain linear blend skinning
         (``kisekae demo --no-contact``).
+    part_contact : bool
+        With the contact body, its last step, the contact between parts that share no joint
+        (:mod:`kisekae.avatar.part_contact`; ``kisekae demo --no-part-contact`` turns it off).
 
     Returns
     -------
@@ -99,8 +102,9 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True)
     contact = contact_gap(contact, "contact")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = {"out": out, "avatar": apply_contact(load_builtin_avatar(shape=shape), contact), "contact": contact,
-           "timings": {}, "cpu_timings": {}, "progress": progress}
+    ctx = {"out": out, "avatar": apply_contact(load_builtin_avatar(shape=shape), contact, part_contact=part_contact),
+           "contact": contact, "part_contact": bool(part_contact), "timings": {}, "cpu_timings": {},
+           "progress": progress}
     parts, rows = [], []
     bar = tqdm(SECTIONS, desc="kisekae demo", unit="step", disable=not progress)
     for title, fn in bar:

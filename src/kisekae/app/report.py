@@ -423,7 +423,8 @@ def section_animation(ctx) -> str:
     if clip_path.exists():
         from ..io.bvh import read_bvh, retarget
 
-        av = apply_contact(load_builtin_avatar("cmu_mb", ctx["avatar"].shape), ctx.get("contact"))
+        av = apply_contact(load_builtin_avatar("cmu_mb", ctx["avatar"].shape), ctx.get("contact"),
+                           part_contact=ctx.get("part_contact", True))
         clip = read_bvh(clip_path)
         keys = retarget(clip, av.skeleton, list(range(clip.n_frames)), name=clip_path.stem).poses
         steps = max(1, 24 // max(1, len(keys) - 1))

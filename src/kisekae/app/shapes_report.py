@@ -25,10 +25,11 @@ CELL = (480, 270)
 
 
 def body_shape_rows(bodies=DEMO_BODIES, outfit: str = DEMO_OUTFIT, pose_name: str = DEMO_POSE, size=CELL,
-                    renderer=None, contact: float | None = None) -> list:
+                    renderer=None, contact: float | None = None, part_contact: bool = True) -> list:
     """Check, fix and draw ``outfit`` on each body shape in ``pose_name``.
 
-    ``contact`` is the gap of the joint-plane contact body in metres (:func:`kisekae.avatar.contact.apply_contact`),
+    ``contact`` is the gap of the joint-plane contact body in metres (:func:`kisekae.avatar.contact.apply_contact`;
+    ``part_contact`` its last step),
     None (default) for plain linear blend skinning.
 
     Returns
@@ -47,7 +48,7 @@ def body_shape_rows(bodies=DEMO_BODIES, outfit: str = DEMO_OUTFIT, pose_name: st
     r = renderer or default_renderer()
     rows = []
     for text in bodies:
-        av = apply_contact(load_builtin_avatar(shape=parse_body(text)), contact)
+        av = apply_contact(load_builtin_avatar(shape=parse_body(text)), contact, part_contact=part_contact)
         pose = named_pose(av.skeleton, pose_name)
         before = check_pose(av, pose, [outfit])[0]
         fixed = {k: v.positions for k, v in fix_pose(av, pose, [outfit]).items()}
@@ -75,7 +76,8 @@ def section_body_shapes(ctx) -> str:
     """One outfit on five body shapes in the crouch, before and after the fix."""
     from .report import SHEET_FONT_PX, _img
 
-    rows = body_shape_rows(ctx.get("body_shapes", DEMO_BODIES), contact=ctx.get("contact"))
+    rows = body_shape_rows(ctx.get("body_shapes", DEMO_BODIES), contact=ctx.get("contact"),
+                           part_contact=ctx.get("part_contact", True))
     ctx["body_shape_rows"] = [{k: v for k, v in row.items() if k != "images"} for row in rows]
     cells = [row["images"] for row in rows]
     captions = [[f"{row['before']['inside_count']} inside, {row['pixels_before']} px",

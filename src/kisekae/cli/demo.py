@@ -35,6 +35,7 @@ def run(args) -> int:
     shape, gap = body_shape(args), contact_gap(args)
     add_render_sections()
     t = time.perf_counter()
-    index = run_demo(args.out, progress=not args.no_progress, shape=shape, contact=gap)
+    index = run_demo(args.out, progress=not args.no_progress, shape=shape, contact=gap,
+                     part_contact=getattr(args, "part_contact", True))
     print(f"wrote {index} in {time.perf_counter() - t:.1f} s")
     return 0
