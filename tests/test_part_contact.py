@@ -305,3 +305,15 @@ def test_a_part_bone_scaled_to_zero_leaves_its_part_out():
     m[1, :3, :3] = 0.0
     np.testing.assert_array_equal(part_contact(x, fields, m), x)
     np.testing.assert_array_equal(part_contact(x, fields, m, numpy=True), x)
+
+
+def test_demo_passes_the_part_contact_setting(monkeypatch, tmp_path):
+    """``kisekae demo --no-part-contact`` asks the report for the body without it; the default asks for it."""
+    import kisekae.app.demo as demo
+    from kisekae.cli import main
+
+    seen = []
+    monkeypatch.setattr(demo, "run_demo", lambda out, **kw: seen.append(kw["part_contact"]) or tmp_path / "i.html")
+    assert main(["demo", "--out", str(tmp_path / "a"), "--no-part-contact"]) == 0
+    assert main(["demo", "--out", str(tmp_path / "b")]) == 0
+    assert seen == [False, True]
