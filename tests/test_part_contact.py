@@ -317,3 +317,21 @@ def test_demo_passes_the_part_contact_setting(monkeypatch, tmp_path):
     assert main(["demo", "--out", str(tmp_path / "a"), "--no-part-contact"]) == 0
     assert main(["demo", "--out", str(tmp_path / "b")]) == 0
     assert seen == [False, True]
+
+
+def test_a_body_without_parts_big_enough_is_left_alone():
+    """A small body (42 vertices a sphere, under MIN_PART_VERTICES) gets no field: the step returns its input."""
+    va, fa = icosphere(1, R, (0.0, 0.00037, 0.00071))
+    vb, fb = icosphere(1, R, (0.2, 0.00037, 0.00071))
+    v, f = np.concatenate([va, vb]), np.concatenate([fa, fb + len(va)])
+    idx = np.zeros((len(v), 4), np.int32)
+    idx[len(va):, 0] = 1
+    w = np.zeros((len(v), 4), np.float32)
+    w[:, 0] = 1
+    fields = bake_part_fields(v, f, Skin(idx, w), np.array([-1, -1]))
+    assert fields.n_parts == 0 and (fields.part == -1).all()
+    m = moved(0.11)
+    x = posed(v, m, len(va))
+    np.testing.assert_array_equal(part_contact(x, fields, m), x)
+    np.testing.assert_array_equal(part_contact(x, fields, m, numpy=True), x)
+    assert pair_depths(x, fields, m).shape == (0, 0)
