@@ -277,7 +277,8 @@ def _check(points, fields: PartFields, skin_matrices, gap, band, deep):
     if not np.all(np.isfinite(m)):
         raise KisekaeError("skinning matrices contain NaN or infinity", "part contact")
     check_settings(gap, band, deep)
-    return p.astype(np.float64), bone_inverses(m), float(gap), float(band), float(deep)
+    # the parts' bones only: the steps read no other (a vertex that moves belongs to a part, its heaviest bone's)
+    return p.astype(np.float64), bone_inverses(m, fields.bone), float(gap), float(band), float(deep)
 
 
 #: A part bone's skinning matrix whose 3 x 3 determinant is below this is singular (a bone scaled to zero, as
@@ -285,13 +286,16 @@ def _check(points, fields: PartFields, skin_matrices, gap, band, deep):
 MIN_DETERMINANT = 1e-12
 
 
-def bone_inverses(skin_matrices) -> np.ndarray:
-    """(B, 4, 4) inverse of each skinning matrix; zeros for a singular one (:data:`MIN_DETERMINANT`)."""
+def bone_inverses(skin_matrices, bones=None) -> np.ndarray:
+    """(B, 4, 4) inverse of each skinning matrix, or only of ``bones`` (the others zero); zeros for a singular one
+    (:data:`MIN_DETERMINANT`)."""
     m = np.asarray(skin_matrices, dtype=np.float64)
     inv = np.zeros_like(m)
-    live = np.abs(np.linalg.det(m[:, :3, :3])) > MIN_DETERMINANT
+    which = np.arange(len(m)) if bones is None else np.asarray(bones, dtype=np.int64)
+    sub = m[which]
+    live = np.abs(np.linalg.det(sub[:, :3, :3])) > MIN_DETERMINANT
     if live.any():
-        inv[live] = np.linalg.inv(m[live])
+        inv[which[live]] = np.linalg.inv(sub[live])
     return np.ascontiguousarray(inv)
 
 
