@@ -292,6 +292,9 @@ def test_engine_bake_round_trip(contact_avatar):
         part_from_bake(doc, blob[:-4], sk.names)
     with pytest.raises(KisekaeError, match="missing or unknown entry"):
         part_from_bake({**doc, "parts": [{**doc["parts"][0], "bone": "no_such_bone"}]}, blob, sk.names)
+    bad_layout = {**doc["layout"], "samples": {"offset": "abc", "count": 4}}
+    with pytest.raises(KisekaeError, match="malformed entries"):
+        part_from_bake({**doc, "layout": bad_layout}, blob, sk.names)
     with pytest.raises(KisekaeError, match="part contact bake"):
         part_bake(base.body.deform, sk.names)
 

@@ -40,6 +40,7 @@ import numba
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.edges import unique_edges
 from ..geom.ring import one_ring, smooth_push, smooth_push_numpy
 from ..validate import as_faces, as_points
 
@@ -61,7 +62,8 @@ MIN_DEPTH_CELLS = 2.0
 GAP = 0.004
 #: Width of the smooth maximum, metres.
 BAND = 0.01
-#: Penetration depth (metres) up to which a vertex moves fully; the move fades to none at twice this depth.
+#: How deep (metres) two parts may lie in each other and still move fully; their pair fades to none at twice this
+#: depth (:func:`pair_fade`).
 DEEP = 0.02
 #: Largest move of one vertex against one part, metres.
 MAX_MOVE = 0.03
@@ -200,7 +202,7 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
     skin : :class:`kisekae.avatar.skinning.Skin`
     parents : (B,) int parent of each bone (-1 for a root)
     weld, edges : the body mesh's ``weld`` and ``edges`` (:class:`kisekae.avatar.mesh.Mesh`), for the one-ring;
-        None: the triangles' edges, no welding
+        None: no welding, the triangles' edges (between welded representatives with a ``weld``)
     cell, margin : float, metres
     min_vertices : int
 
@@ -227,8 +229,7 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
     part_of = np.full(int(max(np.max(owner), np.max(bones, initial=-1))) + 1, -1, dtype=np.int64)
     part_of[bones] = np.arange(len(bones))
     if edges is None:
-        e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
-        edges = np.unique(np.sort(e, axis=1), axis=0)
+        edges = unique_edges(faces, weld, n_vertices=len(rest))
     return PartFields(
         grid=np.concatenate(grids) if grids else np.zeros((0, 4)), start=np.concatenate([[0], np.cumsum(
             [len(g) for g in grids], dtype=np.int64)]).astype(np.int64),
@@ -727,15 +728,11 @@ _FIELDS: dict = {}
 
 def cached_part_fields(body, parents) -> PartFields:
     """:func:`bake_part_fields` of a :class:`kisekae.avatar.avatar.SkinnedMesh` body, baked once per process and body
-    (keyed by a hash of the rest mesh, its skin and the bone parents; the eight most recent are kept)."""
-    import hashlib
+    (keyed by :func:`kisekae.avatar.correctives.mesh_hash` of the rest mesh and skin, and the bone parents; the eight
+    most recent are kept)."""
+    from .correctives import mesh_hash
 
-    h = hashlib.blake2b(digest_size=16)
-    for a in (body.mesh.vertices, body.mesh.faces, body.skin.indices, body.skin.weights, parents):
-        arr = np.ascontiguousarray(a)
-        h.update(str((arr.dtype.str, arr.shape)).encode())
-        h.update(arr.tobytes())
-    key = h.hexdigest()
+    key = (mesh_hash(body.mesh.vertices, body.mesh.faces, body.skin), np.asarray(parents, np.int64).tobytes())
     if key not in _FIELDS:
         if len(_FIELDS) >= 8:
             _FIELDS.pop(next(iter(_FIELDS)))

@@ -67,16 +67,48 @@ def corrective_bake(correctives: PoseCorrectives, skeleton) -> tuple:
         joints.append({"bone": names[int(b)], "parent": names[p], "rest": rest[int(b)].ravel().tolist(),
                        "parentRest": rest[p].ravel().tolist(), "sigma": float(c.sigma[s]),
                        "centres": c.centres[s].ravel().tolist()})
-    parts = [np.ascontiguousarray(c.vertex_ptr, "<u4"), np.ascontiguousarray(c.entry_joint, "<u4"),
-             np.ascontiguousarray(c.coefficients, "<f4")]
-    layout, at = {}, 0
-    for key, a in zip(("vertexPtr", "entryJoint", "coefficients"), parts):
-        layout[key] = {"offset": at, "count": int(a.size)}
-        at += a.nbytes
+    layout, blob = pack_blob(zip(("vertexPtr", "entryJoint", "coefficients"),
+                                 (np.ascontiguousarray(c.vertex_ptr, "<u4"), np.ascontiguousarray(c.entry_joint, "<u4"),
+                                  np.ascontiguousarray(c.coefficients, "<f4"))))
     doc = {"version": BAKE_VERSION, "centres": int(c.centres.shape[1]), "vertexCount": c.n_vertices,
            "entryCount": int(len(c.entry_joint)), "joints": joints, "layout": layout,
            "settings": dict(c.settings), "meshHash": c.mesh_hash}
-    return doc, b"".join(a.tobytes() for a in parts)
+    return doc, blob
+
+
+def pack_blob(named) -> tuple:
+    """``(layout, blob)`` of ``named`` ``(key, little-endian array)`` pairs laid end to end: ``layout[key]`` is
+    ``{"offset": bytes, "count": values}``, as the bakes' JSON headers store it (:func:`unpack_blob` reads it)."""
+    layout, chunks, at = {}, [], 0
+    for key, a in named:
+        layout[key] = {"offset": at, "count": int(a.size)}
+        chunks.append(a.tobytes())
+        at += a.nbytes
+    return layout, b"".join(chunks)
+
+
+def unpack_blob(layout, blob: bytes, spec, want: dict, source: str) -> dict:
+    """The arrays of ``spec`` (``(key, little-endian 4-byte dtype)`` pairs) read from ``blob`` at ``layout``'s
+    offsets (:func:`pack_blob`), each checked: its count equals ``want[key]`` where given, and it lies inside the blob.
+
+    Raises
+    ------
+    KisekaeError
+        Naming ``source`` for a missing or malformed layout entry or an array that does not fit.
+    """
+    out = {}
+    for key, dt in spec:
+        try:
+            off, count = int(layout[key]["offset"]), int(layout[key]["count"])
+        except KeyError as exc:
+            raise KisekaeError(f"missing or unknown entry {exc}", source) from None
+        except (TypeError, ValueError) as exc:
+            raise KisekaeError(f"malformed entries ({exc})", source) from None
+        if (key in want and count != want[key]) or off < 0 or count < 0 or off + 4 * count > len(blob):
+            raise KisekaeError(f"{key}: {count} values at byte {off} do not fit the blob of {len(blob)} bytes"
+                               + (f" (expected {want[key]})" if key in want else ""), source)
+        out[key] = np.frombuffer(blob, dtype=dt, count=count, offset=off)
+    return out
 
 
 def correctives_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body correctives bake") -> tuple:
@@ -103,20 +135,13 @@ def correctives_from_bake(doc: dict, blob: bytes, bone_names, source: str = "bod
         parent_rest = np.array([j["parentRest"] for j in js], dtype=np.float64).reshape(-1, 4, 4)
         sigma = np.array([j["sigma"] for j in js], dtype=np.float64)
         centres = np.array([j["centres"] for j in js], dtype=np.float64).reshape(len(js), k, 4)
-        lay = {key: (int(doc["layout"][key]["offset"]), int(doc["layout"][key]["count"]))
-               for key in ("vertexPtr", "entryJoint", "coefficients")}
+        layout = doc["layout"]
     except KeyError as exc:
         raise KisekaeError(f"missing or unknown entry {exc}", source) from None
     except (TypeError, ValueError) as exc:
         raise KisekaeError(f"malformed entries ({exc})", source) from None
-    want = {"vertexPtr": n + 1, "entryJoint": e, "coefficients": 3 * k * e}
-    arrays = {}
-    for key, dt in (("vertexPtr", "<u4"), ("entryJoint", "<u4"), ("coefficients", "<f4")):
-        off, count = lay[key]
-        if count != want[key] or off < 0 or off + 4 * count > len(blob):
-            raise KisekaeError(f"{key}: {count} values at byte {off} do not fit the blob of {len(blob)} bytes "
-                               f"(expected {want[key]})", source)
-        arrays[key] = np.frombuffer(blob, dtype=dt, count=count, offset=off)
+    arrays = unpack_blob(layout, blob, (("vertexPtr", "<u4"), ("entryJoint", "<u4"), ("coefficients", "<f4")),
+                         {"vertexPtr": n + 1, "entryJoint": e, "coefficients": 3 * k * e}, source)
     if not (np.all(np.isfinite(rest)) and np.all(np.isfinite(parent_rest))):
         raise KisekaeError("non-finite rest matrices", source)
     c = PoseCorrectives(joints, centres, sigma, arrays["vertexPtr"].astype(np.int64),

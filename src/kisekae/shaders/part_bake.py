@@ -23,6 +23,7 @@ import numpy as np
 
 from ..avatar.part_contact import MIN_SPREAD, REST_SLACK, PartContact, PartFields
 from ..errors import KisekaeError
+from .corrective_bake import pack_blob, unpack_blob
 
 #: Version of the bake document.
 BAKE_VERSION = 1
@@ -66,32 +67,14 @@ def part_bake(step: PartContact, bone_names) -> tuple:
     arrays = [np.ascontiguousarray(f.grid, "<f4"), np.ascontiguousarray(f.part, "<i4"),
               np.stack([skip & np.uint64(0xFFFFFFFF), skip >> np.uint64(32)], axis=1).astype("<u4"),
               np.ascontiguousarray(f.rest, "<f4"), np.ascontiguousarray(ptr, "<u4"), np.ascontiguousarray(idx, "<u4")]
-    layout, at = {}, 0
-    for (key, _), a in zip(LAYOUT, arrays):
-        layout[key] = {"offset": at, "count": int(a.size)}
-        at += a.nbytes
+    layout, blob = pack_blob((key, a) for (key, _), a in zip(LAYOUT, arrays))
     parts = [{"bone": names[int(b)], "lo": f.lo[s].tolist(), "dims": f.dims[s].tolist(), "start": int(f.start[s]),
               "reach": float(f.reach[s])} for s, b in enumerate(f.bone)]
     doc = {"version": BAKE_VERSION, "cell": float(f.cell), "vertexCount": int(len(f.rest)), "parts": parts,
-           "settings": {"gap": step.gap, "band": step.band, "deep": step.deep, "minSpread": MIN_SPREAD, "restSlack": REST_SLACK, "passes": int(step.passes)},
+           "settings": {"gap": step.gap, "band": step.band, "deep": step.deep, "minSpread": MIN_SPREAD,
+                        "restSlack": REST_SLACK, "passes": int(step.passes)},
            "layout": layout}
-    return doc, b"".join(a.tobytes() for a in arrays)
-
-
-def _arrays(doc: dict, blob: bytes, n: int, samples: int, source: str) -> dict:
-    """The blob's arrays, each checked against the header's layout and the counts it implies."""
-    want = {"samples": 4 * samples, "vertexPart": n, "vertexSkip": 2 * n, "vertexRest": 3 * n, "ringPtr": n + 1}
-    out = {}
-    for key, dt in LAYOUT:
-        try:
-            off, count = int(doc["layout"][key]["offset"]), int(doc["layout"][key]["count"])
-        except KeyError as exc:
-            raise KisekaeError(f"layout: missing entry {exc}", source) from None
-        if (key in want and count != want[key]) or off < 0 or count < 0 or off + 4 * count > len(blob):
-            raise KisekaeError(f"{key}: {count} values at byte {off} do not fit the blob of {len(blob)} bytes"
-                               + (f" (expected {want[key]})" if key in want else ""), source)
-        out[key] = np.frombuffer(blob, dtype=dt, count=count, offset=off)
-    return out
+    return doc, blob
 
 
 def _header(doc: dict, bone_names, source: str) -> tuple:
@@ -140,7 +123,9 @@ def part_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body parts
     if len(blob) > MAX_BYTES:
         raise KisekaeError(f"blob larger than {MAX_BYTES} bytes", source)
     n, cell, bone, lo, dims, start, count, reach, settings = _header(doc, bone_names, source)
-    a = _arrays(doc, blob, n, int(count.sum()), source)
+    a = unpack_blob(doc.get("layout"), blob, LAYOUT, {"samples": 4 * int(count.sum()), "vertexPart": n,
+                                                      "vertexSkip": 2 * n, "vertexRest": 3 * n, "ringPtr": n + 1},
+                    source)
     part = a["vertexPart"].astype(np.int64)
     ptr = a["ringPtr"].astype(np.int64)
     ring = a["ring"].astype(np.int64)
