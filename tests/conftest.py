@@ -64,7 +64,7 @@ def flat_srg(tmp_path):
     flat = flat.replace("ShaderResourceGroup KisekaeSrg : SRG_PerObject", "cbuffer KisekaeSrgFlat")
     block = re.search(r"cbuffer KisekaeSrgFlat\s*\{(.*?)\n\}", flat, re.S)
     lines = block.group(1).splitlines()
-    resources = [ln for ln in lines if re.match(r"\s*(Texture2D|StructuredBuffer)", ln)]
+    resources = [ln for ln in lines if re.match(r"\s*(Texture2D|StructuredBuffer|RWStructuredBuffer)", ln)]
     constants = [ln for ln in lines if ln not in resources]
     flat = flat.replace(block.group(0), "cbuffer KisekaeSrgFlat\n{" + "\n".join(constants) + "\n};\n" +
                         "\n".join(resources))

@@ -30,6 +30,7 @@ UNITY = HLSL_DIR.parent / "unity"
 SRG = HLSL_DIR.parent / "o3de" / "KisekaeSrg.azsli"
 COMPUTE = UNITY / "Shaders" / "KisekaeSurfacePush.compute"
 GLUE = UNITY / "Runtime" / "KisekaeSurfacePush.cs"
+PARTS_GLUE = UNITY / "Runtime" / "KisekaeBodyParts.cs"  # finds and dispatches the part contact's kernels
 
 
 @pytest.fixture(scope="module")
@@ -571,11 +572,13 @@ def test_fit_writes_the_floor_of_its_compression_limit(tmp_path, capsys):
 
 # KisekaeStretchLimits, not KisekaeStretchLimit: a kernel named as the core function it calls is an overloaded entry
 # point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
+_PART_KERNELS = ("KisekaePartDepths", "KisekaePairFades", "KisekaePartStepFirst", "KisekaeBodySmooth",
+                 "KisekaePartStepAgain")
 _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeGarmentCorrectives",
                   "KisekaeSurfacePushFirst",
                   "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeSampleLifts",
                   "KisekaeEdgeLifts", "KisekaeLiftApply", "KisekaeUnflips", "KisekaeFinish", "KisekaeGarmentNormals",
-                  "KisekaeLayerPush", "KisekaeLayerPushAgain", "KisekaeBodyOffsets", "KisekaeFollowGather")
+                  "KisekaeLayerPush", "KisekaeLayerPushAgain", "KisekaeBodyOffsets", "KisekaeFollowGather") + _PART_KERNELS
 
 
 def _has_surface_core() -> bool:
@@ -597,7 +600,7 @@ def test_compute_kernels_declared_and_dispatched():
     assert tuple(kernels) == _PROBE_KERNELS
     for k in kernels:
         assert re.search(rf"\[numthreads\(64, 1, 1\)\]\s*void {k}\(", text), k
-        assert f'FindKernel("{k}")' in cs, k
+        assert f'FindKernel("{k}")' in (PARTS_GLUE.read_text() if k in _PART_KERNELS else cs), k
     assert '#include "KisekaeCore.hlsl"' in text
     for macro in ("KISEKAE_LOAD_SURFACE_TRIANGLE", "KISEKAE_SURFACE_CANDIDATES", "KISEKAE_LOAD_RING_RANGE",
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_POSITION",
@@ -833,7 +836,7 @@ class _Kernel:
 
 def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_world, bake, body_tris, garment_tris,
                 params, contact=None, mask=(0.0, 0.0), carry=None, finish_step=None, layer=None, correctives=None,
-                follow=None, guard=None):
+                follow=None, guard=None, parts=None):
     """KisekaeSurfacePush.cs's frame: the thirteen kernels with its bindings, its ping-pong (the smoothing, the second
     push, the stretch-limit passes, the edge lift and unflip rounds and the unflips, from the bake's counts) and its
     stride-40 skinned buffers (position, normal,
@@ -850,7 +853,9 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     ``correctives`` (KisekaeSurfacePush.bodyCorrectives, run through KisekaeBodyOffsets over the body), then
     KisekaeFollowGather with the bake's binding and its ``follow_passes`` smoothing passes (None: no follow).
     ``guard``: the body's skinned normals (Nb, 3) in its renderer's space, written into the skinned vertices' normal
-    slot with _KisekaeNormalGuard on (KisekaeSurfacePush.normalGuard; None: junk normals, the guard off)."""
+    slot with _KisekaeNormalGuard on (KisekaeSurfacePush.normalGuard; None: junk normals, the guard off).
+    ``parts``: the body's part contact (KisekaeSurfacePush.parts, KisekaeBodyParts.Record), ``_unity_parts``' dict,
+    dispatched after KisekaeBodyPrepare (None: the planes body)."""
     from kisekae.shaders.execute import gl_context
 
     ctx = gl_context()
@@ -945,6 +950,8 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
                                                     "_KisekaeBodyOffsetRW": body_offset})
     kernels["KisekaeBodyPrepare"].run(nb, uni, {**bufs, "_KisekaeBodyPositionsRW": body_pos,
                                                 "_KisekaeBodyOffset": body_offset, "_KisekaeBodyBeyondRW": beyond})
+    if parts is not None:
+        _unity_part_contact(kernels, parts, uni, buf, f4, u32, body_pos, beyond, nb)
     kernels["KisekaeBodyNormals"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
                                                 "_KisekaeBodyNormalsRW": body_nrm})
     kernels["KisekaeBodyCurvatures"].run(nb, uni, {**bufs, "_KisekaeBodyPositions": body_pos,
@@ -1018,6 +1025,62 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         b.release()
     tex.release()
     return out
+
+
+def _unity_parts(fields, settings, world_matrices, mirror_x=False) -> dict:
+    """``unity_frame``'s ``parts``: the part contact's buffers as KisekaeBodyParts.cs uploads them from the bake
+    (``fields``, ``settings``: :func:`kisekae.shaders.part_bake.part_from_bake`), with this frame's inverse rows from
+    the world skinning matrices (B, 4, 4) and each part's live flag. ``mirror_x``: the renderer's mesh space is the
+    bake's mirrored in X (KisekaeBodyParts.mirrorX): the matrices map that space to world, and the rows take the bake's
+    points there first."""
+    from kisekae.avatar.part_contact import MIN_DETERMINANT, MIN_SPREAD, REST_SLACK
+
+    m = np.asarray(world_matrices, np.float64)[fields.bone]
+    live = np.abs(np.linalg.det(m[:, :3, :3])) > MIN_DETERMINANT
+    inv = np.zeros((fields.n_parts, 4, 4))
+    inv[live] = np.linalg.inv(m[live])
+    if mirror_x:
+        inv[:, 0, :] *= -1.0  # S inverse(M): world -> the renderer's rest space -> the bake's
+    inv[:, 3, :] = 0.0
+    inv[:, 3, 0] = live
+    box = np.zeros((fields.n_parts, 2, 4))
+    box[:, 0, :3], box[:, 0, 3], box[:, 1, 0] = fields.lo, fields.cell, fields.reach
+    skip = fields.skip.astype(np.uint64)
+    return {"samples": fields.grid, "box": box.reshape(-1, 4), "index": np.c_[fields.dims, fields.start[:-1]],
+            "inverse": inv.reshape(-1, 4), "part": fields.part, "rest": np.c_[fields.rest, np.zeros(len(fields.rest))],
+            "skip": np.c_[skip & np.uint64(0xFFFFFFFF), skip >> np.uint64(32)], "ring": fields.ring,
+            "count": fields.n_parts, "passes": settings["passes"],
+            "params": ([settings["gap"], settings["band"], settings["deep"], 0.0], [MIN_SPREAD, REST_SLACK, 0.0, 0.0])}
+
+
+def _unity_part_contact(kernels, parts, uni, buf, f4, u32, body_pos, beyond, nb) -> None:
+    """KisekaeBodyParts.Record's dispatches: the depths, the fades (one group), the first step, the body smoothing
+    passes (the body's one-ring bound as the ring; with none, a buffer of zeros), the second step."""
+    puni = {**uni, "_KisekaePartCount": np.uint32(parts["count"]),
+            "_KisekaePart0": np.array(parts["params"][0], np.float32),
+            "_KisekaePart1": np.array(parts["params"][1], np.float32)}
+    common = {"_KisekaePartSamples": f4(parts["samples"]), "_KisekaePartBox": f4(parts["box"]),
+              "_KisekaePartIndex": u32(parts["index"]), "_KisekaePartInverse": f4(parts["inverse"]),
+              "_KisekaeVertexPart": buf(np.asarray(parts["part"], np.int32).tobytes()),
+              "_KisekaeVertexSkip": u32(parts["skip"]), "_KisekaeVertexRest": f4(parts["rest"]),
+              "_KisekaeBodyPositions": body_pos, "_KisekaeBodyPositionsRW": body_pos, "_KisekaeBodyBeyondRW": beyond}
+    depth = u32(np.zeros(64 * 64))
+    fade = buf(np.zeros(64 * 64, np.float32).tobytes())
+    kernels["KisekaePartDepths"].run(nb, puni, {**common, "_KisekaePairDepthRW": depth})
+    kernels["KisekaePairFades"].run(1, puni, {**common, "_KisekaePairDepthRW": depth, "_KisekaePairFadeRW": fade})
+    common["_KisekaePairFade"] = fade
+    moves = [buf(reserve=nb * 16), buf(reserve=nb * 16)]
+    kernels["KisekaePartStepFirst"].run(nb, puni, {**common, "_KisekaeDisplacementOut": moves[0]})
+    ring = {"_KisekaeRingPtr": u32(parts["ring"][0]), "_KisekaeRingIdx": u32(parts["ring"][1])}
+    for _ in range(parts["passes"]):
+        kernels["KisekaeBodySmooth"].run(nb, puni, {**ring, "_KisekaeDisplacementIn": moves[0],
+                                                    "_KisekaeDisplacementOut": moves[1]})
+        moves.reverse()
+    src = moves[0] if parts["passes"] else buf(np.zeros((nb, 4), np.float32).tobytes())
+    kernels["KisekaePartStepAgain"].run(nb, puni, {**common, "_KisekaeDisplacementIn": src})
+    parts["depth_after"] = np.frombuffer(depth.read(), np.uint32).copy()
+    parts["fade_out"] = np.frombuffer(fade.read(), np.float32).reshape(64, 64).copy()
+    parts["beyond_out"] = np.frombuffer(beyond.read(), np.float32).reshape(nb, 4).copy()
 
 
 def _corrective_buffers(correctives, n, buf, u32, f4) -> dict:
@@ -1194,6 +1257,85 @@ def test_unity_kernels_guard_the_body_normals(baked, tmp_path):
     assert np.abs(ref - loose).max() > 1e-3  # the guard matters for this frame
     err = np.linalg.norm(pos[:, :3] - world(ref), axis=1)
     assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_run_the_part_contact(baked, tmp_path):
+    """KisekaeSurfacePush.parts (KisekaeBodyParts.Record): the depths with InterlockedMax, the fades in one group, the
+    two steps and the body's smoothing passes, on the body read back from its bake, turned and moved into world space,
+    equal kisekae's part-contact body (Avatar.with_part_contact) within 1e-5 m, in a held-out pose whose pairs fade
+    (conformance.PART_POSES' rom_27); the fades equal pair_fade, the depths are cleared for the next frame, and the
+    garment's frame equals surface_runtime on that body."""
+    from kisekae.avatar.part_contact import inner_deform, live_parts, pair_depths_numpy, pair_fade
+    from kisekae.avatar.poses import range_of_motion_poses
+    from kisekae.shaders import part_bake as pb
+    from kisekae.shaders.conformance import PART_SEED
+
+    av, cand, ring, doc, head, binary, lift = baked
+    bake = _load(head, av)
+    pc = av.with_part_contact()
+    names = av.skeleton.names
+    fields, settings = pb.part_from_bake(*pb.part_bake(pc.body.deform, names), names)
+    mesh, faces = av.part("tights").mesh, av.body.mesh.faces
+    m = range_of_motion_poses(av.skeleton, 28, seed=PART_SEED)[27].skinning_matrices(av.skeleton)
+    T = np.eye(4)
+    T[:3, :3] = [[np.cos(-1.1), 0.0, np.sin(-1.1)], [0.0, 1.0, 0.0], [-np.sin(-1.1), 0.0, np.cos(-1.1)]]
+    T[:3, 3] = [-4.0, 0.2, 7.5]
+    world = _frame_of(T)
+    wm = np.einsum("ij,bjk->bik", T, m)
+    x = av.part("tights").posed(m).astype(np.float64)
+    contact = _unity_contact(inner_deform(pc.body.deform), names, wm)
+    parts = _unity_parts(fields, settings, wm)
+    params = params_for("tights", None)
+    pos, _, body_pos, _, _ = unity_frame(tmp_path, av.body.skinned(m), world(x), T, np.eye(4), bake, faces, mesh.faces,
+                                         params, contact, parts=parts)
+    planes = av.body.posed(m).astype(np.float64)
+    body = pc.body.posed(m).astype(np.float64)
+    assert np.abs(body - planes).max() > 0.01  # the part contact moves this pose by more than a centimetre
+    err = np.linalg.norm(body_pos[:, :3] - world(body), axis=1)
+    assert err.max() < 1e-5, np.sort(err)[-5:]
+    fade = pair_fade(pair_depths_numpy(planes, fields, m), settings["deep"], live_parts(fields, m))
+    n_parts = fields.n_parts
+    assert 0.0 < fade.min() < 0.9  # pairs that fade in part
+    # a fade is 2 - depth / deep: 1e-5 m of depth (float32 world positions 8 m from the origin) is 1e-5 / deep of fade
+    assert np.abs(parts["fade_out"][:n_parts, :n_parts] - fade).max() < 1e-5 / settings["deep"]
+    assert not parts["depth_after"].any()  # cleared for the next frame
+    # what the body follow reads: the prepared body (planes and parts) less plain skinning
+    beyond = parts["beyond_out"][:, :3] - (world(body) - world(av.body.skinned(m).astype(np.float64)))
+    assert np.abs(beyond).max() < 1e-5
+    normals = vertex_normals(body, faces).astype(np.float64)
+    ref = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
+                          lift=lift, faces=_garment_faces(mesh), shortest=bake["shortest"])[0]
+    err = np.linalg.norm(pos[:, :3] - world(ref), axis=1)
+    assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+
+
+def test_unity_parts_rows_read_a_mirrored_mesh_in_the_bakes_space():
+    """KisekaeBodyParts.mirrorX: with the renderer's rest space the bake's mirrored in X (S), its skinning matrix M maps
+    S y to world; the rows S inverse(M) that ``_unity_parts`` and the component upload take a world point back to the
+    bake's y, and carry the bake's gradient g to the world gradient of the field y -> f(S inverse(M) p)."""
+    from kisekae.avatar.part_contact import PartFields
+
+    rng = np.random.default_rng(4)
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    M = np.eye(4)
+    M[:3, :3], M[:3, 3] = 1.3 * q, rng.normal(size=3)
+    S = np.diag([-1.0, 1.0, 1.0, 1.0])
+    fields = PartFields(grid=np.zeros((8, 4)), start=np.array([0, 8]), lo=np.zeros((1, 3)), dims=np.full((1, 3), 2),
+                        bone=np.array([0]), cell=0.01, rest=np.zeros((1, 3)), part=np.array([0]),
+                        own_bone=np.array([0]), skip=np.array([1], np.uint64),
+                        ring=(np.array([0, 0]), np.zeros(0, np.int64)), reach=np.array([0.01]))
+    rows = _unity_parts(fields, {"passes": 8, "gap": 0.004, "band": 0.01, "deep": 0.02}, M[None], mirror_x=True)
+    inv = rows["inverse"]
+    y = rng.normal(size=3)
+    p = (M @ S @ np.r_[y, 1.0])[:3]
+    np.testing.assert_allclose(inv[:3] @ np.r_[p, 1.0], y, atol=1e-12)
+    assert inv[3, 0] == 1.0
+    g = rng.normal(size=3)  # the field f(y) = g . y, read in world space: f(S inverse(M) p)
+    eps = 1e-6
+    numeric = [(g @ (inv[:3] @ np.r_[p + eps * e, 1.0]) - g @ (inv[:3] @ np.r_[p - eps * e, 1.0])) / (2 * eps)
+               for e in np.eye(3)]
+    np.testing.assert_allclose(inv[:3, :3].T @ g, numeric, atol=1e-8)  # KisekaePartGradientToPosed's sum
 
 
 def _plain_crouch(avatar, baked):

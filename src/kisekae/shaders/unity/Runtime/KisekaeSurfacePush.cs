@@ -10,6 +10,10 @@
 //      then the body contact of KisekaeBodyContact when one is given (the body Kisekae/BodyURP draws), then the body's
 //      area-weighted vertex normals, then its curvature (KisekaeBodyCurvature over the triangles around each
 //      vertex, after the normals)                                                     3 dispatches over the body
+//      With parts (a KisekaeBodyParts on the body: body_parts.json + .bytes from kisekae fit), the part contact
+//      right after the body contact (KisekaeBodyParts.Record: the depths, the pairs' fades, a step, the body's
+//      one-ring passes, a step again; kisekae's default body, kisekae.avatar.part_contact), and with drawBody the
+//      body's renderer draws that body (Kisekae/BodyURP with Prepared Body on)           3 + passes dispatches
 //      With bodyFollow (on by default, as kisekae check --runtime), KisekaeBodyPrepare also writes what the body does
 //      beyond plain skinning (the contact's step plus, with bodyCorrectives, the body's corrective blend shapes'
 //      skinned offsets, which KisekaeBodyOffsets recomputes first: 1 more dispatch over the body); after the normals,
@@ -117,6 +121,13 @@ namespace Kisekae
         public ComputeShader compute;
         [Tooltip("Optional: the body's contact (KisekaeBodyContact on the same body), applied before the push")]
         public KisekaeBodyContact contact;
+        [Tooltip("Optional: the body's part contact (KisekaeBodyParts on the same body), applied after the contact: " +
+                 "kisekae's default body keeps apart the parts that share no joint")]
+        public KisekaeBodyParts parts;
+        [Tooltip("With parts: the body's renderer draws this component's prepared body (Kisekae/BodyURP with Prepared " +
+                 "Body on), the body the garment was pushed out of; the part contact needs neighbour passes that its " +
+                 "vertex stage cannot run")]
+        public bool drawBody = true;
         [Tooltip("Tightness (R) and softness (G) at the garment's UV0, as Kisekae/ClothURP's mask; none: 0")]
         public Texture maskMap;
         [Tooltip("Minimum clearance from the body (m)")]
@@ -189,6 +200,9 @@ namespace Kisekae
 
         static readonly int IdSurfacePositions = Shader.PropertyToID("_KisekaeSurfacePositions");
         static readonly int IdSurfaceNormals = Shader.PropertyToID("_KisekaeSurfaceNormals");
+        static readonly int IdBodyPrepared = Shader.PropertyToID("_KisekaeBodyPrepared");
+        static readonly int IdBodyPreparedNormals = Shader.PropertyToID("_KisekaeBodyPreparedNormals");
+        public const string BodyKeyword = "KISEKAE_PREPARED_BODY";
 
         int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
             _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals, _kLayerPush,
@@ -224,7 +238,7 @@ namespace Kisekae
         int _nBody, _nGarment, _nSamples, _nSampleEntries, _nRing;
         uint[] _data;
         CommandBuffer _cmd;
-        MaterialPropertyBlock _block;
+        MaterialPropertyBlock _block, _bodyBlock;  // the garment's; the body's (drawBody, after the first frame)
 
         // Null when the bake fits the two meshes and the kernels, else the message that refuses it. Reads the binary
         // into _data.
@@ -252,6 +266,8 @@ namespace Kisekae
             if (liftPasses < 0 || unflipPasses < 0 || !(turnStart >= 0f) || float.IsInfinity(turnStart))
                 return $"{who}: liftPasses {liftPasses} and unflipPasses {unflipPasses} must be >= 0 and turnStart " +
                        $"{turnStart} a finite number >= 0";
+            if (parts != null && parts.body != body)
+                return $"{who}: the KisekaeBodyParts on '{parts.name}' is for another body";
             if (contact != null && contact.body != body)
                 return $"{who}: the KisekaeBodyContact on '{contact.name}' is for another body";
             KisekaeSurfaceBakeHeader h;
@@ -838,6 +854,8 @@ namespace Kisekae
             if (beneath != null) beneath._above.Remove(this);
             _layerCorners = null;  // released with the others below
             if (garment != null && _block != null) garment.SetPropertyBlock(null);  // the material's buffers go away
+            if (body != null && _bodyBlock != null) body.SetPropertyBlock(null);
+            _bodyBlock = null;
             _cmd?.Release();
             _cmd = null;
             _bodyVertices?.Dispose();
@@ -904,7 +922,24 @@ namespace Kisekae
             _garmentVertices = garmentVertices;
             Record(_cmd);
             Graphics.ExecuteCommandBuffer(_cmd);  // before the context's draws, which run when it is submitted
+            if (_bodyBlock == null && drawBody && parts != null && parts.Active) DrawBody();
             foreach (KisekaeSurfacePush outer in _above) outer.RunFrame();  // on this frame's result
+        }
+
+        // The body's renderer draws the prepared body from now on (bound once its first frame has run, so that it
+        // never reads an empty buffer).
+        void DrawBody()
+        {
+            _bodyBlock = new MaterialPropertyBlock();
+            body.GetPropertyBlock(_bodyBlock);
+            _bodyBlock.SetBuffer(IdBodyPrepared, _bodyPositions);
+            _bodyBlock.SetBuffer(IdBodyPreparedNormals, _bodyNormals);
+            body.SetPropertyBlock(_bodyBlock);
+            foreach (Material m in body.sharedMaterials)
+                if (m != null && !m.IsKeywordEnabled(BodyKeyword))
+                    Debug.LogWarning($"KisekaeSurfacePush on '{name}': material '{m.name}' of '{body.name}' does not " +
+                                     $"have Prepared Body ({BodyKeyword}) on, so it draws the body without the part " +
+                                     "contact the garment was pushed out of", this);
         }
 
         // What the kernels that push read as the surface to push out of: the body (or, for the layer push, the
@@ -1034,6 +1069,8 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyOffset", _bodyOffset);
             cmd.SetComputeBufferParam(cs, _kBodyPrepare, "_KisekaeBodyBeyondRW", _bodyBeyond);
             cmd.DispatchCompute(cs, _kBodyPrepare, Groups(_nBody), 1, 1);
+            if (parts != null && parts.Active)  // the part contact on the prepared body, before its normals
+                parts.Record(cmd, cs, _nBody, _bodyPositions, _bodyBeyond);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyPositions", _bodyPositions);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodySkinned", _bodyVertices);
             cmd.SetComputeBufferParam(cs, _kBodyNormals, "_KisekaeBodyTriangles", _bodyTriangles);
