@@ -218,7 +218,7 @@ def test_garment_bakes_know_the_part_contact(contact_avatar):
     base, parts = contact_avatar
     assert joint_contact_of(parts.body.deform) is parts.body.deform.before.then  # through the part contact
     assert _part_contact_entry(base) == []
-    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [1, 0.004, 0.01, 0.02, 8, 0.01])
+    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [2, 0.004, 0.01, 0.02, 8, 0.01])  # VERSION 2
     assert body_key(parts) == body_key(base)  # the garment correctives of the body without it serve it
     assert body_key(base)["gap"] == 0.004
 
@@ -338,3 +338,26 @@ def test_a_body_without_parts_big_enough_is_left_alone():
     np.testing.assert_array_equal(part_contact(x, fields, m), x)
     np.testing.assert_array_equal(part_contact(x, fields, m, numpy=True), x)
     assert pair_depths(x, fields, m).shape == (0, 0)
+
+
+def test_part_contact_ends_with_the_guard(contact_avatar):
+    """The built-in body in the held-out pose whose part contact turned two triangles over (range of motion, seed
+    777, pose 3): with the guard (the default, the fields hold the body's faces) none is; without it (fields without
+    faces) two are; the NumPy and Numba sequences agree."""
+    from dataclasses import replace
+
+    from kisekae.avatar.part_contact import part_contact
+    from kisekae.avatar.poses import range_of_motion_poses
+    from kisekae.qa.selfcontact import flipped_faces
+
+    base, parts = contact_avatar
+    fields = parts.body.deform.fields
+    assert fields.faces is not None and fields.vertex_faces is not None
+    m = range_of_motion_poses(base.skeleton, 4, seed=777)[3].skinning_matrices(base.skeleton)
+    x = base.body.posed(m).astype(np.float64)
+    faces = np.asarray(base.body.mesh.faces)
+    unguarded = part_contact(x, replace(fields, faces=None, vertex_faces=None), m)
+    guarded = part_contact(x, fields, m)
+    assert flipped_faces(unguarded, x, faces) >= 1 and flipped_faces(guarded, x, faces) == 0
+    np.testing.assert_allclose(part_contact(x, fields, m, numpy=True), guarded, atol=1e-6)
+    np.testing.assert_array_equal(parts.body.posed(m), guarded.astype(np.float32))

@@ -24,7 +24,9 @@ the part's thickness, at most :data:`MAX_MOVE`). Each pair's moves are scaled by
 deeper than :data:`DEEP` in each other fade to nothing at twice that, and so do all pairs of their parts: a forearm
 buried in the chest is a pose no vertex step can repair, and a partial repair tears it. The moves are spread over
 the one-ring (:func:`kisekae.geom.ring.smooth_push`, :data:`PASSES` passes: pushes grow to the neighbours, none
-shrinks) and the step is taken once more from there (:func:`part_step` is one step).
+shrinks) and the step is taken once more from there (:func:`part_step` is one step). Last, the flip guard
+(:mod:`kisekae.avatar.flip_guard`) halves, then undoes, the moves around any body triangle that the step turned by
+more than 60 degrees (a heavy body's hand pressed into its hip turned the wrist's triangles over).
 
 Far from contact it equals its input bit for bit; the body of a pose without such contacts (every named pose of the
 built-in avatar) is unchanged. Measurements and the choices behind the constants: docs/contact.md
@@ -41,12 +43,13 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.edges import unique_edges
-from ..geom.ring import one_ring, smooth_push, smooth_push_numpy
+from ..geom.ring import one_ring, smooth_push, smooth_push_numpy, vertex_faces
+from .flip_guard import flip_guard, flip_guard_numpy
 from ..validate import as_faces, as_points
 
 #: Version of the step's rules, part of the garment bakes' cache keys (:func:`kisekae.fit.runtime.candidates_cache_key`):
 #: a change to how the body is posed must not reuse bakes made on the old body.
-VERSION = 1
+VERSION = 2  # 2: the flip guard ends the step
 #: Grid cell of the part fields, metres.
 CELL = 0.01
 #: Grid margin around each part, metres.
@@ -103,6 +106,9 @@ class PartFields:
     pair_live : (P, P) bool ``[a, s]``: some vertex of part ``a`` is tested against part ``s`` (a joint's pair is not)
     reach : (P,) float64 the largest move of a vertex of each part against one other part, metres:
         ``min(MAX_MOVE, REACH_FRACTION * depth)`` with ``depth`` the part's deepest sample's depth
+    faces : (F, 3) int64 the body's triangles, or None (no flip guard)
+    vertex_faces : (ptr (N + 1,), idx) the faces around each welded vertex (:func:`kisekae.geom.ring.vertex_faces`),
+        made from ``faces`` (and the weld the ring was made with) when None
     """
 
     grid: np.ndarray
@@ -120,8 +126,12 @@ class PartFields:
     part_start: np.ndarray = None
     pair_live: np.ndarray = None
     reach: np.ndarray = None
+    faces: np.ndarray = None
+    vertex_faces: tuple = None
 
     def __post_init__(self):
+        if self.faces is not None and self.vertex_faces is None:
+            self.vertex_faces = vertex_faces(self.faces, len(self.rest), source="body faces")
         if self.order is None:
             self.order = np.flatnonzero(self.part >= 0)[np.argsort(self.part[self.part >= 0], kind="stable")]
             self.part_start = np.searchsorted(self.part[self.order], np.arange(len(self.bone) + 1)).astype(np.int64)
@@ -235,7 +245,8 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
             [len(g) for g in grids], dtype=np.int64)]).astype(np.int64),
         lo=np.array(lows, dtype=np.float64).reshape(-1, 3), dims=np.array(dims, dtype=np.int64).reshape(-1, 3),
         bone=bones, cell=float(cell), rest=rest, part=part_of[owner], own_bone=owner,
-        skip=skip_masks(skin, parents, bones), ring=one_ring(len(rest), edges, weld))
+        skip=skip_masks(skin, parents, bones), ring=one_ring(len(rest), edges, weld), faces=faces,
+        vertex_faces=vertex_faces(faces, len(rest), weld, "body faces"))
 
 
 def sample_field_numpy(fields: PartFields, s: int, points) -> tuple:
@@ -617,7 +628,8 @@ def _active_kernel(p, order, part_start, lo, dims, h, m, live):  # pragma: no co
 def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
                  deep: float = DEEP, passes: int = PASSES, numpy: bool = False) -> np.ndarray:
     """The whole step: :func:`part_step`, :data:`PASSES` one-ring passes of its moves
-    (:func:`kisekae.geom.ring.smooth_push`), and :func:`part_step` again from there.
+    (:func:`kisekae.geom.ring.smooth_push`), :func:`part_step` again from there, and the flip guard
+    (:func:`kisekae.avatar.flip_guard.flip_guard`, when the fields hold the body's faces).
 
     Parameters
     ----------
@@ -645,9 +657,11 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
         return x  # no vertex within reach of another part: the steps would move nothing
     fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))  # once: both steps treat a pair alike
     y = _step(x, fields, skin_matrices, inv, gap, band, fade, active)
-    if passes == 0 or not np.any(y != x):
+    if not np.any(y != x):
         return y  # nothing moved: the second step would give the same
-    return _step(x + smooth_push(y - x, fields.ring, int(passes)), fields, skin_matrices, inv, gap, band, fade)
+    if passes > 0:
+        y = _step(x + smooth_push(y - x, fields.ring, int(passes)), fields, skin_matrices, inv, gap, band, fade)
+    return y if fields.faces is None else flip_guard(x, y, fields.faces, fields.vertex_faces)
 
 
 def part_contact_numpy_steps(points, fields: PartFields, skin_matrices, passes: int = PASSES, *, deep: float = DEEP,
@@ -655,16 +669,19 @@ def part_contact_numpy_steps(points, fields: PartFields, skin_matrices, passes: 
     """:func:`part_contact`'s sequence in NumPy: the pairs' :func:`pair_fade` from the input, a step, ``passes``
     one-ring passes of its moves (:func:`kisekae.geom.ring.smooth_push_numpy`), a step from there. ``step(points,
     fade) -> (N, 3)`` takes the two steps (None: :func:`part_step_numpy` with the default settings; the conformance
-    checks pass the shader's)."""
+    checks pass the shader's); then :func:`kisekae.avatar.flip_guard.flip_guard_numpy` where the fields hold the
+    body's faces."""
     if step is None:
         def step(y, fade):
             return part_step_numpy(y, fields, skin_matrices, fade=fade)
     x = as_points(points, "posed body vertices")
     fade = pair_fade(pair_depths_numpy(x, fields, skin_matrices), deep, live_parts(fields, skin_matrices))
     y = np.asarray(step(x, fade), dtype=np.float64)
-    if passes == 0 or not np.any(y != x):
+    if not np.any(y != x):
         return y
-    return np.asarray(step(x + smooth_push_numpy(y - x, fields.ring, int(passes)), fade), dtype=np.float64)
+    if passes > 0:
+        y = np.asarray(step(x + smooth_push_numpy(y - x, fields.ring, int(passes)), fade), dtype=np.float64)
+    return y if fields.faces is None else flip_guard_numpy(x, y, fields.faces, fields.vertex_faces)
 
 
 @dataclass

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import KisekaeError
 from .bound import _f64
-from .surface import welded_csr
+from ..geom.ring import vertex_faces  # noqa: F401  (moved to kisekae.geom.ring; kept here)
 
 #: Unflip passes (each followed by the push of the vertices it moved) at the very end of the per-frame correction.
 UNFLIP_PASSES = 2
@@ -34,28 +34,6 @@ UNFLIP_PASSES = 2
 #: degrees): the share of the way back grows linearly to 1 at 90 degrees, so the operator is continuous (a face at
 #: the threshold in one frame, or 10 m away in float32, is not treated all or nothing).
 TURN_START = 0.05
-
-
-def vertex_faces(faces, n: int, weld=None) -> tuple:
-    """CSR of the faces around each vertex: ``(ptr (n+1,), idx (M,))`` int64, face ids increasing.
-
-    Parameters
-    ----------
-    faces : (F, 3) int garment triangles
-    n : int, vertices
-    weld : (n,) representative of each vertex (``Mesh.weld``) or None: a seam copy gets the faces of every copy of
-        its position (the faces around the welded vertex), so both copies move alike
-    """
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    if f.size and (f.min() < 0 or f.max() >= n):
-        raise KisekaeError(f"face corner ids must lie in 0..{n - 1}", "garment faces")
-    rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
-    if len(rep) != n:
-        raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
-    # (welded corner, face) pairs, sorted; a face touching one welded vertex twice (degenerate) is listed once
-    pairs = np.stack([rep[f].reshape(-1), np.repeat(np.arange(len(f)), 3)], axis=1)
-    pairs = np.unique(pairs, axis=0) if len(pairs) else pairs
-    return welded_csr(pairs[:, 0], pairs[:, 1], n, rep)
 
 
 def _unflip_inputs(points, skinned, faces, table):

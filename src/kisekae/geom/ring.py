@@ -44,6 +44,29 @@ def welded_csr(owner, values, n: int, weld=None) -> tuple:
     return ptr, values[at].astype(np.int64)
 
 
+def vertex_faces(faces, n: int, weld=None, source: str = "garment faces") -> tuple:
+    """CSR of the faces around each vertex: ``(ptr (n+1,), idx (M,))`` int64, face ids increasing.
+
+    Parameters
+    ----------
+    faces : (F, 3) int triangles
+    n : int, vertices
+    weld : (n,) representative of each vertex (``Mesh.weld``) or None: a seam copy gets the faces of every copy of
+        its position (the faces around the welded vertex), so both copies move alike
+    source : str, named in errors
+    """
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if f.size and (f.min() < 0 or f.max() >= n):
+        raise KisekaeError(f"face corner ids must lie in 0..{n - 1}", source)
+    rep = np.arange(n) if weld is None else np.asarray(weld, dtype=np.int64)
+    if len(rep) != n:
+        raise KisekaeError(f"weld has {len(rep)} entries for {n} vertices", "weld")
+    # (welded corner, face) pairs, sorted; a face touching one welded vertex twice (degenerate) is listed once
+    pairs = np.stack([rep[f].reshape(-1), np.repeat(np.arange(len(f)), 3)], axis=1)
+    pairs = np.unique(pairs, axis=0) if len(pairs) else pairs
+    return welded_csr(pairs[:, 0], pairs[:, 1], n, rep)
+
+
 def one_ring(n: int, edges, weld=None) -> tuple:
     """CSR one-ring of ``n`` vertices: ``(ptr (n+1,), idx)`` int64 (:func:`welded_csr` of the edges both ways).
 

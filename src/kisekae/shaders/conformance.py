@@ -825,8 +825,9 @@ def part_contact_checks(poses=PART_POSES):
     """The part contact (``kisekae_part_contact.hlsl``) against :func:`kisekae.avatar.part_contact.part_step_numpy`:
     on :func:`part_vectors` (synthetic, quick: first), then on the built-in contact body in the range-of-motion poses
     ``poses`` (seed :data:`PART_SEED`), one step and the whole step (a step, the reference's one-ring passes, a
-    step)."""
+    step); and the flip guard's passes (``KisekaePartGuard``) in pose :data:`GUARD_POSE`."""
     from ..avatar.part_contact import DEEP, PASSES, pair_depths_numpy, pair_fade, part_contact_numpy_steps, part_step_numpy
+    from ..avatar.flip_guard import flip_guard_numpy
 
     x, fields, m = _memo(("part vectors",), part_vectors)
     fade = _memo(("part vectors fade",), lambda: _some_fades(fields.n_parts))
@@ -843,7 +844,7 @@ def part_contact_checks(poses=PART_POSES):
     av, fields = _memo(("part avatar",), _part_avatar)
     from ..avatar.poses import range_of_motion_poses
 
-    rom = _memo(("part poses",), lambda: range_of_motion_poses(av.skeleton, max(poses) + 1, seed=PART_SEED))
+    rom = _memo(("part poses",), lambda: range_of_motion_poses(av.skeleton, max(*poses, GUARD_POSE) + 1, seed=PART_SEED))
     for k in poses:
         m = rom[k].skinning_matrices(av.skeleton)
         x = _memo(("part body", k), lambda: av.body.posed(m))
@@ -855,7 +856,27 @@ def part_contact_checks(poses=PART_POSES):
         checks.append(Check(f"part contact rom_{k} depths", _err(X.gpu_part_depths(x, fields, m), _memo(
             ("part body depths", k), lambda: pair_depths_numpy(x, fields, m))), TOL_CONTACT, len(x)))
         checks.append(Check(f"part contact rom_{k} whole step", _err(whole, ref), TOL_CONTACT, len(x)))
+    start, unguarded = _memo(("part guard input",), lambda: _unguarded_part_contact(av, fields, rom[GUARD_POSE]))
+    ref = _memo(("part guard ref",), lambda: flip_guard_numpy(start, unguarded, fields.faces, fields.vertex_faces))
+    checks.append(Check(f"part contact rom_{GUARD_POSE} flip guard", _err(
+        X.gpu_part_guard(start, unguarded, fields.faces, fields.vertex_faces), ref), TOL_CONTACT, len(start)))
     return checks
+
+
+#: The range-of-motion pose (seed :data:`PART_SEED`) whose part contact turns two of the built-in body's triangles over
+#: without the flip guard: the guard's conformance check.
+GUARD_POSE = 3
+
+
+def _unguarded_part_contact(av, fields, pose) -> tuple:
+    """``(start, moved)``: the body before the part contact (the planes) and after it without the flip guard."""
+    from dataclasses import replace
+
+    from ..avatar.part_contact import inner_deform, part_contact
+
+    m = pose.skinning_matrices(av.skeleton)
+    start = inner_deform(av.body.deform).pose(av.body.mesh.vertices, av.body.skin, m).astype(np.float64)
+    return start, part_contact(start, replace(fields, faces=None, vertex_faces=None), m)
 
 
 def _part_avatar():

@@ -60,6 +60,7 @@ MODES = {
     "guarded_face": 30,
     "part_step": 31,
     "part_depth": 32,
+    "part_guard": 33,
 }
 
 #: Bone influences a vertex that ``KisekaeSkinnedOffset`` reads in the harness (``KISEKAE_SKIN_INFLUENCES``).
@@ -1530,3 +1531,47 @@ def gpu_part_step(points, fields, skin_matrices, *, gap: float | None = None, ba
     o0, _ = _run("part_step", "constants", n, params=params, in0=in0, in1=_vec4(n, fields.rest), in2=pieces,
                  in3=samples, in4=header, in5=rows)
     return o0[:, :3]
+
+
+def gpu_part_guard(start, moved, faces, table, *, cos_min: float | None = None, halvings: int | None = None,
+                   reverts: int | None = None):
+    """``KisekaePartGuard`` on the GPU, pass after pass as an engine runs it (every pass, also after one that turned
+    nothing): :func:`kisekae.avatar.flip_guard.flip_guard_numpy`.
+
+    Parameters
+    ----------
+    start, moved : (N, 3) array_like, the body before and after the step (m)
+    faces : (F, 3) int triangles
+    table : :func:`kisekae.geom.ring.vertex_faces`
+    cos_min : float or None (:data:`kisekae.avatar.flip_guard.GUARD_COS`)
+    halvings, reverts : int or None (:data:`~kisekae.avatar.flip_guard.GUARD_HALVINGS`,
+        :data:`~kisekae.avatar.flip_guard.GUARD_REVERTS`)
+
+    Returns
+    -------
+    (N, 3) float32 positions (m).
+    """
+    from ..avatar import flip_guard as fg
+
+    x = as_points(start, "start body", dtype=np.float32)
+    y = as_points(moved, "moved body", dtype=np.float32)
+    if x.shape != y.shape:
+        raise KisekaeError(f"{len(y)} moved vertices for {len(x)} start vertices", "points")
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if f.size and (f.min() < 0 or f.max() >= len(x)):
+        raise KisekaeError(f"face corner ids must lie in 0..{len(x) - 1}", "body faces")
+    n = len(x)
+    ranges, idx = _csr_rows(table, n, len(f), "vertex faces")
+    if not n:
+        return y.copy()
+    corners = np.zeros((max(len(idx), 1), 4), np.float32)
+    corners[: len(idx), :3] = f[idx]
+    cos_min = fg.GUARD_COS if cos_min is None else float(cos_min)
+    halvings = fg.GUARD_HALVINGS if halvings is None else int(halvings)
+    reverts = fg.GUARD_REVERTS if reverts is None else int(reverts)
+    move = y - x
+    for r in range(halvings + reverts):
+        o0, _ = _run("part_guard", "constants", n, in0=_vec4(n, move), in1=ranges, in2=corners, in3=_vec4(n, x),
+                     params=[[cos_min, 0.5 if r < halvings else 0.0, 0.0, 0.0]])
+        move = o0[:, :3]
+    return x + move

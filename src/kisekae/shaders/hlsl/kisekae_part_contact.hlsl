@@ -22,7 +22,10 @@
 // InterlockedMax on the float's bits (depths are >= 0), then KisekaePairFade per pair and, per part, the least of
 // its row, and each pair's factor the least of its own and its two parts'. The engine then spreads the moves over
 // the one-ring (KisekaeSmoothPush passes, kisekae_surface.hlsl) and takes the step again from there with the same
-// fades (kisekae.avatar.part_contact.part_contact). The rest pose is unchanged. Units are metres.
+// fades (kisekae.avatar.part_contact.part_contact), and ends with the flip guard (kisekae.avatar.flip_guard):
+// KisekaePartGuard passes over the moves (the second step's result less the body it started from), three that halve
+// the move of a vertex with a triangle around it turned by more than 90 degrees from the start body, then two that
+// undo it (scale 0.5, then 0). The rest pose is unchanged. Units are metres.
 #ifndef KISEKAE_PART_CONTACT_HLSL
 #define KISEKAE_PART_CONTACT_HLSL
 
@@ -195,6 +198,43 @@ float KisekaePartDepth(float3 p, int own, uint2 skip, uint s)
         return 0.0;
     }
     return max(-f.x, 0.0);
+}
+#endif
+
+#ifdef KISEKAE_LOAD_PART_FACE
+// The flip guard's test of one triangle (three body vertex ids): its normal with this pass's moves
+// (KISEKAE_LOAD_PART_MOVE(i), float3) turned from its normal in the start body (KISEKAE_LOAD_PART_START(i)) past
+// acos(cosMin); never a triangle of zero area at the start (kisekae.avatar.flip_guard.turned_faces_numpy).
+bool KisekaePartTurned(uint3 t, float cosMin)
+{
+    float3 a = KISEKAE_LOAD_PART_START(t.x);
+    float3 b = KISEKAE_LOAD_PART_START(t.y);
+    float3 c = KISEKAE_LOAD_PART_START(t.z);
+    float3 n = cross(b - a, c - a);
+    float3 pa = a + KISEKAE_LOAD_PART_MOVE(t.x);
+    float3 m = cross(b + KISEKAE_LOAD_PART_MOVE(t.y) - pa, c + KISEKAE_LOAD_PART_MOVE(t.z) - pa);
+    return dot(n, m) < cosMin * length(n) * length(m);
+}
+
+// One pass of the flip guard for body vertex v: its move times `scale` (0.5 halving, 0 undoing) when a triangle
+// around it is turned (KISEKAE_LOAD_PART_FACE_RANGE(v): (first, count) of the faces around its welded vertex,
+// KISEKAE_LOAD_PART_FACE(e): uint3 corner ids), else its move.
+float3 KisekaePartGuard(uint v, float cosMin, float scale)
+{
+    float3 d = KISEKAE_LOAD_PART_MOVE(v);
+    if (all(d == 0.0)) // kisekae:guard (a vertex that does not move stays; scaling it would give the same)
+    {
+        return d;
+    }
+    uint2 range = KISEKAE_LOAD_PART_FACE_RANGE(v);
+    for (uint e = range.x; e < range.x + range.y; ++e)
+    {
+        if (KisekaePartTurned(KISEKAE_LOAD_PART_FACE(e), cosMin))
+        {
+            return scale * d;
+        }
+    }
+    return d;
 }
 #endif
 

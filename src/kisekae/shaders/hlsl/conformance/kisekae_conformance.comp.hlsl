@@ -104,6 +104,12 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_PART_INVERSE(s, r) (gIn5[3u * (s) + (r)])
 // ... and each pair's fade from gIn4 past the headers: row 192 + 64 a + s (x).
 #define KISEKAE_LOAD_PART_FADE(a, s) (gIn4[192u + 64u * (a) + (s)].x)
+// Mode 33 (the part contact's flip guard): the moves in gIn0, the faces around each vertex as mode 24's (gIn1 ranges,
+// gIn2 corner ids per entry), the start body in gIn3.
+#define KISEKAE_LOAD_PART_MOVE(i) (gIn0[(i)].xyz)
+#define KISEKAE_LOAD_PART_START(i) (gIn3[(i)].xyz)
+#define KISEKAE_LOAD_PART_FACE_RANGE(v) ((uint2)gIn1[(v)].xy)
+#define KISEKAE_LOAD_PART_FACE(e) ((uint3)gIn2[(e)].xyz)
 #include "../kisekae_core.hlsl"
 
 
@@ -510,6 +516,13 @@ void main(uint3 id : SV_DispatchThreadID)
         uint2 skip = uint2((uint)x2.x | ((uint)x2.y << 16u), (uint)x2.z | ((uint)x2.w << 16u));
         y0 = float4(KisekaePartDepth(x0.xyz, (int)x0.w, skip, (uint)x1.w), KisekaePairFade(x1.x, x1.y, gParams[0].z),
                     0.0, 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(33)
+    if (gMode == 33u)
+    {
+        // the part contact's flip guard, one pass: gParams[0] = (cosMin, scale, -, -)
+        y0 = float4(KisekaePartGuard(i, gParams[0].x, gParams[0].y), 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(18)
