@@ -283,9 +283,18 @@ def test_engine_bake_round_trip(contact_avatar):
     np.testing.assert_array_equal(fields.skip, ref.skip)
     np.testing.assert_array_equal(fields.part, ref.part)
     np.testing.assert_array_equal(fields.ring[1], ref.ring[1])
-    m = range_of_motion_poses(sk, 28, seed=777)[27].skinning_matrices(sk)
-    x = base.body.posed(m)
-    np.testing.assert_allclose(part_contact(x, fields, m), part_contact(x, ref, m), atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(fields.faces, ref.faces)  # the flip guard's triangles and faces around each vertex
+    for a, b in zip(fields.vertex_faces, ref.vertex_faces):
+        np.testing.assert_array_equal(a, b)
+    rom = range_of_motion_poses(sk, 28, seed=777)
+    for k in (3, 27):  # 3: the guard takes moves back
+        m = rom[k].skinning_matrices(sk)
+        x = base.body.posed(m)
+        np.testing.assert_allclose(part_contact(x, fields, m), part_contact(x, ref, m), atol=1e-5, rtol=0)
+    faces_at = doc["layout"]["faces"]["offset"]
+    broken = blob[:faces_at] + np.uint32(10 ** 9).tobytes() + blob[faces_at + 4:]
+    with pytest.raises(KisekaeError, match="triangles or the faces around each vertex"):
+        part_from_bake(doc, broken, sk.names)
     with pytest.raises(KisekaeError, match="version"):
         part_from_bake({**doc, "version": 99}, blob, sk.names)
     with pytest.raises(KisekaeError, match="do not fit the blob"):

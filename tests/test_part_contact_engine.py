@@ -18,7 +18,8 @@ PUSH = UNITY / "Runtime" / "KisekaeSurfacePush.cs"
 COMPUTE = UNITY / "Shaders" / "KisekaeSurfacePush.compute"
 BODY_SHADER = UNITY / "Shaders" / "KisekaeBodyURP.shader"
 SRG = HLSL_DIR.parent / "o3de" / "KisekaeSrg.azsli"
-KERNELS = ("KisekaePartDepths", "KisekaePairFades", "KisekaePartStepFirst", "KisekaeBodySmooth", "KisekaePartStepAgain")
+KERNELS = ("KisekaePartDepths", "KisekaePairFades", "KisekaePartStepFirst", "KisekaeBodySmooth", "KisekaePartStepAgain",
+           "KisekaePartGuards", "KisekaePartApply")
 
 
 def test_unity_component_reads_what_the_bake_writes(avatar):
@@ -28,13 +29,18 @@ def test_unity_component_reads_what_the_bake_writes(avatar):
     assert f"public const int BakeVersion = {pb.BAKE_VERSION};" in cs
     assert f"public const int MaxParts = {pc.MAX_PARTS};" in cs
     assert re.search(r"const float MinDeterminant = ([0-9e.-]+)f;", cs).group(1) == f"{pc.MIN_DETERMINANT:g}"
+    from kisekae.avatar import flip_guard as fg
+
+    assert f"public const float GuardCos = {fg.GUARD_COS:g}f;" in cs
+    assert f"public const int GuardHalvings = {fg.GUARD_HALVINGS};" in cs
+    assert f"public const int GuardReverts = {fg.GUARD_REVERTS};" in cs
     doc, _ = pb.part_bake(avatar.with_part_contact().body.deform, avatar.skeleton.names)
     doc = json.loads(json.dumps(doc))
 
     def fields(cls):
         body = cs[cs.index(f"public class {cls}"):]
         body = body[:body.index("}")]
-        return {name for decl in re.findall(r"public [\w\[\]]+ ([\w, ]+);", body) for name in decl.split(", ")}
+        return {name.strip() for decl in re.findall(r"public [\w\[\]]+ ([\w,\s]+);", body) for name in decl.split(",")}
 
     assert set(doc) == fields("KisekaePartBake")
     assert set(doc["parts"][0]) == fields("KisekaePartEntry")
@@ -43,7 +49,7 @@ def test_unity_component_reads_what_the_bake_writes(avatar):
     assert set(doc["layout"]["samples"]) == {"offset", "count"}  # KisekaeCorrectiveRange
     # per vertex: the part as int, the mask as two uint words, the rest as three floats (as the blob stores them)
     assert dict(pb.LAYOUT) == {"samples": "<f4", "vertexPart": "<i4", "vertexSkip": "<u4", "vertexRest": "<f4",
-                               "ringPtr": "<u4", "ring": "<u4"}
+                               "ringPtr": "<u4", "ring": "<u4", "triangles": "<u4", "facePtr": "<u4", "faces": "<u4"}
     assert "Ints(bytes, l.vertexPart)" in cs and "Uints(bytes, l.vertexSkip)" in cs and "Floats(bytes, l.samples)" in cs
 
 
@@ -53,7 +59,9 @@ def test_unity_component_refuses_what_does_not_fit():
     for check in ("b.version != BakeVersion", "b.parts.Length > MaxParts", "b.vertexCount != body.sharedMesh.vertexCount",
                   "!index.TryGetValue(e.bone", "e.start != rows", "e.dims[0] < 2", "e.reach >= 0f",
                   'RangeProblem(l.samples, 4 * rows', 'RangeProblem(l.ringPtr, n + 1', "part[i] < -1 || part[i] >= parts",
-                  "ptr[i + 1] < ptr[i]", "j >= (uint)n", "!Finite(x)", "BitConverter.IsLittleEndian", "s.passes < 0",
+                  "ptr[i + 1] < ptr[i]", "j >= limit", "!Finite(x)", "BitConverter.IsLittleEndian", "s.passes < 0",
+                  "tris.Length % 3 != 0", "CsrProblem(facePtr, faces", "CsrProblem(ptr, ring, (uint)n",
+                  'RangeProblem(l.facePtr, n + 1', "j >= (uint)n",
                   "(long)r.offset + 4L * r.count > bytes"):
         assert check in cs, check
     assert "enabled = false;" in cs and "Debug.LogError($\"KisekaeBodyParts on '{name}': {problem}\"" in cs
@@ -62,7 +70,8 @@ def test_unity_component_refuses_what_does_not_fit():
 def test_unity_records_the_passes_in_the_references_order():
     """KisekaeBodyParts.Record: this frame's rows uploaded in the command buffer, then the depths, the fades (one
     group), the first step, the smoothing passes over the body's ring (bound to that kernel only), the second step
-    (the zero moves without passes: kisekae keeps the first step); KisekaeSurfacePush records it between the body's
+    (the zero moves without passes: kisekae keeps the first step), the flip guard's halving and undoing passes, the
+    apply; KisekaeSurfacePush records it between the body's
     preparation and its normals, and draws the body from the prepared buffers with drawBody."""
     cs = PARTS.read_text()
     text = COMPUTE.read_text()
@@ -72,9 +81,11 @@ def test_unity_records_the_passes_in_the_references_order():
     order = [record.index(s) for s in ("UpdateRows();", "cmd.SetBufferData(_inverse, _rows);",
                                        "cmd.DispatchCompute(cs, _kDepths, groups", "cmd.DispatchCompute(cs, _kFades, 1, 1, 1)",
                                        "cmd.DispatchCompute(cs, _kFirst, groups", "cmd.DispatchCompute(cs, _kSmooth, groups",
-                                       "cmd.DispatchCompute(cs, _kAgain, groups")]
+                                       "cmd.DispatchCompute(cs, _kAgain, groups", "cmd.DispatchCompute(cs, _kGuard, groups",
+                                       "cmd.DispatchCompute(cs, _kApply, groups")]
     assert order == sorted(order)
     assert "pass < s.passes" in record and "s.passes > 0 ? src : _noMove" in record
+    assert "pass < GuardHalvings + GuardReverts" in record and "pass < GuardHalvings ? 0.5f : 0f" in record
     assert 'cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);' in record
     for name in re.findall(r'"(_Kisekae\w+)"', record):
         assert name in text, name
@@ -96,10 +107,12 @@ def test_unity_records_the_passes_in_the_references_order():
 
 def test_o3de_srg_drives_the_part_contact(tmp_path):
     """The SRG's part-contact macros and members, with the SRG flattened to globals (AZSLc is not here), drive the
-    core's KisekaePartStep, KisekaePartDepth and the pairs' InterlockedMax through glslang."""
+    core's KisekaePartStep, KisekaePartDepth, the pairs' InterlockedMax and the flip guard's KisekaePartGuard through
+    glslang."""
     srg = SRG.read_text()
     for macro in ("KISEKAE_LOAD_PART_SAMPLE", "KISEKAE_LOAD_PART_GRID", "KISEKAE_LOAD_PART_INVERSE",
-                  "KISEKAE_LOAD_PART_FADE"):
+                  "KISEKAE_LOAD_PART_FADE", "KISEKAE_LOAD_PART_START", "KISEKAE_LOAD_PART_MOVE",
+                  "KISEKAE_LOAD_PART_FACE_RANGE", "KISEKAE_LOAD_PART_FACE"):
         assert f"#define {macro}(" in srg, macro
     flat_srg(tmp_path)
     (tmp_path / "probe.hlsl").write_text("""#include "srg.hlsl"
@@ -114,12 +127,13 @@ void main(uint3 id : SV_DispatchThreadID)
     float d = KisekaePartDepth(p, m_vertexPart[id.x], m_vertexSkip[id.x], id.x % 64u);
     uint ignored;
     InterlockedMax(m_pairDepth[id.x % 4096u], asuint(d), ignored);
-    gOut[id.x] = float4(q, d);
+    gOut[id.x] = float4(q + KisekaePartGuard(id.x, m_partGuard.x, m_partGuard.y), d);
 }
 """)
     c = compile_hlsl(tmp_path / "probe.hlsl", "comp", use_cache=False)
     for name in ("m_partSamples", "m_partBox", "m_partIndex", "m_partInverse", "m_vertexPart", "m_vertexSkip",
-                 "m_vertexRest", "m_pairFade", "m_pairDepth", "m_partCount", "m_part0", "m_part1"):
+                 "m_vertexRest", "m_pairFade", "m_pairDepth", "m_partCount", "m_part0", "m_part1", "m_partStart",
+                 "m_partTriangles", "m_partFacePtr", "m_partFaces", "m_partGuard"):
         assert name in c.glsl, name
     assert "atomicMax" in c.glsl
 

@@ -150,6 +150,14 @@ StructuredBuffer<float4> gPartInverse;
 #define KISEKAE_LOAD_PART_INVERSE(s, r) (gPartInverse[3u * (s) + (r)])
 StructuredBuffer<float> gPartFade;
 #define KISEKAE_LOAD_PART_FADE(a, s) (gPartFade[64u * (a) + (s)])
+StructuredBuffer<float4> gStart;
+StructuredBuffer<float4> gMove;
+StructuredBuffer<uint2> gFaceRange;
+StructuredBuffer<uint4> gFaces;
+#define KISEKAE_LOAD_PART_START(i) (gStart[(i)].xyz)
+#define KISEKAE_LOAD_PART_MOVE(i) (gMove[(i)].xyz)
+#define KISEKAE_LOAD_PART_FACE_RANGE(v) (gFaceRange[(v)])
+#define KISEKAE_LOAD_PART_FACE(e) (gFaces[(e)].xyz)
 #include "kisekae_core.hlsl"
 StructuredBuffer<float4> gPoints;
 StructuredBuffer<float4> gRest;
@@ -179,13 +187,20 @@ void part_depth(uint3 id : SV_DispatchThreadID)
         gDepth[64u * i + s] = KisekaePartDepth(gPoints[i].xyz, gOwnPart[i], gSkip[i], s);
     }
 }
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void part_guard(uint3 id : SV_DispatchThreadID)
+{
+    // one pass of the flip guard over the moves (ping-pong gMove -> gOut)
+    gOut[id.x] = float4(KisekaePartGuard(id.x, gParams[2].x, gParams[2].y), 0.0);
+}
 """
 
 
 def test_part_contact_stage_compiles_with_slang_cpu_and_glslang():
     from kisekae.shaders import compile_hlsl
 
-    for entry in ("part_contact", "part_depth"):
+    for entry in ("part_contact", "part_depth", "part_guard"):
         compile_with_slang(PART_STAGE, entry, name=f"kisekae_{entry}")
         c = compile_hlsl(PART_STAGE.replace('[shader("compute")]\n', ""), "comp", entry=entry, use_cache=False)
         assert c.spirv[:4] == b"\x03\x02\x23\x07" and "WARNING" not in c.log.upper()

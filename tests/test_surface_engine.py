@@ -573,7 +573,7 @@ def test_fit_writes_the_floor_of_its_compression_limit(tmp_path, capsys):
 # KisekaeStretchLimits, not KisekaeStretchLimit: a kernel named as the core function it calls is an overloaded entry
 # point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
 _PART_KERNELS = ("KisekaePartDepths", "KisekaePairFades", "KisekaePartStepFirst", "KisekaeBodySmooth",
-                 "KisekaePartStepAgain")
+                 "KisekaePartStepAgain", "KisekaePartGuards", "KisekaePartApply")
 _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvatures", "KisekaeGarmentCorrectives",
                   "KisekaeSurfacePushFirst",
                   "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeSampleLifts",
@@ -1049,13 +1049,17 @@ def _unity_parts(fields, settings, world_matrices, mirror_x=False) -> dict:
     return {"samples": fields.grid, "box": box.reshape(-1, 4), "index": np.c_[fields.dims, fields.start[:-1]],
             "inverse": inv.reshape(-1, 4), "part": fields.part, "rest": np.c_[fields.rest, np.zeros(len(fields.rest))],
             "skip": np.c_[skip & np.uint64(0xFFFFFFFF), skip >> np.uint64(32)], "ring": fields.ring,
+            "triangles": fields.faces, "face_ring": fields.vertex_faces,
             "count": fields.n_parts, "passes": settings["passes"],
             "params": ([settings["gap"], settings["band"], settings["deep"], 0.0], [MIN_SPREAD, REST_SLACK, 0.0, 0.0])}
 
 
 def _unity_part_contact(kernels, parts, uni, buf, f4, u32, body_pos, beyond, nb) -> None:
     """KisekaeBodyParts.Record's dispatches: the depths, the fades (one group), the first step, the body smoothing
-    passes (the body's one-ring bound as the ring; with none, a buffer of zeros), the second step."""
+    passes (the body's one-ring bound as the ring; with none, a buffer of zeros), the second step, the flip guard's
+    passes and the apply."""
+    from kisekae.avatar.flip_guard import GUARD_COS, GUARD_HALVINGS, GUARD_REVERTS
+
     puni = {**uni, "_KisekaePartCount": np.uint32(parts["count"]),
             "_KisekaePart0": np.array(parts["params"][0], np.float32),
             "_KisekaePart1": np.array(parts["params"][1], np.float32)}
@@ -1077,7 +1081,18 @@ def _unity_part_contact(kernels, parts, uni, buf, f4, u32, body_pos, beyond, nb)
                                                     "_KisekaeDisplacementOut": moves[1]})
         moves.reverse()
     src = moves[0] if parts["passes"] else buf(np.zeros((nb, 4), np.float32).tobytes())
-    kernels["KisekaePartStepAgain"].run(nb, puni, {**common, "_KisekaeDisplacementIn": src})
+    kernels["KisekaePartStepAgain"].run(nb, puni, {**common, "_KisekaeDisplacementIn": src,
+                                                   "_KisekaeDisplacementOut": moves[1]})
+    moves.reverse()
+    faces = {"_KisekaePartTriangles": u32(parts["triangles"]), "_KisekaePartFacePtr": u32(parts["face_ring"][0]),
+             "_KisekaePartFaces": u32(parts["face_ring"][1])}
+    for scale in [0.5] * GUARD_HALVINGS + [0.0] * GUARD_REVERTS:
+        kernels["KisekaePartGuards"].run(nb, {**puni, "_KisekaePartGuard": np.array([GUARD_COS, scale, 0, 0],
+                                                                                       np.float32)},
+                                         {**common, **faces, "_KisekaeDisplacementIn": moves[0],
+                                          "_KisekaeDisplacementOut": moves[1]})
+        moves.reverse()
+    kernels["KisekaePartApply"].run(nb, puni, {**common, "_KisekaeDisplacementIn": moves[0]})
     parts["depth_after"] = np.frombuffer(depth.read(), np.uint32).copy()
     parts["fade_out"] = np.frombuffer(fade.read(), np.float32).reshape(64, 64).copy()
     parts["beyond_out"] = np.frombuffer(beyond.read(), np.float32).reshape(nb, 4).copy()
@@ -1259,36 +1274,46 @@ def test_unity_kernels_guard_the_body_normals(baked, tmp_path):
     assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
 
 
-@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
-def test_unity_kernels_run_the_part_contact(baked, tmp_path):
-    """KisekaeSurfacePush.parts (KisekaeBodyParts.Record): the depths with InterlockedMax, the fades in one group, the
-    two steps and the body's smoothing passes, on the body read back from its bake, turned and moved into world space,
-    equal kisekae's part-contact body (Avatar.with_part_contact) within 1e-5 m, in a held-out pose whose pairs fade
-    (conformance.PART_POSES' rom_27); the fades equal pair_fade, the depths are cleared for the next frame, and the
-    garment's frame equals surface_runtime on that body."""
-    from kisekae.avatar.part_contact import inner_deform, live_parts, pair_depths_numpy, pair_fade
+def _unity_part_frame(baked, tmp_path, k):
+    """``unity_frame`` with the part contact (read back from its bake) in range-of-motion pose ``k`` (seed
+    conformance.PART_SEED), the body turned and moved 8 m into world space: ``(frame outputs, parts dict, world map,
+    avatar with the part contact, skinning matrices, fields, settings, garment skinned)``."""
+    from kisekae.avatar.part_contact import inner_deform
     from kisekae.avatar.poses import range_of_motion_poses
     from kisekae.shaders import part_bake as pb
     from kisekae.shaders.conformance import PART_SEED
 
     av, cand, ring, doc, head, binary, lift = baked
-    bake = _load(head, av)
     pc = av.with_part_contact()
     names = av.skeleton.names
     fields, settings = pb.part_from_bake(*pb.part_bake(pc.body.deform, names), names)
-    mesh, faces = av.part("tights").mesh, av.body.mesh.faces
-    m = range_of_motion_poses(av.skeleton, 28, seed=PART_SEED)[27].skinning_matrices(av.skeleton)
+    m = range_of_motion_poses(av.skeleton, k + 1, seed=PART_SEED)[k].skinning_matrices(av.skeleton)
     T = np.eye(4)
     T[:3, :3] = [[np.cos(-1.1), 0.0, np.sin(-1.1)], [0.0, 1.0, 0.0], [-np.sin(-1.1), 0.0, np.cos(-1.1)]]
     T[:3, 3] = [-4.0, 0.2, 7.5]
     world = _frame_of(T)
     wm = np.einsum("ij,bjk->bik", T, m)
     x = av.part("tights").posed(m).astype(np.float64)
-    contact = _unity_contact(inner_deform(pc.body.deform), names, wm)
     parts = _unity_parts(fields, settings, wm)
-    params = params_for("tights", None)
-    pos, _, body_pos, _, _ = unity_frame(tmp_path, av.body.skinned(m), world(x), T, np.eye(4), bake, faces, mesh.faces,
-                                         params, contact, parts=parts)
+    out = unity_frame(tmp_path, av.body.skinned(m), world(x), T, np.eye(4), _load(head, av), av.body.mesh.faces,
+                      av.part("tights").mesh.faces, params_for("tights", None),
+                      _unity_contact(inner_deform(pc.body.deform), names, wm), parts=parts)
+    return out, parts, world, pc, m, fields, settings, x
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_run_the_part_contact(baked, tmp_path):
+    """KisekaeSurfacePush.parts (KisekaeBodyParts.Record): the depths with InterlockedMax, the fades in one group, the
+    two steps and the body's smoothing passes, the flip guard's passes and the apply, on the body read back from its
+    bake, turned and moved into world space, equal kisekae's part-contact body (Avatar.with_part_contact) within
+    1e-5 m, in a held-out pose whose pairs fade (conformance.PART_POSES' rom_27); the fades equal pair_fade, the
+    depths are cleared for the next frame, the body follow's input is the prepared body less plain skinning, and the
+    garment's frame equals surface_runtime on that body."""
+    from kisekae.avatar.part_contact import live_parts, pair_depths_numpy, pair_fade
+
+    av, cand, ring, doc, head, binary, lift = baked
+    (pos, _, body_pos, _, _), parts, world, pc, m, fields, settings, x = _unity_part_frame(baked, tmp_path, 27)
+    mesh, faces = av.part("tights").mesh, av.body.mesh.faces
     planes = av.body.posed(m).astype(np.float64)
     body = pc.body.posed(m).astype(np.float64)
     assert np.abs(body - planes).max() > 0.01  # the part contact moves this pose by more than a centimetre
@@ -1304,10 +1329,34 @@ def test_unity_kernels_run_the_part_contact(baked, tmp_path):
     beyond = parts["beyond_out"][:, :3] - (world(body) - world(av.body.skinned(m).astype(np.float64)))
     assert np.abs(beyond).max() < 1e-5
     normals = vertex_normals(body, faces).astype(np.float64)
-    ref = surface_runtime(x, cand, ring, body, normals, faces, params, numpy=True, chord=garment_chords(mesh),
-                          lift=lift, faces=_garment_faces(mesh), shortest=bake["shortest"])[0]
+    ref = surface_runtime(x, cand, ring, body, normals, faces, params_for("tights", None), numpy=True,
+                          chord=garment_chords(mesh), lift=lift, faces=_garment_faces(mesh),
+                          shortest=_load(head, av)["shortest"])[0]
     err = np.linalg.norm(pos[:, :3] - world(ref), axis=1)
     assert (err > 1e-5).sum() <= 0.002 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_guard_the_part_contact(baked, tmp_path):
+    """KisekaePartGuards and KisekaePartApply: in the held-out pose whose part contact turns body triangles over
+    without the guard (conformance.GUARD_POSE), the kernels give kisekae's guarded body within 1e-5 m, and the guard
+    moved vertices there by more than a millimetre."""
+    from dataclasses import replace
+
+    from kisekae.avatar.part_contact import part_contact
+    from kisekae.qa.selfcontact import flipped_faces
+    from kisekae.shaders.conformance import GUARD_POSE
+
+    av = baked[0]
+    (_, _, body_pos, _, _), parts, world, pc, m, fields, _, _ = _unity_part_frame(baked, tmp_path, GUARD_POSE)
+    planes = av.body.posed(m).astype(np.float64)
+    body = pc.body.posed(m).astype(np.float64)
+    unguarded = part_contact(planes, replace(fields, faces=None, vertex_faces=None), m)
+    faces = np.asarray(av.body.mesh.faces)
+    assert flipped_faces(unguarded, planes, faces) > 0 and flipped_faces(body, planes, faces) == 0
+    assert np.abs(unguarded - body).max() > 1e-3
+    err = np.linalg.norm(body_pos[:, :3] - world(body), axis=1)
+    assert err.max() < 1e-5, np.sort(err)[-5:]
 
 
 def test_unity_parts_rows_read_a_mirrored_mesh_in_the_bakes_space():

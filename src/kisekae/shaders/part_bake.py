@@ -7,6 +7,8 @@ The part contact (:mod:`kisekae.avatar.part_contact`) has two kinds of data:
   row ``start`` of its samples and its vertices' largest move ``reach``) and the samples themselves, four float32 each (signed distance in metres, then its
   gradient); per body vertex its part (int32, -1: it does not move), its 64-bit skip mask (two uint32, low word
   first) and its rest position (three float32); the body's welded one-ring (``ringPtr`` N + 1 and ``ring`` uint32);
+  the body's triangles (``triangles``, 3 uint32 each) and the triangles around each welded vertex (``facePtr`` N + 1
+  and ``faces``), which the flip guard reads (``KisekaePartGuard``, :mod:`kisekae.avatar.flip_guard`);
 - **per frame**: the first three rows of the inverse of each part bone's skinning matrix ``M = boneToWorld ·
   bindpose``, which the engine computes (``KISEKAE_LOAD_PART_INVERSE``).
 
@@ -26,12 +28,12 @@ from ..errors import KisekaeError
 from .corrective_bake import pack_blob, unpack_blob
 
 #: Version of the bake document.
-BAKE_VERSION = 1
+BAKE_VERSION = 2  # 2: the triangles and the faces around each vertex (the flip guard)
 #: Largest blob read back (bytes).
 MAX_BYTES = 1 << 30
 #: Arrays of the blob, in order, with their little-endian types.
 LAYOUT = (("samples", "<f4"), ("vertexPart", "<i4"), ("vertexSkip", "<u4"), ("vertexRest", "<f4"),
-          ("ringPtr", "<u4"), ("ring", "<u4"))
+          ("ringPtr", "<u4"), ("ring", "<u4"), ("triangles", "<u4"), ("facePtr", "<u4"), ("faces", "<u4"))
 
 
 def part_bake_paths(out) -> tuple:
@@ -64,9 +66,13 @@ def part_bake(step: PartContact, bone_names) -> tuple:
         raise KisekaeError(f"a part's bone is past the {len(names)} bone names", "part contact bake")
     skip = f.skip.astype(np.uint64)
     ptr, idx = f.ring
+    n = len(f.rest)
+    tris = np.zeros((0, 3)) if f.faces is None else f.faces  # no faces: no guard (an empty table)
+    fptr, fidx = (np.zeros(n + 1), np.zeros(0)) if f.faces is None else f.vertex_faces
     arrays = [np.ascontiguousarray(f.grid, "<f4"), np.ascontiguousarray(f.part, "<i4"),
               np.stack([skip & np.uint64(0xFFFFFFFF), skip >> np.uint64(32)], axis=1).astype("<u4"),
-              np.ascontiguousarray(f.rest, "<f4"), np.ascontiguousarray(ptr, "<u4"), np.ascontiguousarray(idx, "<u4")]
+              np.ascontiguousarray(f.rest, "<f4"), np.ascontiguousarray(ptr, "<u4"), np.ascontiguousarray(idx, "<u4"),
+              np.ascontiguousarray(tris, "<u4"), np.ascontiguousarray(fptr, "<u4"), np.ascontiguousarray(fidx, "<u4")]
     layout, blob = pack_blob((key, a) for (key, _), a in zip(LAYOUT, arrays))
     parts = [{"bone": names[int(b)], "lo": f.lo[s].tolist(), "dims": f.dims[s].tolist(), "start": int(f.start[s]),
               "reach": float(f.reach[s])} for s, b in enumerate(f.bone)]
@@ -102,9 +108,13 @@ def _header(doc: dict, bone_names, source: str) -> tuple:
     return n, cell, bone, lo, dims, start, count, reach, settings
 
 
+def _check_csr(ptr, idx, limit: int) -> bool:
+    """Whether ``ptr`` runs from 0 to ``len(idx)`` without decreasing and every entry lies in ``0..limit - 1``."""
+    return ptr[0] == 0 and not np.any(np.diff(ptr) < 0) and ptr[-1] == len(idx) and not np.any(idx >= limit)
+
+
 def _check_ids(part, ptr, ring, n_parts: int, n: int, source: str) -> None:
-    if np.any(part < -1) or np.any(part >= n_parts) or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
-            or ptr[-1] != len(ring) or np.any(ring < 0) or np.any(ring >= n):
+    if np.any(part < -1) or np.any(part >= n_parts) or not _check_csr(ptr, ring, n):
         raise KisekaeError("vertex parts or the one-ring out of range", source)
 
 
@@ -124,18 +134,25 @@ def part_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body parts
         raise KisekaeError(f"blob larger than {MAX_BYTES} bytes", source)
     n, cell, bone, lo, dims, start, count, reach, settings = _header(doc, bone_names, source)
     a = unpack_blob(doc.get("layout"), blob, LAYOUT, {"samples": 4 * int(count.sum()), "vertexPart": n,
-                                                      "vertexSkip": 2 * n, "vertexRest": 3 * n, "ringPtr": n + 1},
-                    source)
+                                                      "vertexSkip": 2 * n, "vertexRest": 3 * n, "ringPtr": n + 1,
+                                                      "facePtr": n + 1}, source)
     part = a["vertexPart"].astype(np.int64)
     ptr = a["ringPtr"].astype(np.int64)
     ring = a["ring"].astype(np.int64)
     _check_ids(part, ptr, ring, len(bone), n, source)
+    tris = a["triangles"].astype(np.int64)
+    if len(tris) % 3 or np.any(tris >= n) or not _check_csr(a["facePtr"].astype(np.int64),
+                                                            a["faces"].astype(np.int64), len(tris) // 3):
+        raise KisekaeError("triangles or the faces around each vertex out of range", source)
+    tris = tris.reshape(-1, 3)
     skip = a["vertexSkip"].reshape(n, 2).astype(np.uint64)
     fields = PartFields(grid=a["samples"].reshape(-1, 4).astype(np.float64), start=np.r_[start, count.sum()],
                         lo=lo, dims=dims, bone=bone, cell=cell,
                         rest=a["vertexRest"].reshape(n, 3).astype(np.float64), part=part,
                         own_bone=np.where(part >= 0, bone[np.clip(part, 0, None)] if len(bone) else 0, 0),
-                        skip=skip[:, 0] | (skip[:, 1] << np.uint64(32)), ring=(ptr, ring), reach=reach)
+                        skip=skip[:, 0] | (skip[:, 1] << np.uint64(32)), ring=(ptr, ring), reach=reach,
+                        faces=tris if len(tris) else None,
+                        vertex_faces=(a["facePtr"].astype(np.int64), a["faces"].astype(np.int64)) if len(tris) else None)
     if not np.all(np.isfinite(fields.grid)) or not np.all(np.isfinite(fields.rest)):
         raise KisekaeError("non-finite samples or rest positions", source)
     return fields, settings

@@ -3,19 +3,23 @@
 // Input: body_parts.json (TextAsset `bake`) and body_parts.bytes (TextAsset `blob`) from `kisekae fit -o DIR`
 // (kisekae.shaders.part_bake): per part its bone by name, its grid (corner, samples per axis, cell, first sample)
 // and its vertices' largest move; the grids' samples (float4: signed distance in metres, gradient); per body vertex
-// its part (-1: it does not move), its 64-bit skip mask and its rest position; the body's welded one-ring.
+// its part (-1: it does not move), its 64-bit skip mask and its rest position; the body's welded one-ring; the body's
+// triangles and the triangles around each welded vertex (the flip guard's).
 // It runs inside KisekaeSurfacePush (its `parts`), which calls Record on its prepared body (world space, after the
 // joint planes) between KisekaeBodyPrepare and KisekaeBodyNormals; the kernels are in KisekaeSurfacePush.compute:
 //   KisekaePartDepths (per body vertex), KisekaePairFades (one group), KisekaePartStepFirst (per body vertex),
 //   passes x KisekaeBodySmooth (the bake's, 8; the body's one-ring bound as that kernel's ring), KisekaePartStepAgain
-//   (per body vertex: the prepared positions and what the body follow reads, _KisekaeBodyBeyondRW)
+//   (the moves), GuardHalvings + GuardReverts x KisekaePartGuards (the flip guard, kisekae.avatar.flip_guard: the
+//   moves around a triangle turned over halved, then undone), KisekaePartApply (the moves onto the prepared positions
+//   and into what the body follow reads, _KisekaeBodyBeyondRW)
 // Each frame, per part, with M = bone.localToWorldMatrix * bindpose (its bone's skinning matrix): the first three
 // rows of inverse(M), world -> the renderer's rest space (with mirrorX the first row negated: the bake's space is the
 // renderer's mirrored in X, as most glTF importers for Unity flip it), then (1, 0, 0, 0); all four rows zero where
 // |det M| <= 1e-12 (a bone scaled to zero, as animations hide props: its part neither moves nor pushes,
 // kisekae.avatar.part_contact.live_parts). The depths are cleared by KisekaePairFades, ready for the next frame.
 // Memory on the built-in body (16 parts, 13,380 vertices): the samples 6.0 MB, per vertex 28 B, the one-ring
-// 0.27 MB, the pairs 32 KB, three move buffers 16 B per vertex each; per frame 4 float4 per part go up.
+// 0.27 MB, the triangles and the faces around each vertex 0.6 MB, the pairs 32 KB, three move buffers 16 B per
+// vertex each; per frame 4 float4 per part go up.
 // A bake that does not fit the body (another version, vertex count, a bone the renderer does not have, more than
 // MaxParts parts, grids that do not tile the samples, ids out of range, a blob of the wrong size) is refused with an
 // error naming the object, and the component disables itself (KisekaeSurfacePush then runs without it).
@@ -51,7 +55,8 @@ namespace Kisekae
     [Serializable]
     public class KisekaePartLayout
     {
-        public KisekaeCorrectiveRange samples, vertexPart, vertexSkip, vertexRest, ringPtr, ring;
+        public KisekaeCorrectiveRange samples, vertexPart, vertexSkip, vertexRest, ringPtr, ring, triangles, facePtr,
+            faces;
     }
 
     [Serializable]
@@ -69,9 +74,12 @@ namespace Kisekae
     [DefaultExecutionOrder(-100)]  // enabled before KisekaeSurfacePush, which records its passes
     public class KisekaeBodyParts : MonoBehaviour
     {
-        public const int BakeVersion = 1;     // = kisekae.shaders.part_bake.BAKE_VERSION
+        public const int BakeVersion = 2;     // = kisekae.shaders.part_bake.BAKE_VERSION
         public const int MaxParts = 64;       // = kisekae.avatar.part_contact.MAX_PARTS (the 64-bit mask, the pair table)
         const float MinDeterminant = 1e-12f;  // = kisekae.avatar.part_contact.MIN_DETERMINANT
+        public const float GuardCos = 0f;     // = kisekae.avatar.flip_guard.GUARD_COS
+        public const int GuardHalvings = 3;   // = kisekae.avatar.flip_guard.GUARD_HALVINGS
+        public const int GuardReverts = 2;    // = kisekae.avatar.flip_guard.GUARD_REVERTS
         const int Group = 64;                 // [numthreads(64, 1, 1)]
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
@@ -88,10 +96,10 @@ namespace Kisekae
         Vector4[] _rows;     // 4 per part, this frame
         int _nParts, _nBody;
         ComputeShader _cs;
-        int _kDepths, _kFades, _kFirst, _kSmooth, _kAgain;
+        int _kDepths, _kFades, _kFirst, _kSmooth, _kAgain, _kGuard, _kApply;
         readonly List<GraphicsBuffer> _owned = new List<GraphicsBuffer>();
         GraphicsBuffer _samples, _box, _index, _inverse, _part, _skip, _rest, _ringPtr, _ring, _depth, _fade, _moveA,
-            _moveB, _noMove;
+            _moveB, _noMove, _triangles, _facePtr, _faces;
 
         public bool Active => isActiveAndEnabled && _samples != null;
         public int VertexCount => _nBody;
@@ -148,21 +156,38 @@ namespace Kisekae
                    ?? RangeProblem(l.vertexSkip, 2 * n, bytes.Length, "vertexSkip")
                    ?? RangeProblem(l.vertexRest, 3 * n, bytes.Length, "vertexRest")
                    ?? RangeProblem(l.ringPtr, n + 1, bytes.Length, "ringPtr")
-                   ?? RangeProblem(l.ring, -1, bytes.Length, "ring");
+                   ?? RangeProblem(l.ring, -1, bytes.Length, "ring")
+                   ?? RangeProblem(l.triangles, -1, bytes.Length, "triangles")
+                   ?? RangeProblem(l.facePtr, n + 1, bytes.Length, "facePtr")
+                   ?? RangeProblem(l.faces, -1, bytes.Length, "faces");
+        }
+
+        // Null when the CSR table runs from 0 to its entries without decreasing and each entry is below `limit`.
+        static string CsrProblem(uint[] ptr, uint[] idx, uint limit, string name)
+        {
+            int n = ptr.Length - 1;
+            if (ptr[0] != 0u || ptr[n] != (uint)idx.Length)
+                return $"{name}Ptr does not run from 0 to its {idx.Length} entries";
+            for (int i = 0; i < n; i++)
+                if (ptr[i + 1] < ptr[i]) return $"{name}Ptr decreases at vertex {i}";
+            foreach (uint j in idx)
+                if (j >= limit) return $"{name} entry {j} is out of range (below {limit})";
+            return null;
         }
 
         // Null when the blob's ids and numbers are in range, else why not.
-        static string DataProblem(int[] part, uint[] ptr, uint[] ring, float[] samples, float[] rest, int parts)
+        static string DataProblem(int[] part, uint[] ptr, uint[] ring, uint[] tris, uint[] facePtr, uint[] faces,
+                                  float[] samples, float[] rest, int parts)
         {
             int n = part.Length;
             for (int i = 0; i < n; i++)
                 if (part[i] < -1 || part[i] >= parts) return $"vertex {i}'s part {part[i]} is not one of {parts}";
-            if (ptr[0] != 0u || ptr[n] != (uint)ring.Length)
-                return $"ringPtr does not run from 0 to the ring's {ring.Length} entries";
-            for (int i = 0; i < n; i++)
-                if (ptr[i + 1] < ptr[i]) return $"ringPtr decreases at vertex {i}";
-            foreach (uint j in ring)
-                if (j >= (uint)n) return $"ring neighbour {j} is outside the body's {n} vertices";
+            if (tris.Length % 3 != 0) return $"{tris.Length} triangle corners are not whole triangles";
+            string csr = CsrProblem(ptr, ring, (uint)n, "ring") ?? CsrProblem(facePtr, faces, (uint)(tris.Length / 3),
+                                                                               "face");
+            if (csr != null) return csr;
+            foreach (uint j in tris)
+                if (j >= (uint)n) return $"triangle corner {j} is outside the body's {n} vertices";
             foreach (float x in samples)
                 if (!Finite(x)) return "a grid sample is not a finite number";
             foreach (float x in rest)
@@ -238,8 +263,9 @@ namespace Kisekae
             KisekaePartLayout l = b.layout;
             int[] part = Ints(bytes, l.vertexPart);
             uint[] ptr = Uints(bytes, l.ringPtr), ring = Uints(bytes, l.ring), skip = Uints(bytes, l.vertexSkip);
+            uint[] tris = Uints(bytes, l.triangles), facePtr = Uints(bytes, l.facePtr), faces = Uints(bytes, l.faces);
             float[] samples = Floats(bytes, l.samples), rest = Floats(bytes, l.vertexRest);
-            problem = DataProblem(part, ptr, ring, samples, rest, b.parts.Length);
+            problem = DataProblem(part, ptr, ring, tris, facePtr, faces, samples, rest, b.parts.Length);
             if (problem != null)
             {
                 Refuse($"'{blob.name}': {problem}");
@@ -247,6 +273,12 @@ namespace Kisekae
             }
             _bake = b;
             Upload(part, ptr, ring, skip, samples, rest);
+            _triangles = Make(tris.Length, 4);
+            if (tris.Length > 0) _triangles.SetData(tris);
+            _facePtr = Make(facePtr.Length, 4);
+            _facePtr.SetData(facePtr);
+            _faces = Make(faces.Length, 4);
+            if (faces.Length > 0) _faces.SetData(faces);
         }
 
         void Upload(int[] part, uint[] ptr, uint[] ring, uint[] skip, float[] samples, float[] rest)
@@ -333,6 +365,8 @@ namespace Kisekae
             _kFirst = cs.FindKernel("KisekaePartStepFirst");
             _kSmooth = cs.FindKernel("KisekaeBodySmooth");
             _kAgain = cs.FindKernel("KisekaePartStepAgain");
+            _kGuard = cs.FindKernel("KisekaePartGuards");
+            _kApply = cs.FindKernel("KisekaePartApply");
             _cs = cs;
         }
 
@@ -385,11 +419,30 @@ namespace Kisekae
             }
             BindParts(cmd, cs, _kAgain);
             cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaePairFade", _fade);
+            cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaeBodyPositions", positions);
             // without passes kisekae keeps the first step: the second one from the prepared body gives the same
             cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaeDisplacementIn", s.passes > 0 ? src : _noMove);
-            cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaeBodyPositionsRW", positions);
-            cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaeBodyBeyondRW", beyond);
+            cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaeDisplacementOut", dst);
             cmd.DispatchCompute(cs, _kAgain, groups, 1, 1);
+            (src, dst) = (dst, src);
+            // the flip guard: halve, then undo, the moves around a triangle turned over from the prepared body
+            cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaeBodyPositions", positions);
+            cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaePartTriangles", _triangles);
+            cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaePartFacePtr", _facePtr);
+            cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaePartFaces", _faces);
+            for (int pass = 0; pass < GuardHalvings + GuardReverts; pass++)
+            {
+                cmd.SetComputeVectorParam(cs, "_KisekaePartGuard",
+                                          new Vector4(GuardCos, pass < GuardHalvings ? 0.5f : 0f, 0f, 0f));
+                cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaeDisplacementIn", src);
+                cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaeDisplacementOut", dst);
+                cmd.DispatchCompute(cs, _kGuard, groups, 1, 1);
+                (src, dst) = (dst, src);
+            }
+            cmd.SetComputeBufferParam(cs, _kApply, "_KisekaeDisplacementIn", src);
+            cmd.SetComputeBufferParam(cs, _kApply, "_KisekaeBodyPositionsRW", positions);
+            cmd.SetComputeBufferParam(cs, _kApply, "_KisekaeBodyBeyondRW", beyond);
+            cmd.DispatchCompute(cs, _kApply, groups, 1, 1);
         }
     }
 }
