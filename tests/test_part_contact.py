@@ -370,3 +370,28 @@ def test_part_contact_ends_with_the_guard(contact_avatar):
     assert flipped_faces(unguarded, x, faces) >= 1 and flipped_faces(guarded, x, faces) == 0
     np.testing.assert_allclose(part_contact(x, fields, m, numpy=True), guarded, atol=1e-6)
     np.testing.assert_array_equal(parts.body.posed(m), guarded.astype(np.float32))
+
+
+def test_the_fast_paths_give_the_full_steps_bit_for_bit(contact_avatar):
+    """part_contact takes its first step over the tests the depth pass found within reach and its second over the
+    vertices the smoothed moves reached; both give exactly what the full steps over every pair give (the same moves,
+    added in the same order)."""
+    from kisekae.avatar import part_contact as pc
+    from kisekae.avatar.flip_guard import flip_guard
+    from kisekae.avatar.poses import range_of_motion_poses
+    from kisekae.geom.ring import smooth_push
+
+    base, parts = contact_avatar
+    fields = parts.body.deform.fields
+    rom = range_of_motion_poses(base.skeleton, 40, seed=777)
+    for k in (3, 11, 27, 39):
+        m = rom[k].skinning_matrices(base.skeleton)
+        x = base.body.posed(m).astype(np.float64)
+        p, inv, gap, band, deep = pc._check(x, fields, m, pc.GAP, pc.BAND, pc.DEEP)
+        fade = pc.pair_fade(pc.pair_depths(p, fields, m), deep, pc.live_parts(fields, m))
+        y = pc._step(p, fields, m, inv, gap, band, fade)
+        y = pc._step(p + smooth_push(y - p, fields.ring, pc.PASSES), fields, m, inv, gap, band, fade)
+        full = flip_guard(p, y, fields.faces, fields.vertex_faces)
+        fast = pc.part_contact(x, fields, m)
+        assert np.abs(fast - x).max() > 1e-3, k  # these poses have contacts
+        np.testing.assert_array_equal(fast, full)

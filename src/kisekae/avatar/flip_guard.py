@@ -90,16 +90,32 @@ def flip_guard_numpy(start, moved, faces, vertex_faces, *, cos_min: float = GUAR
 
 @numba.njit(cache=True, error_model="numpy")
 def _guard_kernel(x, move, f, ptr, idx, cos_min, halvings, reverts):  # pragma: no cover - compiled
+    """:func:`flip_guard_numpy`'s passes over the vertices that move and the faces around them: a vertex that does
+    not move keeps its zero move, and a triangle none of whose corners moves is not turned, so the others need no
+    visit."""
+    n = len(x)
+    moving = np.empty(n, dtype=np.int64)
+    count = 0
+    for v in range(n):
+        if move[v, 0] != 0.0 or move[v, 1] != 0.0 or move[v, 2] != 0.0:
+            moving[count] = v
+            count += 1
+    listed = np.zeros(len(f), dtype=np.bool_)
+    faces = np.empty(len(f), dtype=np.int64)
+    nf = 0
+    for k in range(count):
+        v = moving[k]
+        for e in range(ptr[v], ptr[v + 1]):
+            if not listed[idx[e]]:
+                listed[idx[e]] = True
+                faces[nf] = idx[e]
+                nf += 1
     turned = np.zeros(len(f), dtype=np.bool_)
     for r in range(halvings + reverts):
         some = False
-        for t in range(len(f)):
+        for q in range(nf):
+            t = faces[q]
             a, b, c = f[t, 0], f[t, 1], f[t, 2]
-            turned[t] = False
-            if (move[a, 0] == 0.0 and move[a, 1] == 0.0 and move[a, 2] == 0.0 and move[b, 0] == 0.0
-                    and move[b, 1] == 0.0 and move[b, 2] == 0.0 and move[c, 0] == 0.0 and move[c, 1] == 0.0
-                    and move[c, 2] == 0.0):
-                continue  # not moved: the same triangle, never turned
             u0, u1, u2 = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
             v0, v1, v2 = x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2]
             n0, n1, n2 = u1 * v2 - u2 * v1, u2 * v0 - u0 * v2, u0 * v1 - u1 * v0
@@ -116,14 +132,20 @@ def _guard_kernel(x, move, f, ptr, idx, cos_min, halvings, reverts):  # pragma: 
             some = some or turned[t]
         if not some:
             break
-        k = 0.5 if r < halvings else 0.0
-        for v in range(len(x)):
+        scale = 0.5 if r < halvings else 0.0
+        hit = np.zeros(count, dtype=np.bool_)
+        for k in range(count):  # every decision from this pass's moves (Jacobi), then the moves scaled
+            v = moving[k]
             for e in range(ptr[v], ptr[v + 1]):
                 if turned[idx[e]]:
-                    move[v, 0] *= k
-                    move[v, 1] *= k
-                    move[v, 2] *= k
+                    hit[k] = True
                     break
+        for k in range(count):
+            if hit[k]:
+                v = moving[k]
+                move[v, 0] *= scale
+                move[v, 1] *= scale
+                move[v, 2] *= scale
     return move
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import KisekaeError
 from ..geom.edges import unique_edges
 from ..geom.ring import one_ring, smooth_push, smooth_push_numpy, vertex_faces
-from .flip_guard import flip_guard, flip_guard_numpy
+from .flip_guard import GUARD_COS, GUARD_HALVINGS, GUARD_REVERTS, _guard_kernel, flip_guard_numpy
 from ..validate import as_faces, as_points
 
 #: Version of the step's rules, part of the garment bakes' cache keys (:func:`kisekae.fit.runtime.candidates_cache_key`):
@@ -130,8 +130,16 @@ class PartFields:
     vertex_faces: tuple = None
 
     def __post_init__(self):
-        if self.faces is not None and self.vertex_faces is None:
-            self.vertex_faces = vertex_faces(self.faces, len(self.rest), source="body faces")
+        if self.faces is not None:
+            self.faces = np.ascontiguousarray(self.faces, dtype=np.int64).reshape(-1, 3)
+            if self.vertex_faces is None:
+                self.vertex_faces = vertex_faces(self.faces, len(self.rest), source="body faces")
+            ptr, idx = (np.ascontiguousarray(a, dtype=np.int64) for a in self.vertex_faces)
+            if len(ptr) != len(self.rest) + 1 or ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0) \
+                    or (idx.size and (idx.min() < 0 or idx.max() >= len(self.faces))) \
+                    or (self.faces.size and (self.faces.min() < 0 or self.faces.max() >= len(self.rest))):
+                raise KisekaeError("body faces or the faces around each vertex do not fit the body", "part fields")
+            self.vertex_faces = (ptr, idx)
         if self.order is None:
             self.order = np.flatnonzero(self.part >= 0)[np.argsort(self.part[self.part >= 0], kind="stable")]
             self.part_start = np.searchsorted(self.part[self.order], np.arange(len(self.bone) + 1)).astype(np.int64)
@@ -465,6 +473,46 @@ def _to_world_gradient(inv, b, g0, g1, g2):  # pragma: no cover - compiled
             g0 * inv[b, 0, 2] + g1 * inv[b, 1, 2] + g2 * inv[b, 2, 2])
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _pair_move(p, i, s, sa, fb, bx, by, bz, grid, start, lo, dims, h, bone, rest, own_bone, inv, gap, band, fade,
+               reach):  # pragma: no cover - compiled
+    """The move of vertex ``i`` (of part ``sa``, at ``p[i]``) against part ``s``, whose field there :func:`_sample`
+    read as ``fb`` with rest-frame gradient ``(bx, by, bz)``, within reach: ``(dx, dy, dz)``."""
+    ob = own_bone[i]
+    r0, r1, r2 = rest[i, 0], rest[i, 1], rest[i, 2]
+    b = bone[s]
+    fbr = _sample(grid, start, lo, dims, h, s, r0, r1, r2)[0]
+    y0, y1, y2 = _to_rest(inv, ob, p[i, 0], p[i, 1], p[i, 2])
+    fa, ax, ay, az, ok_a = _sample(grid, start, lo, dims, h, sa, y0, y1, y2)
+    if not ok_a:
+        fa = 0.0
+    far, _, _, _, ok_r = _sample(grid, start, lo, dims, h, sa, r0, r1, r2)
+    if not ok_r:
+        far = 0.0
+    target = gap
+    if np.isfinite(fbr):
+        target = min(gap, fbr - far - band - REST_SLACK)
+    g = fb - fa
+    if g >= target + band:
+        return 0.0, 0.0, 0.0
+    w = max(band - abs(g - target), 0.0) / band
+    step = (max(g, target) + w * w * band / 4 - g) * fade[sa, s]
+    bx, by, bz = _to_world_gradient(inv, b, bx, by, bz)
+    ax, ay, az = _to_world_gradient(inv, ob, ax, ay, az)
+    nb = np.sqrt(bx * bx + by * by + bz * bz)
+    na = np.sqrt(ax * ax + ay * ay + az * az)
+    cos = 0.0
+    if nb > 1e-6 and na > 1e-6:
+        cos = (bx * ax + by * ay + bz * az) / (nb * na)
+    k = max(-cos, 0.0)
+    dx, dy, dz = bx - k * ax, by - k * ay, bz - k * az
+    dn = np.sqrt(dx * dx + dy * dy + dz * dz)
+    if dn <= 1e-6 or step == 0.0:
+        return 0.0, 0.0, 0.0
+    length = min(step / max(dn, MIN_SPREAD), reach[sa]) / dn
+    return length * dx, length * dy, length * dz
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, order, part_start, inv, active, gap,
                       band, fade, reach):  # pragma: no cover - compiled
@@ -478,45 +526,63 @@ def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, o
                 i = order[j]
                 if (skip[i] >> np.uint64(s)) & np.uint64(1):
                     continue
-                ob = own_bone[i]
-                r0, r1, r2 = rest[i, 0], rest[i, 1], rest[i, 2]
-                b = bone[s]
-                y0, y1, y2 = _to_rest(inv, b, p[i, 0], p[i, 1], p[i, 2])
+                y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
                 fb, bx, by, bz, ok = _sample(grid, start, lo, dims, h, s, y0, y1, y2)
                 if not ok or fb > gap + band:
                     continue
-                fbr = _sample(grid, start, lo, dims, h, s, r0, r1, r2)[0]
-                y0, y1, y2 = _to_rest(inv, ob, p[i, 0], p[i, 1], p[i, 2])
-                fa, ax, ay, az, ok_a = _sample(grid, start, lo, dims, h, sa, y0, y1, y2)
-                if not ok_a:
-                    fa = 0.0
-                far, _, _, _, ok_r = _sample(grid, start, lo, dims, h, sa, r0, r1, r2)
-                if not ok_r:
-                    far = 0.0
-                target = gap
-                if np.isfinite(fbr):
-                    target = min(gap, fbr - far - band - REST_SLACK)
-                g = fb - fa
-                if g >= target + band:
-                    continue
-                w = max(band - abs(g - target), 0.0) / band
-                step = (max(g, target) + w * w * band / 4 - g) * fade[sa, s]
-                bx, by, bz = _to_world_gradient(inv, b, bx, by, bz)
-                ax, ay, az = _to_world_gradient(inv, ob, ax, ay, az)
-                nb = np.sqrt(bx * bx + by * by + bz * bz)
-                na = np.sqrt(ax * ax + ay * ay + az * az)
-                cos = 0.0
-                if nb > 1e-6 and na > 1e-6:
-                    cos = (bx * ax + by * ay + bz * az) / (nb * na)
-                k = max(-cos, 0.0)
-                dx, dy, dz = bx - k * ax, by - k * ay, bz - k * az
-                dn = np.sqrt(dx * dx + dy * dy + dz * dz)
-                if dn <= 1e-6 or step == 0.0:
-                    continue
-                length = min(step / max(dn, MIN_SPREAD), reach[sa]) / dn
-                out[i, 0] += length * dx
-                out[i, 1] += length * dy
-                out[i, 2] += length * dz
+                dx, dy, dz = _pair_move(p, i, s, sa, fb, bx, by, bz, grid, start, lo, dims, h, bone, rest, own_bone,
+                                        inv, gap, band, fade, reach)
+                out[i, 0] += dx
+                out[i, 1] += dy
+                out[i, 2] += dz
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _listed_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, part, near_i, near_s, count, gap, band,
+                        fade, reach, inv):  # pragma: no cover - compiled
+    """The first step over the (vertex, part) tests :func:`_depth_kernel` found within reach, in its order (part by
+    part, so each vertex adds its moves in the order of :func:`_part_step_kernel`: the same numbers)."""
+    out = p.copy()
+    for k in range(count):
+        i, s = near_i[k], near_s[k]
+        sa = part[i]
+        if not fade[sa, s] > 0.0:
+            continue
+        y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
+        fb, bx, by, bz, ok = _sample(grid, start, lo, dims, h, s, y0, y1, y2)
+        if not ok or fb > gap + band:
+            continue
+        dx, dy, dz = _pair_move(p, i, s, sa, fb, bx, by, bz, grid, start, lo, dims, h, bone, rest, own_bone, inv, gap,
+                                band, fade, reach)
+        out[i, 0] += dx
+        out[i, 1] += dy
+        out[i, 2] += dz
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _subset_step_kernel(p, subset, grid, start, lo, dims, h, bone, rest, own_bone, part, skip, tested, gap, band, fade,
+                        reach, inv):  # pragma: no cover - compiled
+    """A step of the vertices ``subset`` only (the others keep ``p``), each against its parts in increasing order (the
+    order in which :func:`_part_step_kernel` adds them: the same numbers)."""
+    out = p.copy()
+    for i in subset:
+        sa = part[i]
+        if sa < 0:
+            continue
+        for s in range(bone.shape[0]):
+            if not tested[sa, s] or (skip[i] >> np.uint64(s)) & np.uint64(1):
+                continue
+            y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
+            fb, bx, by, bz, ok = _sample(grid, start, lo, dims, h, s, y0, y1, y2)
+            if not ok or fb > gap + band:
+                continue
+            dx, dy, dz = _pair_move(p, i, s, sa, fb, bx, by, bz, grid, start, lo, dims, h, bone, rest, own_bone, inv,
+                                    gap, band, fade, reach)
+            out[i, 0] += dx
+            out[i, 1] += dy
+            out[i, 2] += dz
     return out
 
 
@@ -543,16 +609,24 @@ def _depths(p, fields: PartFields, inv, active, reach) -> tuple:
     """(:func:`pair_depths`, whether any tested vertex comes within ``reach`` of another part: else no step
     moves anything)."""
     return _depth_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone, fields.skip,
-                         fields.order, fields.part_start, inv, active, reach)
+                         fields.order, fields.part_start, inv, active, reach)[:2]
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, inv, active, reach):  # pragma: no cover
-    # the same walk over the pairs as _part_step_kernel: a list of the tests made once and read by both was slower
-    # (0.29 -> 0.40 ms a step with contacts, 0.13 -> 0.15 ms without)
+    """The pairs' depths, whether any test came within ``reach``, and those tests: ``(depth, near, near_i, near_s,
+    count)``, in the order of :func:`_part_step_kernel`'s walk over the pairs, so :func:`_listed_step_kernel` can
+    take the first step over them alone."""
     n = bone.shape[0]
     depth = np.zeros((n, n))
-    near = False
+    bound = 0
+    for s in range(n):
+        for sa in range(n):
+            if active[sa, s]:
+                bound += part_start[sa + 1] - part_start[sa]
+    near_i = np.empty(bound, dtype=np.int64)
+    near_s = np.empty(bound, dtype=np.int64)
+    count = 0
     for s in range(n):
         for sa in range(n):
             if not active[sa, s]:
@@ -563,10 +637,13 @@ def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, in
                     continue
                 y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
                 fb = _sample(grid, start, lo, dims, h, s, y0, y1, y2)[0]
-                near = near or fb <= reach
+                if fb <= reach:
+                    near_i[count] = i
+                    near_s[count] = s
+                    count += 1
                 if fb < 0 and -fb > depth[sa, s]:
                     depth[sa, s] = -fb
-    return depth, near
+    return depth, count > 0, near_i, near_s, count
 
 
 def _step(p, fields: PartFields, skin_matrices, inv, gap, band, fade, active=None) -> np.ndarray:
@@ -652,16 +729,31 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
                                                                              band=band, deep=deep, fade=fade))
     x, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
     active = active_pairs(fields, x, skin_matrices)
-    depth, near = _depths(x, fields, inv, active, gap + band)
+    depth, near, near_i, near_s, count = _depth_kernel(x, fields.grid, fields.start, fields.lo, fields.dims,
+                                                       fields.cell, fields.bone, fields.skip, fields.order,
+                                                       fields.part_start, inv, active, gap + band)
     if not near:
         return x  # no vertex within reach of another part: the steps would move nothing
-    fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))  # once: both steps treat a pair alike
-    y = _step(x, fields, skin_matrices, inv, gap, band, fade, active)
-    if not np.any(y != x):
+    live = live_parts(fields, skin_matrices)
+    fade = pair_fade(depth, deep, live)  # once: both steps treat a pair alike
+    # the first step over the tests that came within reach (the others move nothing)
+    y = _listed_step_kernel(x, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone, fields.rest,
+                            fields.own_bone, fields.part, near_i, near_s, count, gap, band, fade, fields.reach, inv)
+    moved = y - x
+    if not np.any(moved):
         return y  # nothing moved: the second step would give the same
     if passes > 0:
-        y = _step(x + smooth_push(y - x, fields.ring, int(passes)), fields, skin_matrices, inv, gap, band, fade)
-    return y if fields.faces is None else flip_guard(x, y, fields.faces, fields.vertex_faces)
+        # the second step of the vertices the smoothed moves reached: any other one is where it started, unmoved by
+        # the first step from there, and the second would give it the same
+        d = smooth_push(moved, fields.ring, int(passes))
+        subset = np.flatnonzero(d.any(axis=1))
+        y = _subset_step_kernel(x + d, subset, fields.grid, fields.start, fields.lo, fields.dims, fields.cell,
+                                fields.bone, fields.rest, fields.own_bone, fields.part, fields.skip,
+                                fields.pair_live & (fade > 0), gap, band, fade, fields.reach, inv)
+    if fields.faces is None:
+        return y
+    # the fields' faces were checked when they were made: straight to the guard's kernel
+    return x + _guard_kernel(x, y - x, fields.faces, *fields.vertex_faces, GUARD_COS, GUARD_HALVINGS, GUARD_REVERTS)
 
 
 def part_contact_numpy_steps(points, fields: PartFields, skin_matrices, passes: int = PASSES, *, deep: float = DEEP,
