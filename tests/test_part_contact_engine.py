@@ -80,8 +80,8 @@ def test_unity_records_the_passes_in_the_references_order():
     record = cs[cs.index("public void Record("):]
     order = [record.index(s) for s in ("UpdateRows();", "cmd.SetBufferData(_inverse, _rows);",
                                        "cmd.DispatchCompute(cs, _kDepths, groups", "cmd.DispatchCompute(cs, _kFades, 1, 1, 1)",
-                                       "cmd.DispatchCompute(cs, _kFirst, groups", "cmd.DispatchCompute(cs, _kSmooth, groups",
-                                       "cmd.DispatchCompute(cs, _kAgain, groups", "cmd.DispatchCompute(cs, _kGuard, groups",
+                                       "cmd.DispatchCompute(cs, _kFirst, groups", "Pass(cmd, cs, _kSmooth, ref src",
+                                       "cmd.DispatchCompute(cs, _kAgain, groups", "Pass(cmd, cs, _kGuard, ref src",
                                        "cmd.DispatchCompute(cs, _kApply, groups")]
     assert order == sorted(order)
     assert "pass < s.passes" in record and "s.passes > 0 ? src : _noMove" in record

@@ -46,6 +46,18 @@ namespace Kisekae
         public int count;   // values
     }
 
+    // The arrays of a bake's little-endian blob (kisekae.shaders.corrective_bake.pack_blob, which the correctives' and
+    // the part contact's bakes share): `count` 4-byte values from byte `offset`, checked against the blob before.
+    public static class KisekaeBlob
+    {
+        public static T[] Read<T>(byte[] bytes, KisekaeCorrectiveRange r) where T : struct
+        {
+            var a = new T[r.count];
+            Buffer.BlockCopy(bytes, r.offset, a, 0, 4 * r.count);
+            return a;
+        }
+    }
+
     [Serializable]
     public class KisekaeCorrectiveLayout
     {
@@ -100,19 +112,8 @@ namespace Kisekae
         int[] _firstShape;
         Mesh _mesh;
 
-        static float[] Floats(byte[] bytes, KisekaeCorrectiveRange r)
-        {
-            var a = new float[r.count];
-            Buffer.BlockCopy(bytes, r.offset, a, 0, 4 * r.count);
-            return a;
-        }
-
-        static uint[] Uints(byte[] bytes, KisekaeCorrectiveRange r)
-        {
-            var a = new uint[r.count];
-            Buffer.BlockCopy(bytes, r.offset, a, 0, 4 * r.count);
-            return a;
-        }
+        static float[] Floats(byte[] bytes, KisekaeCorrectiveRange r) => KisekaeBlob.Read<float>(bytes, r);
+        static uint[] Uints(byte[] bytes, KisekaeCorrectiveRange r) => KisekaeBlob.Read<uint>(bytes, r);
 
         Matrix4x4 Mat(float[] m)
         {

@@ -195,26 +195,9 @@ namespace Kisekae
             return null;
         }
 
-        static uint[] Uints(byte[] bytes, KisekaeCorrectiveRange r)
-        {
-            var a = new uint[r.count];
-            Buffer.BlockCopy(bytes, r.offset, a, 0, 4 * r.count);
-            return a;
-        }
-
-        static int[] Ints(byte[] bytes, KisekaeCorrectiveRange r)
-        {
-            var a = new int[r.count];
-            Buffer.BlockCopy(bytes, r.offset, a, 0, 4 * r.count);
-            return a;
-        }
-
-        static float[] Floats(byte[] bytes, KisekaeCorrectiveRange r)
-        {
-            var a = new float[r.count];
-            Buffer.BlockCopy(bytes, r.offset, a, 0, 4 * r.count);
-            return a;
-        }
+        static uint[] Uints(byte[] bytes, KisekaeCorrectiveRange r) => KisekaeBlob.Read<uint>(bytes, r);
+        static int[] Ints(byte[] bytes, KisekaeCorrectiveRange r) => KisekaeBlob.Read<int>(bytes, r);
+        static float[] Floats(byte[] bytes, KisekaeCorrectiveRange r) => KisekaeBlob.Read<float>(bytes, r);
 
         GraphicsBuffer Make(int count, int stride)
         {
@@ -381,6 +364,16 @@ namespace Kisekae
             cmd.SetComputeBufferParam(cs, k, "_KisekaeVertexRest", _rest);
         }
 
+        // One pass of a ping-pong over the moves: kernel k from src into dst, then the two swap.
+        static void Pass(CommandBuffer cmd, ComputeShader cs, int k, ref GraphicsBuffer src, ref GraphicsBuffer dst,
+                         int groups)
+        {
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeDisplacementIn", src);
+            cmd.SetComputeBufferParam(cs, k, "_KisekaeDisplacementOut", dst);
+            cmd.DispatchCompute(cs, k, groups, 1, 1);
+            (src, dst) = (dst, src);
+        }
+
         // Records the part contact on `positions` (the prepared body, world space, nb vertices: written in place) and
         // adds what it moved to `beyond` (what the body follow reads). KisekaeSurfacePush has set _KisekaeBodyCount.
         public void Record(CommandBuffer cmd, ComputeShader cs, int nb, GraphicsBuffer positions, GraphicsBuffer beyond)
@@ -410,13 +403,7 @@ namespace Kisekae
             GraphicsBuffer src = _moveA, dst = _moveB;
             cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);  // the body's ring, this kernel only
             cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ring);
-            for (int pass = 0; pass < s.passes; pass++)
-            {
-                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementIn", src);
-                cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeDisplacementOut", dst);
-                cmd.DispatchCompute(cs, _kSmooth, groups, 1, 1);
-                (src, dst) = (dst, src);
-            }
+            for (int pass = 0; pass < s.passes; pass++) Pass(cmd, cs, _kSmooth, ref src, ref dst, groups);
             BindParts(cmd, cs, _kAgain);
             cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaePairFade", _fade);
             cmd.SetComputeBufferParam(cs, _kAgain, "_KisekaeBodyPositions", positions);
@@ -434,10 +421,7 @@ namespace Kisekae
             {
                 cmd.SetComputeVectorParam(cs, "_KisekaePartGuard",
                                           new Vector4(GuardCos, pass < GuardHalvings ? 0.5f : 0f, 0f, 0f));
-                cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaeDisplacementIn", src);
-                cmd.SetComputeBufferParam(cs, _kGuard, "_KisekaeDisplacementOut", dst);
-                cmd.DispatchCompute(cs, _kGuard, groups, 1, 1);
-                (src, dst) = (dst, src);
+                Pass(cmd, cs, _kGuard, ref src, ref dst, groups);
             }
             cmd.SetComputeBufferParam(cs, _kApply, "_KisekaeDisplacementIn", src);
             cmd.SetComputeBufferParam(cs, _kApply, "_KisekaeBodyPositionsRW", positions);

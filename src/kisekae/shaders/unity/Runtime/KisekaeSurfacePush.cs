@@ -804,16 +804,8 @@ namespace Kisekae
             ResetCarry();
             FillUntilTheFirstFrame(n);
 
-            _block = new MaterialPropertyBlock();
-            garment.GetPropertyBlock(_block);
-            _block.SetBuffer(IdSurfacePositions, _positions);
-            _block.SetBuffer(IdSurfaceNormals, _normals);
-            garment.SetPropertyBlock(_block);
-            foreach (Material m in garment.sharedMaterials)
-                if (m != null && !m.IsKeywordEnabled(Keyword))
-                    Debug.LogWarning($"KisekaeSurfacePush on '{name}': material '{m.name}' of '{garment.name}' " +
-                                     $"does not have Surface Push ({Keyword}) on, so it does not draw the " +
-                                     "corrected garment", this);
+            _block = BindDrawn(garment, IdSurfacePositions, _positions, IdSurfaceNormals, _normals, Keyword,
+                               "Surface Push", "does not draw the corrected garment");
             if (beneath != null) UploadLayer();
             _cmd = new CommandBuffer { name = $"KisekaeSurfacePush {garment.name}" };
             RenderPipelineManager.beginContextRendering += OnBeginContextRendering;
@@ -931,16 +923,26 @@ namespace Kisekae
         // never reads an empty buffer).
         void DrawBody()
         {
-            _bodyBlock = new MaterialPropertyBlock();
-            body.GetPropertyBlock(_bodyBlock);
-            _bodyBlock.SetBuffer(IdBodyPrepared, _bodyPositions);
-            _bodyBlock.SetBuffer(IdBodyPreparedNormals, _bodyNormals);
-            body.SetPropertyBlock(_bodyBlock);
-            foreach (Material m in body.sharedMaterials)
-                if (m != null && !m.IsKeywordEnabled(BodyKeyword))
-                    Debug.LogWarning($"KisekaeSurfacePush on '{name}': material '{m.name}' of '{body.name}' does not " +
-                                     $"have Prepared Body ({BodyKeyword}) on, so it draws the body without the part " +
-                                     "contact the garment was pushed out of", this);
+            _bodyBlock = BindDrawn(body, IdBodyPrepared, _bodyPositions, IdBodyPreparedNormals, _bodyNormals, BodyKeyword,
+                                   "Prepared Body", "draws the body without the part contact the garment was pushed " +
+                                   "out of");
+        }
+
+        // Sets a renderer's positions and normals buffers (world space, read by SV_VertexID) in its property block,
+        // and warns about each of its materials without the keyword that reads them.
+        MaterialPropertyBlock BindDrawn(Renderer r, int positionsId, GraphicsBuffer positions, int normalsId,
+                                        GraphicsBuffer normals, string keyword, string toggle, string otherwise)
+        {
+            var block = new MaterialPropertyBlock();
+            r.GetPropertyBlock(block);
+            block.SetBuffer(positionsId, positions);
+            block.SetBuffer(normalsId, normals);
+            r.SetPropertyBlock(block);
+            foreach (Material m in r.sharedMaterials)
+                if (m != null && !m.IsKeywordEnabled(keyword))
+                    Debug.LogWarning($"KisekaeSurfacePush on '{name}': material '{m.name}' of '{r.name}' does not " +
+                                     $"have {toggle} ({keyword}) on, so it {otherwise}", this);
+            return block;
         }
 
         // What the kernels that push read as the surface to push out of: the body (or, for the layer push, the
