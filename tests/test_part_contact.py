@@ -218,7 +218,7 @@ def test_garment_bakes_know_the_part_contact(contact_avatar):
     base, parts = contact_avatar
     assert joint_contact_of(parts.body.deform) is parts.body.deform.before.then  # through the part contact
     assert _part_contact_entry(base) == []
-    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [2, 0.004, 0.01, 0.02, 8, 0.01])  # VERSION 2
+    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [3, 0.004, 0.01, 0.02, 8, 0.01])  # VERSION 3
     assert body_key(parts) == body_key(base)  # the garment correctives of the body without it serve it
     assert body_key(base)["gap"] == 0.004
 
@@ -395,3 +395,50 @@ def test_the_fast_paths_give_the_full_steps_bit_for_bit(contact_avatar):
         fast = pc.part_contact(x, fields, m)
         assert np.abs(fast - x).max() > 1e-3, k  # these poses have contacts
         np.testing.assert_array_equal(fast, full)
+
+
+def test_thin_parts_get_the_fine_cell():
+    """A sphere of radius 15 mm is too thin for a 1 cm grid (its centre lies 1.5 cells deep, under MIN_DEPTH_CELLS) and
+    gets a 5 mm one (3 cells deep); the 5 cm sphere keeps 1 cm; without a fine cell the thin one gets no field. The
+    thin sphere's field is its signed distance, and it keeps the big one out as a big one would."""
+    from kisekae.avatar.part_contact import FINE_CELL, MIN_DEPTH_CELLS
+
+    va, fa = icosphere(3, R, (0.0, 0.00037, 0.00071))
+    vb, fb = icosphere(3, 0.015, (0.2, 0.00037, 0.00071))
+    v = np.concatenate([va, vb])
+    f = np.concatenate([fa, fb + len(va)])
+    idx = np.zeros((len(v), 4), np.int32)
+    idx[len(va):, 0] = 1
+    w = np.zeros((len(v), 4), np.float32)
+    w[:, 0] = 1
+    skin = Skin(idx, w)
+    fields = bake_part_fields(v, f, skin, np.array([-1, -1]), min_vertices=10)
+    assert fields.part_cell.tolist() == [0.01, FINE_CELL] and fields.cell == 0.01
+    assert 0.015 < MIN_DEPTH_CELLS * 0.01 and 0.015 >= MIN_DEPTH_CELLS * FINE_CELL
+    coarse = bake_part_fields(v, f, skin, np.array([-1, -1]), min_vertices=10, fine_cell=None)
+    assert coarse.n_parts == 1 and coarse.part_cell.tolist() == [0.01]
+    rng = np.random.default_rng(5)
+    p = rng.uniform(-0.03, 0.03, (300, 3)) + [0.2, 0.00037, 0.00071]
+    value = sample_field_numpy(fields, 1, p)[0]
+    exact = np.linalg.norm(p - [0.2, 0.00037, 0.00071], axis=1) - 0.015
+    assert np.abs(value - exact).max() < 2e-3  # facets and 5 mm cells
+    m = np.tile(np.eye(4), (2, 1, 1))
+    m[1, 0, 3] = -0.2 + R + 0.015 - 0.006  # the thin sphere 6 mm into the big one's side
+    x = v.copy()
+    x[len(va):] += m[1, :3, 3]
+    y = part_contact(x, fields, m)
+    big = np.linalg.norm(y[:len(va)] - [0.0, 0.00037, 0.00071], axis=1)
+    thin = np.linalg.norm(y[len(va):] - (np.array([0.2, 0.00037, 0.00071]) + m[1, :3, 3]), axis=1)
+    assert np.abs(y - x).max() > 3e-3 and big.min() < R - 1e-3 and thin.min() < 0.015 - 1e-3  # both give way
+    np.testing.assert_array_equal(part_contact(x, coarse, m)[len(va):], x[len(va):])  # no field: the thin one stays
+
+
+def test_builtin_body_hands_and_toes_get_fine_fields(contact_avatar):
+    """The built-in body's hands and toes (17 mm and 11 mm deep: too thin for 1 cm) have 5 mm fields; every other
+    part 1 cm."""
+    base, parts = contact_avatar
+    f = parts.body.deform.fields
+    names = [base.skeleton.names[b] for b in f.bone]
+    fine = {n for n, c in zip(names, f.part_cell) if c == 0.005}
+    assert fine == {"hand_l", "hand_r", "ball_l", "ball_r"} and f.n_parts == 20
+    assert all(c == 0.01 for n, c in zip(names, f.part_cell) if n not in fine)

@@ -57,7 +57,7 @@ def test_unity_component_refuses_what_does_not_fit():
     """Every check of part_from_bake has its counterpart in the component, which then disables itself."""
     cs = PARTS.read_text()
     for check in ("b.version != BakeVersion", "b.parts.Length > MaxParts", "b.vertexCount != body.sharedMesh.vertexCount",
-                  "!index.TryGetValue(e.bone", "e.start != rows", "e.dims[0] < 2", "e.reach >= 0f",
+                  "!index.TryGetValue(e.bone", "e.start != rows", "e.dims[0] < 2", "e.reach >= 0f", "e.cell > 0f",
                   'RangeProblem(l.samples, 4 * rows', 'RangeProblem(l.ringPtr, n + 1', "part[i] < -1 || part[i] >= parts",
                   "ptr[i + 1] < ptr[i]", "j >= limit", "!Finite(x)", "BitConverter.IsLittleEndian", "s.passes < 0",
                   "tris.Length % 3 != 0", "CsrProblem(facePtr, faces", "CsrProblem(ptr, ring, (uint)n",

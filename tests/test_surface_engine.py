@@ -1044,7 +1044,7 @@ def _unity_parts(fields, settings, world_matrices, mirror_x=False) -> dict:
     inv[:, 3, :] = 0.0
     inv[:, 3, 0] = live
     box = np.zeros((fields.n_parts, 2, 4))
-    box[:, 0, :3], box[:, 0, 3], box[:, 1, 0] = fields.lo, fields.cell, fields.reach
+    box[:, 0, :3], box[:, 0, 3], box[:, 1, 0] = fields.lo, fields.part_cell, fields.reach
     skip = fields.skip.astype(np.uint64)
     return {"samples": fields.grid, "box": box.reshape(-1, 4), "index": np.c_[fields.dims, fields.start[:-1]],
             "inverse": inv.reshape(-1, 4), "part": fields.part, "rest": np.c_[fields.rest, np.zeros(len(fields.rest))],

@@ -49,7 +49,7 @@ from ..validate import as_faces, as_points
 
 #: Version of the step's rules, part of the garment bakes' cache keys (:func:`kisekae.fit.runtime.candidates_cache_key`):
 #: a change to how the body is posed must not reuse bakes made on the old body.
-VERSION = 2  # 2: the flip guard ends the step
+VERSION = 3  # 2: the flip guard ends the step; 3: thin parts get a finer grid (FINE_CELL)
 #: Grid cell of the part fields, metres.
 CELL = 0.01
 #: Grid margin around each part, metres.
@@ -58,9 +58,12 @@ MARGIN = 0.03
 MIN_PART_VERTICES = 150
 #: At most this many parts get a field (the largest; one 64-bit mask per vertex).
 MAX_PARTS = 64
-#: A part whose deepest point lies less than this many cells inside it gets no field (the built-in body's hands,
-#: 17 mm, and toes, 11 mm: two hands pressed together flipped their faces with one).
+#: A part whose deepest point lies less than this many cells inside it gets no field at that cell (at 1 cm the built-in
+#: body's hands, 17 mm, and toes, 11 mm: two hands pressed together flipped their faces with one) ...
 MIN_DEPTH_CELLS = 2.0
+#: ... and is baked again at this finer cell (metres), where it gets a field if it is MIN_DEPTH_CELLS of these deep: the
+#: built-in body's hands and toes, so a hand on the hip keeps out of it.
+FINE_CELL = 0.005
 #: Gap left between two parts in contact, metres.
 GAP = 0.004
 #: Width of the smooth maximum, metres.
@@ -95,7 +98,7 @@ class PartFields:
     lo : (P, 3) float64 rest-frame position of each grid's first sample, metres
     dims : (P, 3) int64 samples per axis (at least 2)
     bone : (P,) int64 bone of each part
-    cell : float, metres
+    cell : float, metres, the grids' cell (``part_cell`` holds each part's: :data:`FINE_CELL` for thin parts)
     rest : (N, 3) float64 rest vertices
     part : (N,) int64 part of each vertex's heaviest bone, or -1 (the vertex does not move)
     own_bone : (N,) int64 heaviest bone of each vertex
@@ -106,6 +109,7 @@ class PartFields:
     pair_live : (P, P) bool ``[a, s]``: some vertex of part ``a`` is tested against part ``s`` (a joint's pair is not)
     reach : (P,) float64 the largest move of a vertex of each part against one other part, metres:
         ``min(MAX_MOVE, REACH_FRACTION * depth)`` with ``depth`` the part's deepest sample's depth
+    part_cell : (P,) float64 each part's grid cell, metres (None: ``cell`` for every part)
     faces : (F, 3) int64 the body's triangles, or None (no flip guard)
     vertex_faces : (ptr (N + 1,), idx) the faces around each welded vertex (:func:`kisekae.geom.ring.vertex_faces`),
         made from ``faces`` (and the weld the ring was made with) when None
@@ -126,10 +130,13 @@ class PartFields:
     part_start: np.ndarray = None
     pair_live: np.ndarray = None
     reach: np.ndarray = None
+    part_cell: np.ndarray = None
     faces: np.ndarray = None
     vertex_faces: tuple = None
 
     def __post_init__(self):
+        cell = np.full(len(self.bone), float(self.cell)) if self.part_cell is None else self.part_cell
+        self.part_cell = np.ascontiguousarray(cell, dtype=np.float64).reshape(len(self.bone))
         if self.faces is not None:
             self.faces = np.ascontiguousarray(self.faces, dtype=np.int64).reshape(-1, 3)
             if self.vertex_faces is None:
@@ -210,8 +217,9 @@ def _part_grid(rest, faces, sel, cell: float, margin: float):
 
 
 def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=None, cell: float = CELL,
-                     margin: float = MARGIN, min_vertices: int = MIN_PART_VERTICES) -> PartFields:
-    """The part fields of a body (about 1 s for the built-in body's 16 parts at 1 cm).
+                     margin: float = MARGIN, min_vertices: int = MIN_PART_VERTICES,
+                     fine_cell: float | None = FINE_CELL) -> PartFields:
+    """The part fields of a body (about 1.5 s for the built-in body: 16 parts at 1 cm, hands and toes at 5 mm).
 
     Parameters
     ----------
@@ -223,6 +231,8 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
         None: no welding, the triangles' edges (between welded representatives with a ``weld``)
     cell, margin : float, metres
     min_vertices : int
+    fine_cell : float or None, metres: a part too thin for ``cell`` (:data:`MIN_DEPTH_CELLS`) is baked again at this
+        cell (None: it gets no field)
 
     Returns
     -------
@@ -230,19 +240,24 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
     """
     rest = as_points(rest_vertices, "body rest vertices")
     faces = as_faces(faces, len(rest), "body faces")
-    if not (np.isfinite(cell) and cell > 0 and np.isfinite(margin) and margin >= cell):
-        raise KisekaeError(f"need a cell > 0 and a margin >= the cell, got cell {cell!r}, margin {margin!r}",
-                           "part fields")
+    if not (np.isfinite(cell) and cell > 0 and np.isfinite(margin) and margin >= cell) or (
+            fine_cell is not None and not (np.isfinite(fine_cell) and 0 < fine_cell <= cell)):
+        raise KisekaeError(f"need a cell > 0, a margin >= the cell and a fine cell in (0, cell], got cell {cell!r}, "
+                           f"margin {margin!r}, fine cell {fine_cell!r}", "part fields")
     owner = heaviest_bones(skin)
-    grids, lows, dims, kept = [], [], [], []
+    grids, lows, dims, kept, cells = [], [], [], [], []
     for b in field_parts(owner, min_vertices):
-        g, lo, n = _part_grid(rest, faces, owner == b, float(cell), float(margin))
-        if -g[:, 0].min() < MIN_DEPTH_CELLS * cell:
-            continue  # thinner than the grid resolves (a hand, the toes): its field would crush it
+        for h in (float(cell),) if fine_cell is None or fine_cell == cell else (float(cell), float(fine_cell)):
+            g, lo, n = _part_grid(rest, faces, owner == b, h, float(margin))
+            if -g[:, 0].min() >= MIN_DEPTH_CELLS * h:
+                break  # else thinner than the grid resolves (a hand, the toes at 1 cm): its field would crush it
+        else:
+            continue  # too thin at every cell: no field
         grids.append(g)
         lows.append(lo)
         dims.append(n)
         kept.append(b)
+        cells.append(h)
     bones = np.array(kept, dtype=np.int64)
     part_of = np.full(int(max(np.max(owner), np.max(bones, initial=-1))) + 1, -1, dtype=np.int64)
     part_of[bones] = np.arange(len(bones))
@@ -252,7 +267,8 @@ def bake_part_fields(rest_vertices, faces, skin, parents, *, weld=None, edges=No
         grid=np.concatenate(grids) if grids else np.zeros((0, 4)), start=np.concatenate([[0], np.cumsum(
             [len(g) for g in grids], dtype=np.int64)]).astype(np.int64),
         lo=np.array(lows, dtype=np.float64).reshape(-1, 3), dims=np.array(dims, dtype=np.int64).reshape(-1, 3),
-        bone=bones, cell=float(cell), rest=rest, part=part_of[owner], own_bone=owner,
+        bone=bones, cell=float(cell), part_cell=np.array(cells, dtype=np.float64), rest=rest, part=part_of[owner],
+        own_bone=owner,
         skip=skip_masks(skin, parents, bones), ring=one_ring(len(rest), edges, weld), faces=faces,
         vertex_faces=vertex_faces(faces, len(rest), weld, "body faces"))
 
@@ -262,7 +278,7 @@ def sample_field_numpy(fields: PartFields, s: int, points) -> tuple:
     outside the grid the value is ``inf`` and the gradient zero."""
     p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     dims = fields.dims[s]
-    f = (p - fields.lo[s]) / fields.cell
+    f = (p - fields.lo[s]) / fields.part_cell[s]
     inside = np.all((f >= 0) & (f <= dims - 1), axis=1)
     i = np.clip(np.floor(f).astype(np.int64), 0, dims - 2)
     t = np.where(inside[:, None], f - i, 0.0)
@@ -436,9 +452,9 @@ def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = G
 @numba.njit(cache=True, inline="always")
 def _sample(grid, start, lo, dims, h, s, x, y, z):  # pragma: no cover - compiled
     """:func:`sample_field_numpy` at one point: ``(value, gx, gy, gz, inside)``."""
-    fx = (x - lo[s, 0]) / h
-    fy = (y - lo[s, 1]) / h
-    fz = (z - lo[s, 2]) / h
+    fx = (x - lo[s, 0]) / h[s]
+    fy = (y - lo[s, 1]) / h[s]
+    fz = (z - lo[s, 2]) / h[s]
     nx, ny, nz = dims[s, 0], dims[s, 1], dims[s, 2]
     if not (fx >= 0 and fy >= 0 and fz >= 0 and fx <= nx - 1 and fy <= ny - 1 and fz <= nz - 1):
         return np.inf, 0.0, 0.0, 0.0, False
@@ -608,7 +624,7 @@ def pair_depths(points, fields: PartFields, skin_matrices) -> np.ndarray:
 def _depths(p, fields: PartFields, inv, active, reach) -> tuple:
     """(:func:`pair_depths`, whether any tested vertex comes within ``reach`` of another part: else no step
     moves anything)."""
-    return _depth_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone, fields.skip,
+    return _depth_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone, fields.skip,
                          fields.order, fields.part_start, inv, active, reach)[:2]
 
 
@@ -652,7 +668,7 @@ def _step(p, fields: PartFields, skin_matrices, inv, gap, band, fade, active=Non
     active = active & (fade > 0)
     if not active.any():
         return p.copy()
-    return _part_step_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone,
+    return _part_step_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone,
                              fields.rest, fields.own_bone, fields.skip, fields.order, fields.part_start, inv, active,
                              gap, band, fade, fields.reach)
 
@@ -666,7 +682,7 @@ def active_pairs(fields: PartFields, points, skin_matrices) -> np.ndarray:
     m = np.ascontiguousarray(np.asarray(skin_matrices, dtype=np.float64)[fields.bone])
     live = live_parts(fields, skin_matrices)
     return _active_kernel(np.asarray(points, dtype=np.float64), fields.order, fields.part_start, fields.lo,
-                          fields.dims, fields.cell, m, fields.pair_live & live[:, None] & live[None, :])
+                          fields.dims, fields.part_cell, m, fields.pair_live & live[:, None] & live[None, :])
 
 
 @numba.njit(cache=True)
@@ -685,9 +701,9 @@ def _active_kernel(p, order, part_start, lo, dims, h, m, live):  # pragma: no co
                 box[s, 0, k] = min(box[s, 0, k], p[order[j], k] - 1e-3)
                 box[s, 1, k] = max(box[s, 1, k], p[order[j], k] + 1e-3)
         for c in range(8):
-            x = lo[s, 0] + (c >> 2) * (dims[s, 0] - 1) * h
-            y = lo[s, 1] + ((c >> 1) & 1) * (dims[s, 1] - 1) * h
-            z = lo[s, 2] + (c & 1) * (dims[s, 2] - 1) * h
+            x = lo[s, 0] + (c >> 2) * (dims[s, 0] - 1) * h[s]
+            y = lo[s, 1] + ((c >> 1) & 1) * (dims[s, 1] - 1) * h[s]
+            z = lo[s, 2] + (c & 1) * (dims[s, 2] - 1) * h[s]
             for k in range(3):
                 w = m[s, k, 0] * x + m[s, k, 1] * y + m[s, k, 2] * z + m[s, k, 3]
                 grid[s, 0, k] = min(grid[s, 0, k], w - 1e-3)
@@ -730,14 +746,14 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
     x, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
     active = active_pairs(fields, x, skin_matrices)
     depth, near, near_i, near_s, count = _depth_kernel(x, fields.grid, fields.start, fields.lo, fields.dims,
-                                                       fields.cell, fields.bone, fields.skip, fields.order,
+                                                       fields.part_cell, fields.bone, fields.skip, fields.order,
                                                        fields.part_start, inv, active, gap + band)
     if not near:
         return x  # no vertex within reach of another part: the steps would move nothing
     live = live_parts(fields, skin_matrices)
     fade = pair_fade(depth, deep, live)  # once: both steps treat a pair alike
     # the first step over the tests that came within reach (the others move nothing)
-    y = _listed_step_kernel(x, fields.grid, fields.start, fields.lo, fields.dims, fields.cell, fields.bone, fields.rest,
+    y = _listed_step_kernel(x, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone, fields.rest,
                             fields.own_bone, fields.part, near_i, near_s, count, gap, band, fade, fields.reach, inv)
     moved = y - x
     if not np.any(moved):
@@ -747,7 +763,7 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
         # the first step from there, and the second would give it the same
         d = smooth_push(moved, fields.ring, int(passes))
         subset = np.flatnonzero(d.any(axis=1))
-        y = _subset_step_kernel(x + d, subset, fields.grid, fields.start, fields.lo, fields.dims, fields.cell,
+        y = _subset_step_kernel(x + d, subset, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell,
                                 fields.bone, fields.rest, fields.own_bone, fields.part, fields.skip,
                                 fields.pair_live & (fade > 0), gap, band, fade, fields.reach, inv)
     if fields.faces is None:

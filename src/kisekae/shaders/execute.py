@@ -1464,7 +1464,7 @@ def _part_tables(points, fields, skin_matrices, fade=None):
     inv = bone_inverses(np.asarray(skin_matrices, np.float64)[fields.bone])[:, :3, :]
     header = np.zeros((max(192 + 64 * 64, n), 4), np.float32)
     header[0:3 * n_parts:3] = np.c_[fields.lo, fields.start[:-1]]
-    header[1:3 * n_parts:3] = np.c_[fields.dims, np.full(n_parts, fields.cell)]
+    header[1:3 * n_parts:3] = np.c_[fields.dims, fields.part_cell]
     header[2:3 * n_parts:3, 0] = fields.reach
     if fade is not None:
         rows_fade = 192 + 64 * np.arange(n_parts)[:, None] + np.arange(n_parts)[None, :]

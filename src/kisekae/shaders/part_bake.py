@@ -3,7 +3,7 @@ need, and the body's one-ring for the ``KisekaeSmoothPush`` passes between the t
 
 The part contact (:mod:`kisekae.avatar.part_contact`) has two kinds of data:
 
-- **static**: each part's grid (its bone, by name; the rest-frame corner ``lo``, ``dims``, ``cell``, the first
+- **static**: each part's grid (its bone, by name; the rest-frame corner ``lo``, ``dims``, its ``cell``, the first
   row ``start`` of its samples and its vertices' largest move ``reach``) and the samples themselves, four float32 each (signed distance in metres, then its
   gradient); per body vertex its part (int32, -1: it does not move), its 64-bit skip mask (two uint32, low word
   first) and its rest position (three float32); the body's welded one-ring (``ringPtr`` N + 1 and ``ring`` uint32);
@@ -54,8 +54,8 @@ def part_bake(step: PartContact, bone_names) -> tuple:
     Returns
     -------
     (dict, bytes): JSON-ready document with ``version``, ``settings`` (``gap``, ``band``, ``deep``, ``minSpread``,
-    ``restSlack`` in metres, ``passes``), ``cell``, ``vertexCount``, ``parts`` (list of ``{bone, lo, dims, start,
-    reach}``) and ``layout`` (byte offset and count of each array of :data:`LAYOUT`), and the blob.
+    ``restSlack`` in metres, ``passes``), ``cell`` (the coarse cell), ``vertexCount``, ``parts`` (list of ``{bone, lo,
+    dims, start, reach, cell}``) and ``layout`` (byte offset and count of each array of :data:`LAYOUT`), and the blob.
     """
     if not isinstance(step, PartContact):
         raise KisekaeError(f"need the body's PartContact, got {type(step).__name__}", "part contact bake")
@@ -75,7 +75,7 @@ def part_bake(step: PartContact, bone_names) -> tuple:
               np.ascontiguousarray(tris, "<u4"), np.ascontiguousarray(fptr, "<u4"), np.ascontiguousarray(fidx, "<u4")]
     layout, blob = pack_blob((key, a) for (key, _), a in zip(LAYOUT, arrays))
     parts = [{"bone": names[int(b)], "lo": f.lo[s].tolist(), "dims": f.dims[s].tolist(), "start": int(f.start[s]),
-              "reach": float(f.reach[s])} for s, b in enumerate(f.bone)]
+              "reach": float(f.reach[s]), "cell": float(f.part_cell[s])} for s, b in enumerate(f.bone)]
     doc = {"version": BAKE_VERSION, "cell": float(f.cell), "vertexCount": int(len(f.rest)), "parts": parts,
            "settings": {"gap": step.gap, "band": step.band, "deep": step.deep, "minSpread": MIN_SPREAD,
                         "restSlack": REST_SLACK, "passes": int(step.passes)},
@@ -84,7 +84,7 @@ def part_bake(step: PartContact, bone_names) -> tuple:
 
 
 def _header(doc: dict, bone_names, source: str) -> tuple:
-    """The header's entries: ``(n, cell, bone, lo, dims, start, samples per part, reach, settings)``."""
+    """The header's entries: ``(n, cell, bone, lo, dims, start, samples per part, reach, settings, part cells)``."""
     index = {name: i for i, name in enumerate(bone_names)}
     try:
         n, cell, parts = int(doc["vertexCount"]), float(doc["cell"]), doc["parts"]
@@ -93,6 +93,7 @@ def _header(doc: dict, bone_names, source: str) -> tuple:
         dims = np.array([p["dims"] for p in parts], dtype=np.int64).reshape(-1, 3)
         start = np.array([p["start"] for p in parts], dtype=np.int64)
         reach = np.array([p["reach"] for p in parts], dtype=np.float64)
+        part_cell = np.array([p["cell"] for p in parts], dtype=np.float64)
         settings = {k: float(doc["settings"][k]) for k in ("gap", "band", "deep")}
         settings["passes"] = int(doc["settings"]["passes"])
     except KeyError as exc:
@@ -100,12 +101,13 @@ def _header(doc: dict, bone_names, source: str) -> tuple:
     except (TypeError, ValueError) as exc:
         raise KisekaeError(f"malformed entries ({exc})", source) from None
     count = np.prod(dims, axis=1) if len(dims) else np.zeros(0, np.int64)
-    if len(parts) > 64 or not (np.isfinite(cell) and cell > 0) or np.any(dims < 2) or not np.all(np.isfinite(lo)) \
+    if len(parts) > 64 or not (np.isfinite(cell) and cell > 0) or not np.all(np.isfinite(part_cell) & (part_cell > 0)) \
+            or np.any(dims < 2) or not np.all(np.isfinite(lo)) \
             or np.any(start != np.concatenate([[0], np.cumsum(count)[:-1]])) or n < 0:
         raise KisekaeError("parts: at most 64, a cell > 0, grids of at least 2 samples a side laid end to end", source)
     if not (np.all(np.isfinite(reach)) and np.all(reach >= 0)):
         raise KisekaeError("parts: each reach must be a finite number of metres >= 0", source)
-    return n, cell, bone, lo, dims, start, count, reach, settings
+    return n, cell, bone, lo, dims, start, count, reach, settings, part_cell
 
 
 def _check_csr(ptr, idx, limit: int) -> bool:
@@ -132,7 +134,7 @@ def part_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body parts
         raise KisekaeError(f"not a version-{BAKE_VERSION} body parts bake (version {got!r})", source)
     if len(blob) > MAX_BYTES:
         raise KisekaeError(f"blob larger than {MAX_BYTES} bytes", source)
-    n, cell, bone, lo, dims, start, count, reach, settings = _header(doc, bone_names, source)
+    n, cell, bone, lo, dims, start, count, reach, settings, part_cell = _header(doc, bone_names, source)
     a = unpack_blob(doc.get("layout"), blob, LAYOUT, {"samples": 4 * int(count.sum()), "vertexPart": n,
                                                       "vertexSkip": 2 * n, "vertexRest": 3 * n, "ringPtr": n + 1,
                                                       "facePtr": n + 1}, source)
@@ -147,7 +149,7 @@ def part_from_bake(doc: dict, blob: bytes, bone_names, source: str = "body parts
     tris = tris.reshape(-1, 3)
     skip = a["vertexSkip"].reshape(n, 2).astype(np.uint64)
     fields = PartFields(grid=a["samples"].reshape(-1, 4).astype(np.float64), start=np.r_[start, count.sum()],
-                        lo=lo, dims=dims, bone=bone, cell=cell,
+                        lo=lo, dims=dims, bone=bone, cell=cell, part_cell=part_cell,
                         rest=a["vertexRest"].reshape(n, 3).astype(np.float64), part=part,
                         own_bone=np.where(part >= 0, bone[np.clip(part, 0, None)] if len(bone) else 0, 0),
                         skip=skip[:, 0] | (skip[:, 1] << np.uint64(32)), ring=(ptr, ring), reach=reach,

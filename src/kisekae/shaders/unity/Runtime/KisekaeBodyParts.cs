@@ -39,6 +39,7 @@ namespace Kisekae
         public int[] dims;    // samples along x, y, z (>= 2 each)
         public int start;     // first sample's row
         public float reach;   // its vertices' largest move against another part (m)
+        public float cell;    // its grid's cell (m: 1 cm, or 5 mm for a thin part such as a hand)
     }
 
     [Serializable]
@@ -144,9 +145,9 @@ namespace Kisekae
                     return $"part {p} names bone '{e?.bone}' that the body's renderer does not have";
                 if (e.lo == null || e.lo.Length != 3 || e.dims == null || e.dims.Length != 3 || e.dims[0] < 2 ||
                     e.dims[1] < 2 || e.dims[2] < 2 || e.start != rows || !Finite(e.lo[0]) || !Finite(e.lo[1]) ||
-                    !Finite(e.lo[2]) || !(Finite(e.reach) && e.reach >= 0f))
+                    !Finite(e.lo[2]) || !(Finite(e.reach) && e.reach >= 0f) || !(Finite(e.cell) && e.cell > 0f))
                     return $"part {p}'s grid is malformed (3 corner values, at least 2 samples a side, laid end to " +
-                           "end, a reach >= 0)";
+                           "end, a reach >= 0, a cell > 0)";
                 rows += (long)e.dims[0] * e.dims[1] * e.dims[2];
             }
             long n = b.vertexCount;
@@ -273,7 +274,7 @@ namespace Kisekae
             for (int p = 0; p < _nParts; p++)
             {
                 KisekaePartEntry e = _bake.parts[p];
-                box[2 * p] = new Vector4(e.lo[0], e.lo[1], e.lo[2], _bake.cell);
+                box[2 * p] = new Vector4(e.lo[0], e.lo[1], e.lo[2], e.cell);
                 box[2 * p + 1] = new Vector4(e.reach, 0f, 0f, 0f);
                 index[4 * p] = (uint)e.dims[0];
                 index[4 * p + 1] = (uint)e.dims[1];
