@@ -9,7 +9,7 @@ linear blend skinning, and no plane separates them. This step is the per-bone di
 Bake, once per body (:func:`bake_part_fields`, :func:`cached_part_fields`): each *part* (the vertices whose heaviest
 bone is one bone; parts of at least :data:`MIN_PART_VERTICES` vertices and :data:`MIN_DEPTH_CELLS` cells thick, at
 most :data:`MAX_PARTS`) gets a grid of the signed distance to its own triangles and its gradient in the rest frame
-(:data:`CELL` cells, :data:`MARGIN` around the part; negative inside, the sign from the part's winding number, so the
+(:data:`CELL` cells, or :data:`FINE_CELL` for a part too thin for them, such as a hand; :data:`MARGIN` around the part; negative inside, the sign from the part's winding number, so the
 open cut where it meets the next part closes along w = 0.5). Each vertex gets a mask of the parts it is *not* tested
 against: any bone that skins it, and the parents and children of those bones (the joints' own folds, which the
 planes handle).

@@ -17,7 +17,7 @@
 // renderer's mirrored in X, as most glTF importers for Unity flip it), then (1, 0, 0, 0); all four rows zero where
 // |det M| <= 1e-12 (a bone scaled to zero, as animations hide props: its part neither moves nor pushes,
 // kisekae.avatar.part_contact.live_parts). The depths are cleared by KisekaePairFades, ready for the next frame.
-// Memory on the built-in body (16 parts, 13,380 vertices): the samples 6.0 MB, per vertex 28 B, the one-ring
+// Memory on the built-in body (20 parts, 13,380 vertices): the samples 7.6 MB, per vertex 28 B, the one-ring
 // 0.27 MB, the triangles and the faces around each vertex 0.6 MB, the pairs 32 KB, three move buffers 16 B per
 // vertex each; per frame 4 float4 per part go up.
 // A bake that does not fit the body (another version, vertex count, a bone the renderer does not have, more than
