@@ -9,8 +9,9 @@ linear blend skinning, and no plane separates them. This step is the per-bone di
 Bake, once per body (:func:`bake_part_fields`, :func:`cached_part_fields`): each *part* (the vertices whose heaviest
 bone is one bone; parts of at least :data:`MIN_PART_VERTICES` vertices and :data:`MIN_DEPTH_CELLS` cells thick, at
 most :data:`MAX_PARTS`) gets a grid of the signed distance to its own triangles and its gradient in the rest frame
-(:data:`CELL` cells, or :data:`FINE_CELL` for a part too thin for them, such as a hand; :data:`MARGIN` around the part; negative inside, the sign from the part's winding number, so the
-open cut where it meets the next part closes along w = 0.5). Each vertex gets a mask of the parts it is *not* tested
+(:data:`CELL` cells, or :data:`FINE_CELL` for a part too thin for them, such as a hand; :data:`MARGIN` around the
+part; negative inside, the sign from the part's winding number, so the open cut where it meets the next part closes
+along w = 0.5). Each vertex gets a mask of the parts it is *not* tested
 against: any bone that skins it, and the parents and children of those bones (the joints' own folds, which the
 planes handle).
 
@@ -25,8 +26,8 @@ deeper than :data:`DEEP` in each other fade to nothing at twice that, and so do 
 buried in the chest is a pose no vertex step can repair, and a partial repair tears it. The moves are spread over
 the one-ring (:func:`kisekae.geom.ring.smooth_push`, :data:`PASSES` passes: pushes grow to the neighbours, none
 shrinks) and the step is taken once more from there (:func:`part_step` is one step). Last, the flip guard
-(:mod:`kisekae.avatar.flip_guard`) halves, then undoes, the moves around any body triangle that the step turned by
-more than 60 degrees (a heavy body's hand pressed into its hip turned the wrist's triangles over).
+(:mod:`kisekae.avatar.flip_guard`) halves, then undoes, the moves around any body triangle that the step turned
+over (a heavy body's hand pressed into its hip turned the wrist's triangles over).
 
 Far from contact it equals its input bit for bit; the body of a pose without such contacts (every named pose of the
 built-in avatar) is unchanged. Measurements and the choices behind the constants: docs/contact.md
