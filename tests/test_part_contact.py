@@ -218,7 +218,7 @@ def test_garment_bakes_know_the_part_contact(contact_avatar):
     base, parts = contact_avatar
     assert joint_contact_of(parts.body.deform) is parts.body.deform.before.then  # through the part contact
     assert _part_contact_entry(base) == []
-    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [3, 0.004, 0.01, 0.02, 8, 0.01])  # VERSION 3
+    np.testing.assert_array_equal(_part_contact_entry(parts)[0], [4, 0.004, 0.01, 0.02, 8, 0.01])  # VERSION 4
     assert body_key(parts) == body_key(base)  # the garment correctives of the body without it serve it
     assert body_key(base)["gap"] == 0.004
 

@@ -31,7 +31,7 @@ from ..errors import KisekaeError
 GUARD_COS = 0.0
 #: Passes that halve the moves around turned triangles, then passes that undo them.
 GUARD_HALVINGS = 3
-GUARD_REVERTS = 2
+GUARD_REVERTS = 6  # each undoing pass can turn a neighbour over: six cleared every case measured (docs/contact.md)
 
 
 def _inputs(start, moved, faces, vertex_faces) -> tuple:

@@ -50,7 +50,7 @@ from ..validate import as_faces, as_points
 
 #: Version of the step's rules, part of the garment bakes' cache keys (:func:`kisekae.fit.runtime.candidates_cache_key`):
 #: a change to how the body is posed must not reuse bakes made on the old body.
-VERSION = 3  # 2: the flip guard ends the step; 3: thin parts get a finer grid (FINE_CELL)
+VERSION = 4  # 2: the flip guard ends the step; 3: thin parts get a finer grid (FINE_CELL); 4: six undoing passes
 #: Grid cell of the part fields, metres.
 CELL = 0.01
 #: Grid margin around each part, metres.

@@ -24,7 +24,7 @@
 // the one-ring (KisekaeSmoothPush passes, kisekae_surface.hlsl) and takes the step again from there with the same
 // fades (kisekae.avatar.part_contact.part_contact), and ends with the flip guard (kisekae.avatar.flip_guard):
 // KisekaePartGuard passes over the moves (the second step's result less the body it started from), three that halve
-// the move of a vertex with a triangle around it turned by more than 90 degrees from the start body, then two that
+// the move of a vertex with a triangle around it turned by more than 90 degrees from the start body, then six that
 // undo it (scale 0.5, then 0). The rest pose is unchanged. Units are metres.
 #ifndef KISEKAE_PART_CONTACT_HLSL
 #define KISEKAE_PART_CONTACT_HLSL

@@ -80,7 +80,7 @@ namespace Kisekae
         const float MinDeterminant = 1e-12f;  // = kisekae.avatar.part_contact.MIN_DETERMINANT
         public const float GuardCos = 0f;     // = kisekae.avatar.flip_guard.GUARD_COS
         public const int GuardHalvings = 3;   // = kisekae.avatar.flip_guard.GUARD_HALVINGS
-        public const int GuardReverts = 2;    // = kisekae.avatar.flip_guard.GUARD_REVERTS
+        public const int GuardReverts = 6;    // = kisekae.avatar.flip_guard.GUARD_REVERTS
         const int Group = 64;                 // [numthreads(64, 1, 1)]
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]

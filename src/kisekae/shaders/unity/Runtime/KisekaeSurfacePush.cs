@@ -12,7 +12,7 @@
 //      vertex, after the normals)                                                     3 dispatches over the body
 //      With parts (a KisekaeBodyParts on the body: body_parts.json + .bytes from kisekae fit), the part contact
 //      right after the body contact (KisekaeBodyParts.Record: the depths, the pairs' fades, a step, the body's
-//      one-ring passes, a step again, the flip guard's 5 passes, the apply; kisekae's default body,
+//      one-ring passes, a step again, the flip guard's 9 passes, the apply; kisekae's default body,
 //      kisekae.avatar.part_contact), and with drawBody the body's renderer draws that body (Kisekae/BodyURP with
 //      Prepared Body on)                                                             10 + passes dispatches
 //      With bodyFollow (on by default, as kisekae check --runtime), KisekaeBodyPrepare also writes what the body does
