@@ -531,35 +531,10 @@ def _pair_move(p, i, s, sa, fb, bx, by, bz, grid, start, lo, dims, h, bone, rest
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _part_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, skip, order, part_start, inv, active, gap,
-                      band, fade, reach):  # pragma: no cover - compiled
-    """:func:`part_step_numpy`'s moves, pair by pair of the broad phase (``active``), added to a copy of ``p``."""
-    out = p.copy()
-    for s in range(bone.shape[0]):
-        for sa in range(bone.shape[0]):
-            if not active[sa, s]:
-                continue
-            for j in range(part_start[sa], part_start[sa + 1]):
-                i = order[j]
-                if (skip[i] >> np.uint64(s)) & np.uint64(1):
-                    continue
-                y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
-                fb, bx, by, bz, ok = _sample(grid, start, lo, dims, h, s, y0, y1, y2)
-                if not ok or fb > gap + band:
-                    continue
-                dx, dy, dz = _pair_move(p, i, s, sa, fb, bx, by, bz, grid, start, lo, dims, h, bone, rest, own_bone,
-                                        inv, gap, band, fade, reach)
-                out[i, 0] += dx
-                out[i, 1] += dy
-                out[i, 2] += dz
-    return out
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _listed_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, part, near_i, near_s, count, gap, band,
                         fade, reach, inv):  # pragma: no cover - compiled
-    """The first step over the (vertex, part) tests :func:`_depth_kernel` found within reach, in its order (part by
-    part, so each vertex adds its moves in the order of :func:`_part_step_kernel`: the same numbers)."""
+    """A step over the (vertex, part) tests :func:`_depth_kernel` found within reach, in its order (part by part, so
+    each vertex adds its moves against its parts in increasing order); the tests out of reach move nothing."""
     out = p.copy()
     for k in range(count):
         i, s = near_i[k], near_s[k]
@@ -582,7 +557,7 @@ def _listed_step_kernel(p, grid, start, lo, dims, h, bone, rest, own_bone, part,
 def _subset_step_kernel(p, subset, grid, start, lo, dims, h, bone, rest, own_bone, part, skip, tested, gap, band, fade,
                         reach, inv):  # pragma: no cover - compiled
     """A step of the vertices ``subset`` only (the others keep ``p``), each against its parts in increasing order (the
-    order in which :func:`_part_step_kernel` adds them: the same numbers)."""
+    order in which :func:`_listed_step_kernel` adds them: the same numbers)."""
     out = p.copy()
     for i in subset:
         sa = part[i]
@@ -607,33 +582,37 @@ def part_step(points, fields: PartFields, skin_matrices, *, gap: float = GAP, ba
               deep: float = DEEP, fade=None) -> np.ndarray:
     """:func:`part_step_numpy` as a Numba kernel (one core): (N, 3) float64."""
     p, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
-    active = active_pairs(fields, p, skin_matrices)
+    depth, near, *tests = _tests(p, fields, inv, active_pairs(fields, p, skin_matrices), gap + band)
+    if not near:
+        return p.copy()  # no vertex within reach of another part
     if fade is None:
-        depth, near = _depths(p, fields, inv, active, gap + band)
-        if not near:
-            return p.copy()
         fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))
-    return _step(p, fields, skin_matrices, inv, gap, band, fade, active)
+    return _listed_step(p, fields, inv, tests, gap, band, fade)
 
 
 def pair_depths(points, fields: PartFields, skin_matrices) -> np.ndarray:
     """:func:`pair_depths_numpy` as a Numba kernel over the broad phase's pairs."""
     p, inv, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
-    return _depths(p, fields, inv, active_pairs(fields, p, skin_matrices), GAP + BAND)[0]
+    return _tests(p, fields, inv, active_pairs(fields, p, skin_matrices), GAP + BAND)[0]
 
 
-def _depths(p, fields: PartFields, inv, active, reach) -> tuple:
-    """(:func:`pair_depths`, whether any tested vertex comes within ``reach`` of another part: else no step
-    moves anything)."""
+def _tests(p, fields: PartFields, inv, active, reach) -> tuple:
+    """:func:`_depth_kernel` on the fields: ``(depths, whether any tested vertex comes within reach of another part
+    (else no step moves anything), near_i, near_s, count)``."""
     return _depth_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone, fields.skip,
-                         fields.order, fields.part_start, inv, active, reach)[:2]
+                         fields.order, fields.part_start, inv, active, reach)
+
+
+def _listed_step(p, fields: PartFields, inv, tests, gap, band, fade) -> np.ndarray:
+    """:func:`_listed_step_kernel` over ``tests`` (``near_i, near_s, count`` of :func:`_tests`)."""
+    return _listed_step_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone,
+                               fields.rest, fields.own_bone, fields.part, *tests, gap, band, fade, fields.reach, inv)
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, inv, active, reach):  # pragma: no cover
     """The pairs' depths, whether any test came within ``reach``, and those tests: ``(depth, near, near_i, near_s,
-    count)``, in the order of :func:`_part_step_kernel`'s walk over the pairs, so :func:`_listed_step_kernel` can
-    take the first step over them alone."""
+    count)``, part by part, so :func:`_listed_step_kernel` can take a step over them alone."""
     n = bone.shape[0]
     depth = np.zeros((n, n))
     bound = 0
@@ -661,17 +640,6 @@ def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, in
                 if fb < 0 and -fb > depth[sa, s]:
                     depth[sa, s] = -fb
     return depth, count > 0, near_i, near_s, count
-
-
-def _step(p, fields: PartFields, skin_matrices, inv, gap, band, fade, active=None) -> np.ndarray:
-    if active is None:
-        active = active_pairs(fields, p, skin_matrices)
-    active = active & (fade > 0)
-    if not active.any():
-        return p.copy()
-    return _part_step_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone,
-                             fields.rest, fields.own_bone, fields.skip, fields.order, fields.part_start, inv, active,
-                             gap, band, fade, fields.reach)
 
 
 def active_pairs(fields: PartFields, points, skin_matrices) -> np.ndarray:
@@ -745,17 +713,11 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
                                         step=lambda y, fade: part_step_numpy(y, fields, skin_matrices, gap=gap,
                                                                              band=band, deep=deep, fade=fade))
     x, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
-    active = active_pairs(fields, x, skin_matrices)
-    depth, near, near_i, near_s, count = _depth_kernel(x, fields.grid, fields.start, fields.lo, fields.dims,
-                                                       fields.part_cell, fields.bone, fields.skip, fields.order,
-                                                       fields.part_start, inv, active, gap + band)
+    depth, near, *tests = _tests(x, fields, inv, active_pairs(fields, x, skin_matrices), gap + band)
     if not near:
         return x  # no vertex within reach of another part: the steps would move nothing
-    live = live_parts(fields, skin_matrices)
-    fade = pair_fade(depth, deep, live)  # once: both steps treat a pair alike
-    # the first step over the tests that came within reach (the others move nothing)
-    y = _listed_step_kernel(x, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone, fields.rest,
-                            fields.own_bone, fields.part, near_i, near_s, count, gap, band, fade, fields.reach, inv)
+    fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))  # once: both steps treat a pair alike
+    y = _listed_step(x, fields, inv, tests, gap, band, fade)  # the first step over the tests within reach
     moved = y - x
     if not np.any(moved):
         return y  # nothing moved: the second step would give the same
