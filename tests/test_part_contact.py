@@ -392,7 +392,7 @@ def test_the_fast_paths_give_the_full_steps_bit_for_bit(contact_avatar):
     for k in (3, 11, 27, 39):
         m = rom[k].skinning_matrices(base.skeleton)
         x = base.body.posed(m).astype(np.float64)
-        p, inv, gap, band, deep = pc._check(x, fields, m, pc.GAP, pc.BAND, pc.DEEP)
+        p, _, gap, band, deep = pc._check(x, fields, m, pc.GAP, pc.BAND, pc.DEEP)
         fade = pc.pair_fade(pc.pair_depths(p, fields, m), deep, pc.live_parts(fields, m))
         y = pc.part_step(p, fields, m, fade=fade)
         y = pc.part_step(p + smooth_push(y - p, fields.ring, pc.PASSES), fields, m, fade=fade)
@@ -439,3 +439,86 @@ def test_builtin_body_hands_and_toes_get_fine_fields(contact_avatar):
     fine = {n for n, c in zip(names, f.part_cell) if c == 0.005}
     assert fine == {"hand_l", "hand_r", "ball_l", "ball_r"} and f.n_parts == 20
     assert all(c == 0.01 for n, c in zip(names, f.part_cell) if n not in fine)
+
+
+def test_the_runs_broad_phase_lists_what_every_vertex_would(contact_avatar):
+    """The depth pass skips a run of CHUNK vertices whose posed box, taken to a part's rest frame, misses that part's
+    grid. With boxes that reach everywhere (no run skipped) it lists the same tests and finds the same depths; the
+    frame kernel's inverses, live parts and active pairs equal NumPy's inverse, determinant and a box test written
+    out here."""
+    from kisekae.avatar import part_contact as pc
+    from kisekae.avatar.poses import named_pose, range_of_motion_poses
+
+    base, parts = contact_avatar
+    fields = parts.body.deform.fields
+    order = fields.order
+    for s in range(fields.n_parts):  # by part, each part's vertices once, in runs of at most CHUNK
+        run = order[fields.part_start[s]:fields.part_start[s + 1]]
+        np.testing.assert_array_equal(np.sort(run), np.flatnonzero(fields.part == s))
+    assert np.diff(fields.chunk_start).max() <= pc.CHUNK and fields.chunk_start[-1] == len(order)
+    rom = range_of_motion_poses(base.skeleton, 40, seed=777)
+    poses = [named_pose(base.skeleton, "stand"), named_pose(base.skeleton, "crouch"), rom[3], rom[27]]
+    skipped = 0
+    for pose in poses:
+        m = pose.skinning_matrices(base.skeleton)
+        x = base.body.posed(m).astype(np.float64)
+        inv, live, active, chunk = pc._frame(fields, x, m)
+        np.testing.assert_allclose(inv, pc.bone_inverses(m, fields.bone), atol=1e-12, rtol=0)
+        np.testing.assert_array_equal(live, pc.live_parts(fields, m))
+        box = np.array([[x[order[a:b]].min(axis=0) - 1e-3, x[order[a:b]].max(axis=0) + 1e-3]
+                        for a, b in zip(fields.part_start[:-1], fields.part_start[1:])])
+        corners = np.array([[[i, j, k] for i in (0, 1) for j in (0, 1) for k in (0, 1)]], float)
+        top = fields.lo + (fields.dims - 1) * fields.part_cell[:, None]
+        world = [(fields.lo[s] + corners[0] * (top[s] - fields.lo[s])) @ m[b, :3, :3].T + m[b, :3, 3]
+                 for s, b in enumerate(fields.bone)]
+        grid = np.array([[w.min(axis=0) - 1e-3, w.max(axis=0) + 1e-3] for w in world])
+        meets = np.all((box[:, None, 0] <= grid[None, :, 1]) & (box[:, None, 1] >= grid[None, :, 0]), axis=2)
+        np.testing.assert_array_equal(active, meets & fields.pair_live & live[:, None] & live[None, :])
+        everywhere = np.empty_like(chunk)
+        everywhere[:, 0], everywhere[:, 1] = -1e3, 1e3
+        got = pc._tests(x, fields, inv, active, chunk, pc.GAP + pc.BAND)
+        want = pc._tests(x, fields, inv, active, everywhere, pc.GAP + pc.BAND)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and got[4] == want[4]
+        np.testing.assert_array_equal(got[2][:got[4]], want[2][:want[4]])
+        np.testing.assert_array_equal(got[3][:got[4]], want[3][:want[4]])
+        # the runs that were skipped: none of their vertices lies in the part's grid
+        for s, b in enumerate(fields.bone):
+            rest = x @ inv[b, :3, :3].T + inv[b, :3, 3]
+            for sa in np.flatnonzero(active[:, s]):
+                for c in range(fields.part_chunks[sa], fields.part_chunks[sa + 1]):
+                    v = order[fields.chunk_start[c]:fields.chunk_start[c + 1]]
+                    inside = np.all((rest[v] >= fields.lo[s]) & (rest[v] <= top[s]), axis=1)
+                    if pc._run_misses(chunk, c, inv, b, *fields.lo[s], *top[s]):
+                        skipped += 1
+                        assert not inside.any()
+    assert skipped > 100  # the runs do skip work
+
+
+def test_the_frame_kernel_takes_singular_and_projective_bones():
+    """A part bone scaled to zero is not live (zero inverse, no pairs); a matrix whose last row is not 0, 0, 0, 1
+    takes NumPy's inverse."""
+    from kisekae.avatar import part_contact as pc
+
+    v, f, skin, fields = two_spheres()
+    n_a = len(v) // 2
+    m = moved(0.11)
+    x = posed(v, m, n_a)
+    dead = m.copy()
+    dead[1, :3, :3] = 0.0
+    inv, live, active, _ = pc._frame(fields, x, dead)
+    assert live.tolist() == [True, False] and not active.any() and not inv[1].any()
+    odd = m.copy()
+    odd[1, 3] = [0.0, 0.0, 0.1, 1.0]
+    inv, live, active, _ = pc._frame(fields, x, odd)
+    np.testing.assert_allclose(inv[1], np.linalg.inv(odd[1]), atol=1e-12)
+    assert live.all()
+
+
+def test_nonzero_rows():
+    from kisekae.geom.ring import nonzero_rows
+
+    d = np.zeros((50, 3))
+    d[[3, 17, 49], [0, 2, 1]] = [1e-300, -2.0, 5.0]
+    np.testing.assert_array_equal(nonzero_rows(d), [3, 17, 49])
+    assert nonzero_rows(np.zeros((0, 3))).shape == (0,)

@@ -37,14 +37,15 @@ built-in avatar) is unchanged. Measurements and the choices behind the constants
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.edges import unique_edges
-from ..geom.ring import one_ring, smooth_push, smooth_push_numpy, vertex_faces
+from ..geom.ring import nonzero_rows, one_ring, smooth_push, smooth_push_numpy, vertex_faces
+from ..geom.spatial_order import spatial_order
 from .flip_guard import GUARD_COS, GUARD_HALVINGS, GUARD_REVERTS, _guard_kernel, flip_guard_numpy
 from ..validate import as_faces, as_points
 
@@ -83,6 +84,10 @@ MIN_SPREAD = 0.5
 PASSES = 8
 #: Metres kept between a vertex's rest value ``f_B - f_A`` (less the band) and its target.
 REST_SLACK = 1e-6
+#: Vertices per run of the broad phase: a part's vertices are walked in runs this long (Morton order of the rest
+#: positions within the part, so a run stays compact in every pose), and a run whose box cannot reach another part's
+#: grid is skipped as a whole (:func:`_depth_kernel`).
+CHUNK = 32
 
 
 @dataclass
@@ -105,8 +110,12 @@ class PartFields:
     own_bone : (N,) int64 heaviest bone of each vertex
     skip : (N,) uint64 bit ``s`` set where the vertex is not tested against part ``s``
     ring : (ptr (N + 1,), idx) int64 welded one-ring of the body (:func:`kisekae.geom.ring.one_ring`)
-    order : (M,) int64 the vertices with a part, sorted by part (stable)
+    order : (M,) int64 the vertices with a part, sorted by part, within a part in the Morton order of their rest
+        positions (:func:`kisekae.geom.spatial_order.spatial_order`)
     part_start : (P + 1,) int64 part ``s``'s vertices at ``order[part_start[s]:part_start[s + 1]]``
+    chunk_start : (K + 1,) int64, derived: run ``c`` of :data:`CHUNK` vertices (or fewer, at a part's end) at
+        ``order[chunk_start[c]:chunk_start[c + 1]]``
+    part_chunks : (P + 1,) int64, derived: part ``s``'s runs are ``part_chunks[s]:part_chunks[s + 1]``
     pair_live : (P, P) bool ``[a, s]``: some vertex of part ``a`` is tested against part ``s`` (a joint's pair is not)
     reach : (P,) float64 the largest move of a vertex of each part against one other part, metres:
         ``min(MAX_MOVE, REACH_FRACTION * depth)`` with ``depth`` the part's deepest sample's depth
@@ -134,6 +143,8 @@ class PartFields:
     part_cell: np.ndarray = None
     faces: np.ndarray = None
     vertex_faces: tuple = None
+    chunk_start: np.ndarray = field(init=False, repr=False)
+    part_chunks: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
         cell = np.full(len(self.bone), float(self.cell)) if self.part_cell is None else self.part_cell
@@ -149,8 +160,12 @@ class PartFields:
                 raise KisekaeError("body faces or the faces around each vertex do not fit the body", "part fields")
             self.vertex_faces = (ptr, idx)
         if self.order is None:
-            self.order = np.flatnonzero(self.part >= 0)[np.argsort(self.part[self.part >= 0], kind="stable")]
-            self.part_start = np.searchsorted(self.part[self.order], np.arange(len(self.bone) + 1)).astype(np.int64)
+            runs = [np.flatnonzero(self.part == s) for s in range(len(self.bone))]
+            self.order = np.concatenate([np.zeros(0, np.int64)] + [v[spatial_order(self.rest[v])] for v in runs])
+            self.part_start = np.concatenate([[0], np.cumsum([len(v) for v in runs])]).astype(np.int64)
+        runs = [np.arange(self.part_start[s], self.part_start[s + 1], CHUNK) for s in range(len(self.bone))]
+        self.chunk_start = np.concatenate([np.zeros(0, np.int64)] + runs + [self.part_start[-1:]]).astype(np.int64)
+        self.part_chunks = np.concatenate([[0], np.cumsum([len(r) for r in runs])]).astype(np.int64)
         if self.pair_live is None:  # [a, s]: some vertex of part a is tested against part s
             n = len(self.bone)
             tested = (self.skip[self.order, None] >> np.arange(n, dtype=np.uint64)) & np.uint64(1) == 0
@@ -314,8 +329,7 @@ def _check(points, fields: PartFields, skin_matrices, gap, band, deep):
     if not np.all(np.isfinite(m)):
         raise KisekaeError("skinning matrices contain NaN or infinity", "part contact")
     check_settings(gap, band, deep)
-    # the parts' bones only: the steps read no other (a vertex that moves belongs to a part, its heaviest bone's)
-    return p.astype(np.float64), bone_inverses(m, fields.bone), float(gap), float(band), float(deep)
+    return p.astype(np.float64), m, float(gap), float(band), float(deep)
 
 
 #: A part bone's skinning matrix whose 3 x 3 determinant is below this is singular (a bone scaled to zero, as
@@ -372,7 +386,8 @@ def _tested(fields: PartFields, s: int, live) -> np.ndarray:
 def pair_depths_numpy(points, fields: PartFields, skin_matrices) -> np.ndarray:
     """(P, P) ``[a, s]``: how deep (metres, >= 0) the deepest vertex of part ``a`` that is tested against part ``s``
     lies inside ``s``'s field, NumPy reference."""
-    p, inv, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
+    p, m, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
+    inv = bone_inverses(m, fields.bone)  # the parts' bones only: the steps read no other
     depth = np.zeros((fields.n_parts, fields.n_parts))
     live = live_parts(fields, skin_matrices)
     for s, b in enumerate(fields.bone):
@@ -415,7 +430,8 @@ def part_step_numpy(points, fields: PartFields, skin_matrices, *, gap: float = G
     -------
     (N, 3) float64
     """
-    p, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    p, m, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    inv = bone_inverses(m, fields.bone)
     if fade is None:
         fade = pair_fade(pair_depths_numpy(p, fields, skin_matrices), deep, live_parts(fields, skin_matrices))
     a = fields.part
@@ -581,26 +597,29 @@ def _subset_step_kernel(p, subset, grid, start, lo, dims, h, bone, rest, own_bon
 def part_step(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
               deep: float = DEEP, fade=None) -> np.ndarray:
     """:func:`part_step_numpy` as a Numba kernel (one core): (N, 3) float64."""
-    p, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
-    depth, near, *tests = _tests(p, fields, inv, active_pairs(fields, p, skin_matrices), gap + band)
+    p, m, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    inv, live, active, chunk = _frame(fields, p, m)
+    depth, near, *tests = _tests(p, fields, inv, active, chunk, gap + band)
     if not near:
         return p.copy()  # no vertex within reach of another part
     if fade is None:
-        fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))
+        fade = pair_fade(depth, deep, live)
     return _listed_step(p, fields, inv, tests, gap, band, fade)
 
 
 def pair_depths(points, fields: PartFields, skin_matrices) -> np.ndarray:
     """:func:`pair_depths_numpy` as a Numba kernel over the broad phase's pairs."""
-    p, inv, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
-    return _tests(p, fields, inv, active_pairs(fields, p, skin_matrices), GAP + BAND)[0]
+    p, m, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
+    inv, _, active, chunk = _frame(fields, p, m)
+    return _tests(p, fields, inv, active, chunk, GAP + BAND)[0]
 
 
-def _tests(p, fields: PartFields, inv, active, reach) -> tuple:
+def _tests(p, fields: PartFields, inv, active, chunk, reach) -> tuple:
     """:func:`_depth_kernel` on the fields: ``(depths, whether any tested vertex comes within reach of another part
     (else no step moves anything), near_i, near_s, count)``."""
     return _depth_kernel(p, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell, fields.bone, fields.skip,
-                         fields.order, fields.part_start, inv, active, reach)
+                         fields.order, fields.part_start, fields.chunk_start, fields.part_chunks, chunk, inv, active,
+                         reach)
 
 
 def _listed_step(p, fields: PartFields, inv, tests, gap, band, fade) -> np.ndarray:
@@ -609,10 +628,27 @@ def _listed_step(p, fields: PartFields, inv, tests, gap, band, fade) -> np.ndarr
                                fields.rest, fields.own_bone, fields.part, *tests, gap, band, fade, fields.reach, inv)
 
 
+@numba.njit(cache=True, inline="always")
+def _run_misses(chunk, c, inv, b, l0, l1, l2, t0, t1, t2):  # pragma: no cover - compiled
+    """Whether run ``c``'s posed box, taken by bone ``b``'s inverse to its rest frame (the box around the moved box),
+    lies outside ``[l, t]`` by more than a micrometre (the rounding of the vertices' own transforms is far below)."""
+    e0 = 0.5 * (chunk[c, 1, 0] - chunk[c, 0, 0])
+    e1 = 0.5 * (chunk[c, 1, 1] - chunk[c, 0, 1])
+    e2 = 0.5 * (chunk[c, 1, 2] - chunk[c, 0, 2])
+    c0, c1, c2 = _to_rest(inv, b, chunk[c, 0, 0] + e0, chunk[c, 0, 1] + e1, chunk[c, 0, 2] + e2)
+    r0 = abs(inv[b, 0, 0]) * e0 + abs(inv[b, 0, 1]) * e1 + abs(inv[b, 0, 2]) * e2 + 1e-6
+    r1 = abs(inv[b, 1, 0]) * e0 + abs(inv[b, 1, 1]) * e1 + abs(inv[b, 1, 2]) * e2 + 1e-6
+    r2 = abs(inv[b, 2, 0]) * e0 + abs(inv[b, 2, 1]) * e1 + abs(inv[b, 2, 2]) * e2 + 1e-6
+    return c0 + r0 < l0 or c0 - r0 > t0 or c1 + r1 < l1 or c1 - r1 > t1 or c2 + r2 < l2 or c2 - r2 > t2
+
+
 @numba.njit(cache=True, error_model="numpy")
-def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, inv, active, reach):  # pragma: no cover
+def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, chunk_start, part_chunks, chunk, inv,
+                  active, reach):  # pragma: no cover - compiled
     """The pairs' depths, whether any test came within ``reach``, and those tests: ``(depth, near, near_i, near_s,
-    count)``, part by part, so :func:`_listed_step_kernel` can take a step over them alone."""
+    count)``, part by part, so :func:`_listed_step_kernel` can take a step over them alone. A run of vertices whose
+    posed box (``chunk``), taken to the part's rest frame, misses the part's grid is skipped: each of its vertices
+    would sample nothing there (the same tests listed, the same depths)."""
     n = bone.shape[0]
     depth = np.zeros((n, n))
     bound = 0
@@ -624,21 +660,27 @@ def _depth_kernel(p, grid, start, lo, dims, h, bone, skip, order, part_start, in
     near_s = np.empty(bound, dtype=np.int64)
     count = 0
     for s in range(n):
+        b = bone[s]
+        top0, top1, top2 = (lo[s, 0] + (dims[s, 0] - 1) * h[s], lo[s, 1] + (dims[s, 1] - 1) * h[s],
+                            lo[s, 2] + (dims[s, 2] - 1) * h[s])
         for sa in range(n):
             if not active[sa, s]:
                 continue
-            for j in range(part_start[sa], part_start[sa + 1]):
-                i = order[j]
-                if (skip[i] >> np.uint64(s)) & np.uint64(1):
+            for c in range(part_chunks[sa], part_chunks[sa + 1]):
+                if _run_misses(chunk, c, inv, b, lo[s, 0], lo[s, 1], lo[s, 2], top0, top1, top2):
                     continue
-                y0, y1, y2 = _to_rest(inv, bone[s], p[i, 0], p[i, 1], p[i, 2])
-                fb = _sample(grid, start, lo, dims, h, s, y0, y1, y2)[0]
-                if fb <= reach:
-                    near_i[count] = i
-                    near_s[count] = s
-                    count += 1
-                if fb < 0 and -fb > depth[sa, s]:
-                    depth[sa, s] = -fb
+                for j in range(chunk_start[c], chunk_start[c + 1]):
+                    i = order[j]
+                    if (skip[i] >> np.uint64(s)) & np.uint64(1):
+                        continue
+                    y0, y1, y2 = _to_rest(inv, b, p[i, 0], p[i, 1], p[i, 2])
+                    fb = _sample(grid, start, lo, dims, h, s, y0, y1, y2)[0]
+                    if fb <= reach:
+                        near_i[count] = i
+                        near_s[count] = s
+                        count += 1
+                    if fb < 0 and -fb > depth[sa, s]:
+                        depth[sa, s] = -fb
     return depth, count > 0, near_i, near_s, count
 
 
@@ -648,43 +690,97 @@ def active_pairs(fields: PartFields, points, skin_matrices) -> np.ndarray:
     whose two bones are not singular this frame (:func:`live_parts`).
     Where it does not, no vertex of ``a`` is inside ``s``'s grid, so :func:`part_step` skips the pair (the broad
     phase: the same result as testing every vertex)."""
-    m = np.ascontiguousarray(np.asarray(skin_matrices, dtype=np.float64)[fields.bone])
-    live = live_parts(fields, skin_matrices)
-    return _active_kernel(np.asarray(points, dtype=np.float64), fields.order, fields.part_start, fields.lo,
-                          fields.dims, fields.part_cell, m, fields.pair_live & live[:, None] & live[None, :])
+    return _frame(fields, np.asarray(points, dtype=np.float64), np.asarray(skin_matrices, dtype=np.float64))[2]
 
 
-@numba.njit(cache=True)
-def _active_kernel(p, order, part_start, lo, dims, h, m, live):  # pragma: no cover - compiled
-    n = m.shape[0]
+def _frame(fields: PartFields, p, m) -> tuple:
+    """What a frame needs before its tests, in one kernel where the part bones' matrices are affine (last row
+    0, 0, 0, 1, as skinning matrices are): ``(inverses (B, 4, 4) as :func:`bone_inverses` of the part bones, live
+    (P,) as :func:`live_parts`, active (P, P) as :func:`active_pairs`, the posed box of each run of
+    :attr:`PartFields.chunk_start` (K, 2, 3))``; NumPy's inverse for any other matrix.
+    ``p`` (N, 3) float64 and ``m`` (B, 4, 4) float64, both checked."""
+    inv, live, active, chunk, affine = _frame_kernel(p, m, fields.bone, fields.order, fields.chunk_start,
+                                                     fields.part_chunks, fields.lo, fields.dims, fields.part_cell,
+                                                     fields.pair_live, MIN_DETERMINANT)
+    if not affine:
+        inv = bone_inverses(m, fields.bone)
+    return inv, live, active, chunk
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _affine_inverse(a, out):  # pragma: no cover - compiled
+    """``out`` = the inverse of the affine 4 x 4 ``a`` (adjugate of its 3 x 3 over the determinant); returns the
+    determinant (``out`` untouched where it is 0)."""
+    c00 = a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]
+    c01 = a[1, 2] * a[2, 0] - a[1, 0] * a[2, 2]
+    c02 = a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]
+    det = a[0, 0] * c00 + a[0, 1] * c01 + a[0, 2] * c02
+    if det == 0.0:
+        return det
+    r = 1.0 / det
+    out[0, 0], out[1, 0], out[2, 0] = c00 * r, c01 * r, c02 * r
+    out[0, 1] = (a[0, 2] * a[2, 1] - a[0, 1] * a[2, 2]) * r
+    out[1, 1] = (a[0, 0] * a[2, 2] - a[0, 2] * a[2, 0]) * r
+    out[2, 1] = (a[0, 1] * a[2, 0] - a[0, 0] * a[2, 1]) * r
+    out[0, 2] = (a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]) * r
+    out[1, 2] = (a[0, 2] * a[1, 0] - a[0, 0] * a[1, 2]) * r
+    out[2, 2] = (a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]) * r
+    for k in range(3):
+        out[k, 3] = -(out[k, 0] * a[0, 3] + out[k, 1] * a[1, 3] + out[k, 2] * a[2, 3])
+    out[3, 3] = 1.0
+    return det
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _frame_kernel(p, m, bones, order, chunk_start, part_chunks, lo, dims, h, pair_live,
+                  min_det):  # pragma: no cover - compiled
+    n = bones.shape[0]
+    chunk = np.empty((chunk_start.shape[0] - 1, 2, 3))
+    inv = np.zeros(m.shape)
+    live = np.zeros(n, dtype=np.bool_)
+    affine = True
     box = np.empty((n, 2, 3))
     grid = np.empty((n, 2, 3))
     for s in range(n):
+        a = m[bones[s]]
+        affine &= a[3, 0] == 0.0 and a[3, 1] == 0.0 and a[3, 2] == 0.0 and a[3, 3] == 1.0
+        live[s] = abs(_affine_inverse(a, inv[bones[s]])) > min_det
+        if not live[s]:
+            inv[bones[s]] = 0.0
+        lx = ly = lz = np.inf  # the part's box in scalars: the compiler keeps them in registers
+        hx = hy = hz = -np.inf
+        for c in range(part_chunks[s], part_chunks[s + 1]):
+            cx = cy = cz = np.inf
+            dx = dy = dz = -np.inf
+            for j in range(chunk_start[c], chunk_start[c + 1]):
+                i = order[j]
+                cx, dx = min(cx, p[i, 0]), max(dx, p[i, 0])
+                cy, dy = min(cy, p[i, 1]), max(dy, p[i, 1])
+                cz, dz = min(cz, p[i, 2]), max(dz, p[i, 2])
+            chunk[c, 0, 0], chunk[c, 0, 1], chunk[c, 0, 2] = cx, cy, cz
+            chunk[c, 1, 0], chunk[c, 1, 1], chunk[c, 1, 2] = dx, dy, dz
+            lx, hx, ly, hy, lz, hz = min(lx, cx), max(hx, dx), min(ly, cy), max(hy, dy), min(lz, cz), max(hz, dz)
+        box[s, 0, 0], box[s, 0, 1], box[s, 0, 2] = lx - 1e-3, ly - 1e-3, lz - 1e-3
+        box[s, 1, 0], box[s, 1, 1], box[s, 1, 2] = hx + 1e-3, hy + 1e-3, hz + 1e-3
         for k in range(3):
-            box[s, 0, k] = np.inf
-            box[s, 1, k] = -np.inf
             grid[s, 0, k] = np.inf
             grid[s, 1, k] = -np.inf
-        for j in range(part_start[s], part_start[s + 1]):
-            for k in range(3):
-                box[s, 0, k] = min(box[s, 0, k], p[order[j], k] - 1e-3)
-                box[s, 1, k] = max(box[s, 1, k], p[order[j], k] + 1e-3)
         for c in range(8):
             x = lo[s, 0] + (c >> 2) * (dims[s, 0] - 1) * h[s]
             y = lo[s, 1] + ((c >> 1) & 1) * (dims[s, 1] - 1) * h[s]
             z = lo[s, 2] + (c & 1) * (dims[s, 2] - 1) * h[s]
             for k in range(3):
-                w = m[s, k, 0] * x + m[s, k, 1] * y + m[s, k, 2] * z + m[s, k, 3]
+                w = a[k, 0] * x + a[k, 1] * y + a[k, 2] * z + a[k, 3]
                 grid[s, 0, k] = min(grid[s, 0, k], w - 1e-3)
                 grid[s, 1, k] = max(grid[s, 1, k], w + 1e-3)
     active = np.zeros((n, n), dtype=np.bool_)
-    for a in range(n):
+    for i in range(n):
         for s in range(n):
-            if live[a, s]:
-                active[a, s] = (box[a, 0, 0] <= grid[s, 1, 0] and box[a, 1, 0] >= grid[s, 0, 0] and box[a, 0, 1] <= grid[
-                    s, 1, 1] and box[a, 1, 1] >= grid[s, 0, 1] and box[a, 0, 2] <= grid[s, 1, 2] and box[a, 1, 2] >= grid[
+            if pair_live[i, s] and live[i] and live[s]:
+                active[i, s] = (box[i, 0, 0] <= grid[s, 1, 0] and box[i, 1, 0] >= grid[s, 0, 0] and box[i, 0, 1] <= grid[
+                    s, 1, 1] and box[i, 1, 1] >= grid[s, 0, 1] and box[i, 0, 2] <= grid[s, 1, 2] and box[i, 1, 2] >= grid[
                     s, 0, 2])
-    return active
+    return inv, live, active, chunk, affine
 
 
 def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
@@ -712,11 +808,17 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
         return part_contact_numpy_steps(points, fields, skin_matrices, int(passes), deep=deep,
                                         step=lambda y, fade: part_step_numpy(y, fields, skin_matrices, gap=gap,
                                                                              band=band, deep=deep, fade=fade))
-    x, inv, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
-    depth, near, *tests = _tests(x, fields, inv, active_pairs(fields, x, skin_matrices), gap + band)
+    x, m, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
+    return _contact(x, fields, m, gap, band, deep, int(passes))
+
+
+def _contact(x, fields: PartFields, m, gap: float, band: float, deep: float, passes: int) -> np.ndarray:
+    """:func:`part_contact`'s kernels on checked input: ``x`` (N, 3) float64, ``m`` (B, 4, 4) float64 finite."""
+    inv, live, active, chunk = _frame(fields, x, m)
+    depth, near, *tests = _tests(x, fields, inv, active, chunk, gap + band)
     if not near:
         return x  # no vertex within reach of another part: the steps would move nothing
-    fade = pair_fade(depth, deep, live_parts(fields, skin_matrices))  # once: both steps treat a pair alike
+    fade = pair_fade(depth, deep, live)  # once: both steps treat a pair alike
     y = _listed_step(x, fields, inv, tests, gap, band, fade)  # the first step over the tests within reach
     moved = y - x
     if not np.any(moved):
@@ -725,7 +827,7 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
         # the second step of the vertices the smoothed moves reached: any other one is where it started, unmoved by
         # the first step from there, and the second would give it the same
         d = smooth_push(moved, fields.ring, int(passes))
-        subset = np.flatnonzero(d.any(axis=1))
+        subset = nonzero_rows(d)
         y = _subset_step_kernel(x + d, subset, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell,
                                 fields.bone, fields.rest, fields.own_bone, fields.part, fields.skip,
                                 fields.pair_live & (fade > 0), gap, band, fade, fields.reach, inv)
@@ -798,7 +900,12 @@ class PartContact:
         else:
             y = lbs(rest_vertices, skin.indices, skin.weights, skin_matrices)
             y = y if self.before is None else self.before(y, skin_matrices)
-        return self._after(y, skin_matrices)
+        m = np.asarray(skin_matrices, dtype=np.float64)
+        if y.shape != (len(self.fields.rest), 3) or m.ndim != 3 or m.shape[1:] != (4, 4) or not np.isfinite(m).all():
+            return self._after(y, skin_matrices)  # part_contact's checks name what is wrong
+        # posed here from the checked rest mesh by finite matrices: straight to the kernels
+        return _contact(y.astype(np.float64), self.fields, m, self.gap, self.band, self.deep,
+                        self.passes).astype(np.float32)
 
     def _after(self, y, skin_matrices) -> np.ndarray:
         return part_contact(y, self.fields, skin_matrices, gap=self.gap, band=self.band, deep=self.deep,
