@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import KisekaeError
 from ..geom.closest import closest_barycentric, closest_point_triangles_numpy
 # One-ring smoothing (SMOOTH_PASSES: passes between the two pushes of surface_runtime); re-exported as this module's API.
-from ..geom.ring import SMOOTH_PASSES, one_ring, smooth_push, smooth_push_numpy, welded_csr  # noqa: F401
+from ..geom.ring import SMOOTH_PASSES, nonzero_rows, one_ring, smooth_push, smooth_push_numpy, welded_csr  # noqa: F401
 from ..validate import as_faces, as_nonnegative, as_points
 from .bound import _f64
 from .pushout import PushParams, _block_push, bias_direction, block_buffers, cap_displacement, push_amount
@@ -749,7 +749,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
         if passes > 0:
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
-        new = _push(first, np.flatnonzero(np.any(first != y0, axis=1)), *push)[0]
+        new = _push(first, nonzero_rows(first - y0), *push)[0]
         new = _between(between, _limit_passes(new, push, limits, limit_passes))
         new = _finish(new, x, push, chord, lift, faces, ring, limits, budget)
     cap_displacement(new, x, params.max_push)

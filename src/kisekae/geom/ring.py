@@ -123,16 +123,11 @@ def _smooth_kernel(d, ptr, idx, passes, tmp, near):  # pragma: no cover - compil
     """
     n = d.shape[0]
     grew = np.empty(n, dtype=np.int64)
-    work = np.empty(n, dtype=np.int64)  # the marked vertices, in any order (each pass reads d, writes tmp)
-    size = 0
-    for i in range(n):
-        if near[i]:
-            work[size] = i
-            size += 1
     for _ in range(passes):
         count = 0
-        for w in range(size):
-            i = work[w]
+        for i in range(n):
+            if not near[i]:
+                continue
             ax = ay = az = 0.0
             c = ptr[i + 1] - ptr[i]
             for e in range(ptr[i], ptr[i + 1]):
@@ -158,10 +153,7 @@ def _smooth_kernel(d, ptr, idx, passes, tmp, near):  # pragma: no cover - compil
         for k in range(count):
             i = grew[k]
             for e in range(ptr[i], ptr[i + 1]):
-                if not near[idx[e]]:
-                    near[idx[e]] = True
-                    work[size] = idx[e]
-                    size += 1
+                near[idx[e]] = True
         d, tmp = tmp, d
     return d
 
