@@ -130,6 +130,13 @@ def test_timings_table_has_a_header_a_total_and_a_labelled_warmup(tmp_path, monk
     # each cell is rounded to 0.01: the printed total differs from the sum of printed rows by at most
     # half a unit per row plus half a unit of its own
     np.testing.assert_allclose([float(c[1]) for c in total[1:]], rows.sum(axis=0), atol=0.005 * (len(rows) + 1) + 1e-9)
+    # the page says how its bodies are posed: the command line's steps, or which is off
+    text = page.read_text(encoding="utf-8")
+    assert "pose-space correctives" in text and "contact between parts that share no joint" in text
+    off = demo.run_demo(tmp_path / "off", progress=False, part_contact=False).read_text(encoding="utf-8")
+    assert "--no-part-contact" in off and "share no joint" not in off
+    plain = demo.run_demo(tmp_path / "plain", progress=False, contact=False).read_text(encoding="utf-8")
+    assert "plain linear blend skinning (<code>--no-contact</code>)" in plain and "correctives" not in plain
 
 
 def _check_table_times(page) -> list:

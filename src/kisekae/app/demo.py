@@ -123,8 +123,11 @@ def run_demo(out="demo-out", *, progress: bool = True, shape=None, contact=True,
     for name, wall, cpu in rows:
         ctx["timings"][name], ctx["cpu_timings"][name] = wall, cpu
     body = f" (body shape {html.escape(shape.label())})" if shape is not None else ""
-    posed = ("Bodies are posed with the joint-plane contact after skinning (gap "
-             f"{1000 * contact:g} mm; <code>--no-contact</code>: plain linear blend skinning)." if contact is not None
+    parts_step = (" and the contact between parts that share no joint" if ctx["part_contact"]
+                  else " (without the contact between parts, <code>--no-part-contact</code>)")
+    posed = ("Bodies are posed as the command line poses them: pose-space correctives, linear blend skinning, the "
+             f"joint-plane contact (gap {1000 * contact:g} mm){parts_step} (docs/contact.md; <code>--no-contact</code>: "
+             "plain linear blend skinning)." if contact is not None
              else "Bodies are posed with plain linear blend skinning (<code>--no-contact</code>).")
     page = html_page(
         "kisekae demo",
