@@ -462,7 +462,7 @@ def test_the_runs_broad_phase_lists_what_every_vertex_would(contact_avatar):
     for pose in poses:
         m = pose.skinning_matrices(base.skeleton)
         x = base.body.posed(m).astype(np.float64)
-        inv, live, active, chunk = pc._frame(fields, x, m)
+        inv, live, active, chunk, _ = pc._frame(fields, x, m)
         np.testing.assert_allclose(inv, pc.bone_inverses(m, fields.bone), atol=1e-12, rtol=0)
         np.testing.assert_array_equal(live, pc.live_parts(fields, m))
         box = np.array([[x[order[a:b]].min(axis=0) - 1e-3, x[order[a:b]].max(axis=0) + 1e-3]
@@ -506,11 +506,11 @@ def test_the_frame_kernel_takes_singular_and_projective_bones():
     x = posed(v, m, n_a)
     dead = m.copy()
     dead[1, :3, :3] = 0.0
-    inv, live, active, _ = pc._frame(fields, x, dead)
+    inv, live, active, *_ = pc._frame(fields, x, dead)
     assert live.tolist() == [True, False] and not active.any() and not inv[1].any()
     odd = m.copy()
     odd[1, 3] = [0.0, 0.0, 0.1, 1.0]
-    inv, live, active, _ = pc._frame(fields, x, odd)
+    inv, live, active, *_ = pc._frame(fields, x, odd)
     np.testing.assert_allclose(inv[1], np.linalg.inv(odd[1]), atol=1e-12)
     assert live.all()
 
@@ -522,3 +522,13 @@ def test_nonzero_rows():
     d[[3, 17, 49], [0, 2, 1]] = [1e-300, -2.0, 5.0]
     np.testing.assert_array_equal(nonzero_rows(d), [3, 17, 49])
     assert nonzero_rows(np.zeros((0, 3))).shape == (0,)
+
+
+def test_the_fade_kernel_is_pair_fade():
+    from kisekae.avatar import part_contact as pc
+
+    rng = np.random.default_rng(4)
+    for n in (1, 5, 20):
+        d = np.where(rng.random((n, n)) < 0.5, 0.0, rng.uniform(0.0, 0.05, (n, n)))
+        live = rng.random(n) < 0.8
+        np.testing.assert_array_equal(pc._fade_kernel(d, 0.02, live), pair_fade(d, 0.02, live))

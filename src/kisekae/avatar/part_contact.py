@@ -598,7 +598,7 @@ def part_step(points, fields: PartFields, skin_matrices, *, gap: float = GAP, ba
               deep: float = DEEP, fade=None) -> np.ndarray:
     """:func:`part_step_numpy` as a Numba kernel (one core): (N, 3) float64."""
     p, m, gap, band, deep = _check(points, fields, skin_matrices, gap, band, deep)
-    inv, live, active, chunk = _frame(fields, p, m)
+    inv, live, active, chunk, _ = _frame(fields, p, m)
     depth, near, *tests = _tests(p, fields, inv, active, chunk, gap + band)
     if not near:
         return p.copy()  # no vertex within reach of another part
@@ -610,7 +610,7 @@ def part_step(points, fields: PartFields, skin_matrices, *, gap: float = GAP, ba
 def pair_depths(points, fields: PartFields, skin_matrices) -> np.ndarray:
     """:func:`pair_depths_numpy` as a Numba kernel over the broad phase's pairs."""
     p, m, *_ = _check(points, fields, skin_matrices, GAP, BAND, DEEP)
-    inv, _, active, chunk = _frame(fields, p, m)
+    inv, _, active, chunk, _ = _frame(fields, p, m)
     return _tests(p, fields, inv, active, chunk, GAP + BAND)[0]
 
 
@@ -697,14 +697,15 @@ def _frame(fields: PartFields, p, m) -> tuple:
     """What a frame needs before its tests, in one kernel where the part bones' matrices are affine (last row
     0, 0, 0, 1, as skinning matrices are): ``(inverses (B, 4, 4) as :func:`bone_inverses` of the part bones, live
     (P,) as :func:`live_parts`, active (P, P) as :func:`active_pairs`, the posed box of each run of
-    :attr:`PartFields.chunk_start` (K, 2, 3))``; NumPy's inverse for any other matrix.
+    :attr:`PartFields.chunk_start` (K, 2, 3), (each part's vertex box, each part's posed grid box) (P, 2, 3) both grown
+    by 1 mm)``; NumPy's inverse for any other matrix.
     ``p`` (N, 3) float64 and ``m`` (B, 4, 4) float64, both checked."""
-    inv, live, active, chunk, affine = _frame_kernel(p, m, fields.bone, fields.order, fields.chunk_start,
-                                                     fields.part_chunks, fields.lo, fields.dims, fields.part_cell,
-                                                     fields.pair_live, MIN_DETERMINANT)
+    inv, live, active, chunk, box, grid, affine = _frame_kernel(p, m, fields.bone, fields.order, fields.chunk_start,
+                                                                fields.part_chunks, fields.lo, fields.dims,
+                                                                fields.part_cell, fields.pair_live, MIN_DETERMINANT)
     if not affine:
         inv = bone_inverses(m, fields.bone)
-    return inv, live, active, chunk
+    return inv, live, active, chunk, (box, grid)
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -780,7 +781,39 @@ def _frame_kernel(p, m, bones, order, chunk_start, part_chunks, lo, dims, h, pai
                 active[i, s] = (box[i, 0, 0] <= grid[s, 1, 0] and box[i, 1, 0] >= grid[s, 0, 0] and box[i, 0, 1] <= grid[
                     s, 1, 1] and box[i, 1, 1] >= grid[s, 0, 1] and box[i, 0, 2] <= grid[s, 1, 2] and box[i, 1, 2] >= grid[
                     s, 0, 2])
-    return inv, live, active, chunk, affine
+    return inv, live, active, chunk, box, grid, affine
+
+
+@numba.njit(cache=True)
+def _meets(box, grid, grow, mask):  # pragma: no cover - compiled
+    """(P, P) bool ``[a, s]``: ``mask`` where part ``a``'s box grown by ``grow`` (metres) meets part ``s``'s grid box."""
+    n = box.shape[0]
+    out = np.zeros((n, n), dtype=np.bool_)
+    for a in range(n):
+        for s in range(n):
+            if mask[a, s]:
+                hit = True
+                for k in range(3):
+                    hit &= box[a, 0, k] - grow <= grid[s, 1, k] and box[a, 1, k] + grow >= grid[s, 0, k]
+                out[a, s] = hit
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fade_kernel(depths, deep, live):  # pragma: no cover - compiled
+    """:func:`pair_fade` of ``depths`` (P, P) with ``live`` (P,) in one kernel: the same operations, element by
+    element, so the same numbers."""
+    n = depths.shape[0]
+    fade = np.empty((n, n))
+    part = np.ones(n)
+    for a in range(n):
+        for b in range(n):
+            fade[a, b] = min(max(2.0 - max(depths[a, b], depths[b, a]) / deep, 0.0), 1.0)
+            part[a] = min(part[a], fade[a, b])
+    for a in range(n):
+        for b in range(n):
+            fade[a, b] = min(fade[a, b], min(part[a], part[b])) * (1.0 if live[a] and live[b] else 0.0)
+    return fade
 
 
 def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP, band: float = BAND,
@@ -814,11 +847,11 @@ def part_contact(points, fields: PartFields, skin_matrices, *, gap: float = GAP,
 
 def _contact(x, fields: PartFields, m, gap: float, band: float, deep: float, passes: int) -> np.ndarray:
     """:func:`part_contact`'s kernels on checked input: ``x`` (N, 3) float64, ``m`` (B, 4, 4) float64 finite."""
-    inv, live, active, chunk = _frame(fields, x, m)
+    inv, live, active, chunk, boxes = _frame(fields, x, m)
     depth, near, *tests = _tests(x, fields, inv, active, chunk, gap + band)
     if not near:
         return x  # no vertex within reach of another part: the steps would move nothing
-    fade = pair_fade(depth, deep, live)  # once: both steps treat a pair alike
+    fade = _fade_kernel(depth, float(deep), live)  # pair_fade's numbers; once: both steps treat a pair alike
     y = _listed_step(x, fields, inv, tests, gap, band, fade)  # the first step over the tests within reach
     moved = y - x
     if not np.any(moved):
@@ -828,9 +861,13 @@ def _contact(x, fields: PartFields, m, gap: float, band: float, deep: float, pas
         # the first step from there, and the second would give it the same
         d = smooth_push(moved, fields.ring, int(passes))
         subset = nonzero_rows(d)
+        # the passes average moves, so no coordinate of d exceeds the first step's largest: a part's vertices lie in its
+        # box grown by that, and a pair whose grown box misses the other grid's moves nothing (as in active_pairs)
+        grow = float(np.abs(moved[tests[0][:tests[2]]]).max(initial=0.0))
         y = _subset_step_kernel(x + d, subset, fields.grid, fields.start, fields.lo, fields.dims, fields.part_cell,
                                 fields.bone, fields.rest, fields.own_bone, fields.part, fields.skip,
-                                fields.pair_live & (fade > 0), gap, band, fade, fields.reach, inv)
+                                _meets(*boxes, grow, fields.pair_live & (fade > 0)), gap, band, fade, fields.reach,
+                                inv)
     if fields.faces is None:
         return y
     # the fields' faces were checked when they were made: straight to the guard's kernel
