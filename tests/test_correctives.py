@@ -79,8 +79,7 @@ def test_fit_recovers_a_known_corrective_model(avatar):
     near = C._near_joints(avatar.skeleton, avatar.body.skin, first.joints)
     n = avatar.body.mesh.n_vertices
     rng = np.random.default_rng(0)
-    thin = C.thin_part_vertices(avatar.body.mesh.vertices, avatar.body.skin)  # the fit leaves the fingers alone
-    verts = [i for i in rng.choice(n, 300, replace=False) if near[i] and not thin[i]][:100]
+    verts = [i for i in rng.choice(n, 300, replace=False) if near[i]][:100]
     truth = {i: rng.normal(0, 0.01, (len(near[i]), 6, 3)) for i in verts}
     d = np.zeros((len(mats), n, 3))
     for i in verts:
@@ -516,53 +515,3 @@ def test_fit_decides_which_bakes_to_write(avatar):
     assert _correctives(both) is inner.correctives and _contact(both) is inner.then
     assert [p.name for p in _part_paths(both, "out")] == ["body_parts.json", "body_parts.bytes"]
     assert _correctives(avatar) is None and _contact(avatar) is None
-
-
-def test_thin_parts_are_the_fingers_and_get_no_correctives(avatar, avatar_cmu, builtin):
-    """A part whose vertices lie within THIN_PART of their principal axis (median) is thin: on the built-in body the
-    finger segments, on the cmu_mb rig the thumbs; a cylinder of radius 5 mm is thin, one of 2 cm is not. The fit
-    gives thin parts no entries, and the packaged bakes have none there."""
-    from kisekae.avatar.skinning import Skin
-
-    names = avatar.skeleton.names
-    thin = C.thin_part_vertices(avatar.body.mesh.vertices, avatar.body.skin)
-    idx, w = np.asarray(avatar.body.skin.indices), np.asarray(avatar.body.skin.weights)
-    own = idx[np.arange(len(idx)), w.argmax(axis=1)]
-    thin_bones = {names[b] for b in np.unique(own[thin])}
-    fingers = {n for n in names if n.split("_")[0] in ("thumb", "index", "middle", "ring", "pinky")}
-    assert thin_bones == fingers & {names[b] for b in np.unique(own)}
-    assert np.all(np.diff(builtin.vertex_ptr)[thin] == 0)
-    cmu = C.load_correctives(C.builtin_correctives_path("cmu_mb"))
-    thin_cmu = C.thin_part_vertices(avatar_cmu.body.mesh.vertices, avatar_cmu.body.skin)
-    assert thin_cmu.any() and np.all(np.diff(cmu.vertex_ptr)[thin_cmu] == 0)
-    # analytic: two cylinders along x, radius 5 mm and 2 cm, each skinned to its own bone
-    t = np.linspace(0.0, 2 * np.pi, 12, endpoint=False)
-    ring = np.stack([np.zeros_like(t), np.cos(t), np.sin(t)], axis=1)
-    cyl = [np.concatenate([ring * r + [x, 0, 0] for x in np.linspace(0, 0.05, 6)]) for r in (0.005, 0.02)]
-    v = np.concatenate(cyl)
-    sk = Skin(np.repeat([[0, 0], [1, 0]], len(cyl[0]), axis=0).astype(np.int32),
-              np.tile([1.0, 0.0], (len(v), 1)).astype(np.float32))
-    got = C.thin_part_vertices(v, sk)
-    assert got[:len(cyl[0])].all() and not got[len(cyl[0]):].any()
-    # the fit: a finger vertex that the samples move gets no entry, its hand neighbour does
-    mats, _, first = _synthetic(avatar, n=40)
-    near = C._near_joints(avatar.skeleton, avatar.body.skin, first.joints)
-    finger = next(i for i in np.flatnonzero(thin) if near[i])  # a finger vertex with joints to fit
-    other = next(i for i in np.flatnonzero(~thin) if near[i])
-    d = np.zeros((len(mats), avatar.body.mesh.n_vertices, 3), np.float32)
-    d[:, [finger, other]] = np.random.default_rng(3).normal(0, 0.005, (len(mats), 2, 3))
-    fit = C.fit_correctives(avatar, mats, d, centres=4)
-    assert np.diff(fit.vertex_ptr)[finger] == 0 and np.diff(fit.vertex_ptr)[other] > 0
-
-
-def test_without_vertices_keeps_the_other_entries(builtin):
-    drop = np.zeros(builtin.n_vertices, dtype=bool)
-    has = np.flatnonzero(np.diff(builtin.vertex_ptr) > 0)
-    drop[has[::3]] = True
-    out = C.without_vertices(builtin, drop)
-    f = np.random.default_rng(0).random(builtin.centres.shape[:2]) * 0.3
-    a, b = C.corrective_offsets_numpy(builtin, f), C.corrective_offsets_numpy(out, f)
-    np.testing.assert_array_equal(b[~drop], a[~drop])
-    assert not b[drop].any() and a[drop].any()
-    with pytest.raises(KisekaeError, match="flags"):
-        C.without_vertices(builtin, drop[:-1])

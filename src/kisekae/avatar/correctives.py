@@ -23,8 +23,7 @@ follow the joint rotations. This module learns them from the solve:
 3. **Fit** (:func:`fit_correctives`): each vertex's rest-space correction is a sum over the joints near it
    (the joints of the bones it is weighted to, their parents and children) of a linear function of those
    joints' features, fitted by ridge regression (``λ`` = :data:`RIDGE` times the mean diagonal of the Gram
-   matrix) over the samples. Vertices that no sample moved more than :data:`ACTIVE` metres get none, and neither do
-   the body's vertices of parts thinner than :data:`THIN_PART` (:func:`thin_part_vertices`: the fingers).
+   matrix) over the samples. Vertices that no sample moved more than :data:`ACTIVE` metres get none.
 
 At run time (:func:`corrective_offsets`, Numba; :func:`corrective_offsets_numpy`, the reference) a frame costs
 the features of a few joints (``J × K`` numbers, computed once) and, per vertex, a short sum; the offsets are
@@ -65,13 +64,6 @@ RIDGE = 1e-2
 MIN_TURN = np.radians(5.0)
 #: Vertices whose largest sampled correction is below this (metres) get no corrective.
 ACTIVE = 2e-4
-#: Vertices of a *thin part* get no corrective: the vertices whose heaviest bone is one bone, when their median
-#: distance from their own principal axis is below this (metres; :func:`thin_part_vertices`). On the built-in body
-#: that is every finger segment (5-9.6 mm) and nothing else (toes 11.9 mm, clavicles 17.7 mm, hands 23 mm). A
-#: finger's learned offsets (3-4 mm on 3 mm edges, next to vertices that the samples never moved) turned its
-#: triangles into spikes in held-out poses: over the named and 40 held-out range-of-motion poses, dropping them took
-#: the body's self-crossings 2,226 -> 2,025 and its dihedral p99 down by 0.65 degrees a pose (docs/contact.md).
-THIN_PART = 0.01
 #: Range-of-motion poses a bake solves by default.
 TRAIN_POSES = 360
 #: Poses with the arms at the sides (:data:`kisekae.avatar.poses.ARMS_AT_SIDES`) a bake solves besides, by default.
@@ -426,49 +418,6 @@ def _farthest_centres(q, k: int) -> np.ndarray:
     return np.array(out)
 
 
-def thin_part_vertices(rest_vertices, skin, thin: float = THIN_PART) -> np.ndarray:
-    """(N,) bool: the vertices of thin parts. A part is the vertices whose heaviest bone is one bone; it is thin when
-    the median distance of its rest vertices from the line through their centroid along their principal direction
-    is below ``thin`` metres (:data:`THIN_PART`). Parts of fewer than three vertices are not thin.
-
-    Parameters
-    ----------
-    rest_vertices : (N, 3) metres
-    skin : :class:`~kisekae.avatar.skinning.Skin` with (N, K) indices and weights
-    thin : float, metres
-    """
-    v = np.asarray(rest_vertices, dtype=np.float64)
-    idx, w = np.asarray(skin.indices), np.asarray(skin.weights)
-    own = idx[np.arange(len(idx)), np.argmax(w, axis=1)]
-    out = np.zeros(len(v), dtype=bool)
-    for b in np.unique(own):
-        sel = own == b
-        if sel.sum() < 3:
-            continue
-        q = v[sel] - v[sel].mean(axis=0)
-        axis = np.linalg.eigh(q.T @ q)[1][:, 2]
-        radius = np.linalg.norm(q - np.outer(q @ axis, axis), axis=1)
-        out[sel] = np.median(radius) < thin
-    return out
-
-
-def without_vertices(correctives: PoseCorrectives, drop) -> PoseCorrectives:
-    """``correctives`` with no entries for the vertices where ``drop`` ((N,) bool) is True; the other vertices' entries
-    are the same numbers (each vertex's coefficients are its own columns of its group's ridge solve, so this equals a
-    fit that never had those vertices)."""
-    c = correctives
-    drop = np.asarray(drop, dtype=bool).reshape(-1)
-    if len(drop) != c.n_vertices:
-        raise KisekaeError(f"{len(drop)} flags for {c.n_vertices} vertices", "correctives")
-    counts = np.diff(c.vertex_ptr) * ~drop
-    keep = np.repeat(~drop, np.diff(c.vertex_ptr))
-    out = PoseCorrectives(c.joints, c.centres, c.sigma, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-                          c.entry_joint[keep], c.coefficients[keep], list(c.bone_names), c.mesh_hash,
-                          dict(c.settings))
-    out.check()
-    return out
-
-
 def _near_joints(skeleton, skin, joints, threshold: float = 0.01) -> list:
     """Per vertex, the tuple of joint slots of its weighted bones, their parents and children."""
     nb = skeleton.n_bones
@@ -582,8 +531,6 @@ def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: flo
     joints, cen, widths = _joint_bases(q, int(centres), per_bone)
     phi = joint_features(q[:, joints], cen, widths)  # (S, J, K)
     moved = np.linalg.norm(d, axis=2).max(axis=0) > active
-    if part == "body":  # a garment's parts are cloth, not flesh around a bone: the rule is the body's
-        moved &= ~thin_part_vertices(body.mesh.vertices, body.skin)
     near = _near_joints(sk, body.skin, joints)
     groups: dict = {}
     for i in np.flatnonzero(moved):
