@@ -79,7 +79,11 @@ def test_fit_recovers_a_known_corrective_model(avatar):
     near = C._near_joints(avatar.skeleton, avatar.body.skin, first.joints)
     n = avatar.body.mesh.n_vertices
     rng = np.random.default_rng(0)
-    verts = [i for i in rng.choice(n, 300, replace=False) if near[i]][:100]
+    # thin parts (the fingers) get their fitted offsets smoothed over the one-ring (tests/test_thin_parts.py)
+    from kisekae.avatar.thin_parts import thin_part_vertices
+
+    thin = thin_part_vertices(avatar.body.mesh.vertices, avatar.body.skin)
+    verts = [i for i in rng.choice(n, 300, replace=False) if near[i] and not thin[i]][:100]
     truth = {i: rng.normal(0, 0.01, (len(near[i]), 6, 3)) for i in verts}
     d = np.zeros((len(mats), n, 3))
     for i in verts:
@@ -94,7 +98,7 @@ def test_fit_recovers_a_known_corrective_model(avatar):
         for i in verts:
             want = np.einsum("jk,jkc->c", f[list(near[i])], truth[i])
             np.testing.assert_allclose(got[i], want, atol=2e-6)
-    untouched = np.setdiff1d(np.arange(n), verts)
+    untouched = np.setdiff1d(np.flatnonzero(~thin), verts)
     assert np.all(np.diff(fit.vertex_ptr)[untouched] == 0)
 
 

@@ -23,7 +23,8 @@ follow the joint rotations. This module learns them from the solve:
 3. **Fit** (:func:`fit_correctives`): each vertex's rest-space correction is a sum over the joints near it
    (the joints of the bones it is weighted to, their parents and children) of a linear function of those
    joints' features, fitted by ridge regression (``λ`` = :data:`RIDGE` times the mean diagonal of the Gram
-   matrix) over the samples. Vertices that no sample moved more than :data:`ACTIVE` metres get none.
+   matrix) over the samples. Vertices that no sample moved more than :data:`ACTIVE` metres get none. On the body's
+   thin parts (the fingers) the fitted offsets are then smoothed over the one-ring (:mod:`kisekae.avatar.thin_parts`).
 
 At run time (:func:`corrective_offsets`, Numba; :func:`corrective_offsets_numpy`, the reference) a frame costs
 the features of a few joints (``J × K`` numbers, computed once) and, per vertex, a short sum; the offsets are
@@ -543,7 +544,13 @@ def fit_correctives(avatar, mats, offsets, *, centres: int = CENTRES, sigma: flo
                                arm_sigma=float(arm_sigma),
                                ridge=float(ridge), active=float(active)))
     out.check()
-    return out
+    if part != "body":  # a garment's parts are cloth, not flesh around a bone
+        return out
+    from ..geom.ring import one_ring
+    from .thin_parts import smooth_thin_parts, thin_part_vertices
+
+    return smooth_thin_parts(out, one_ring(n, body.mesh.edges, body.mesh.weld),
+                             thin_part_vertices(body.mesh.vertices, body.skin))
 
 
 def training_poses(skeleton, n_poses: int = TRAIN_POSES, arm_poses: int = TRAIN_ARM_POSES, seed: int = 0) -> list:
