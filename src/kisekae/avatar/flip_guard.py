@@ -26,6 +26,7 @@ import numba
 import numpy as np
 
 from ..errors import KisekaeError
+from ..geom.ring import nonzero_rows
 
 #: Cosine of the turn (against the body the step started from) past which a triangle counts as turned: 90 degrees.
 GUARD_COS = 0.0
@@ -34,18 +35,24 @@ GUARD_HALVINGS = 3
 GUARD_REVERTS = 6  # each undoing pass can turn a neighbour over: six cleared every case measured (docs/contact.md)
 
 
+def check_face_table(faces, vertex_faces, n: int, source: str) -> tuple:
+    """``(faces (F, 3), ptr (n + 1,), idx)`` as contiguous int64, or :class:`KisekaeError` naming ``source`` where
+    the triangles' corners or the CSR of the faces around each vertex (:func:`kisekae.geom.ring.vertex_faces`) do not
+    fit a body of ``n`` vertices."""
+    f = np.ascontiguousarray(faces, dtype=np.int64).reshape(-1, 3)
+    ptr, idx = (np.ascontiguousarray(a, dtype=np.int64) for a in vertex_faces)
+    if len(ptr) != n + 1 or ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0) \
+            or (idx.size and (idx.min() < 0 or idx.max() >= len(f))) or (f.size and (f.min() < 0 or f.max() >= n)):
+        raise KisekaeError("faces or the faces around each vertex do not fit the body", source)
+    return f, ptr, idx
+
+
 def _inputs(start, moved, faces, vertex_faces) -> tuple:
     x = np.asarray(start, dtype=np.float64)
     y = np.asarray(moved, dtype=np.float64)
-    f = np.ascontiguousarray(faces, dtype=np.int64).reshape(-1, 3)
-    ptr, idx = (np.ascontiguousarray(a, dtype=np.int64) for a in vertex_faces)
-    n = len(x)
     if x.shape != y.shape or x.ndim != 2 or x.shape[1:] != (3,):
         raise KisekaeError(f"start and moved bodies must be (N, 3) alike, got {x.shape} and {y.shape}", "flip guard")
-    if len(ptr) != n + 1 or (f.size and (f.min() < 0 or f.max() >= n)) or (idx.size and (
-            idx.min() < 0 or idx.max() >= len(f))) or ptr[0] != 0 or ptr[-1] != len(idx):
-        raise KisekaeError("faces or the faces around each vertex do not fit the body", "flip guard")
-    return x, y, f, ptr, idx
+    return (x, y, *check_face_table(faces, vertex_faces, len(x), "flip guard"))
 
 
 def turned_faces_numpy(start, moved, faces, cos_min: float = GUARD_COS) -> np.ndarray:
@@ -94,13 +101,8 @@ def _guard_kernel(x, move, f, ptr, idx, cos_min, halvings, reverts):  # pragma: 
     """:func:`flip_guard_numpy`'s passes over the vertices that move and the faces around them: a vertex that does
     not move keeps its zero move, and a triangle none of whose corners moves is not turned, so the others need no
     visit."""
-    n = len(x)
-    moving = np.empty(n, dtype=np.int64)
-    count = 0
-    for v in range(n):
-        if move[v, 0] != 0.0 or move[v, 1] != 0.0 or move[v, 2] != 0.0:
-            moving[count] = v
-            count += 1
+    moving = nonzero_rows(move)
+    count = len(moving)
     listed = np.zeros(len(f), dtype=np.bool_)
     faces = np.empty(len(f), dtype=np.int64)
     nf = 0

@@ -46,7 +46,8 @@ from ..errors import KisekaeError
 from ..geom.edges import unique_edges
 from ..geom.ring import nonzero_rows, one_ring, smooth_push, smooth_push_numpy, vertex_faces
 from ..geom.spatial_order import spatial_order
-from .flip_guard import GUARD_COS, GUARD_HALVINGS, GUARD_REVERTS, _guard_kernel, flip_guard_numpy
+from .flip_guard import (GUARD_COS, GUARD_HALVINGS, GUARD_REVERTS, _guard_kernel, check_face_table,
+                         flip_guard_numpy)
 from ..validate import as_faces, as_points
 
 #: Version of the step's rules, part of the garment bakes' cache keys (:func:`kisekae.fit.runtime.candidates_cache_key`):
@@ -153,12 +154,8 @@ class PartFields:
             self.faces = np.ascontiguousarray(self.faces, dtype=np.int64).reshape(-1, 3)
             if self.vertex_faces is None:
                 self.vertex_faces = vertex_faces(self.faces, len(self.rest), source="body faces")
-            ptr, idx = (np.ascontiguousarray(a, dtype=np.int64) for a in self.vertex_faces)
-            if len(ptr) != len(self.rest) + 1 or ptr[0] != 0 or ptr[-1] != len(idx) or np.any(np.diff(ptr) < 0) \
-                    or (idx.size and (idx.min() < 0 or idx.max() >= len(self.faces))) \
-                    or (self.faces.size and (self.faces.min() < 0 or self.faces.max() >= len(self.rest))):
-                raise KisekaeError("body faces or the faces around each vertex do not fit the body", "part fields")
-            self.vertex_faces = (ptr, idx)
+            self.faces, *table = check_face_table(self.faces, self.vertex_faces, len(self.rest), "part fields")
+            self.vertex_faces = tuple(table)
         if self.order is None:
             runs = [np.flatnonzero(self.part == s) for s in range(len(self.bone))]
             self.order = np.concatenate([np.zeros(0, np.int64)] + [v[spatial_order(self.rest[v])] for v in runs])
@@ -700,11 +697,12 @@ def _frame(fields: PartFields, p, m) -> tuple:
     :attr:`PartFields.chunk_start` (K, 2, 3), (each part's vertex box, each part's posed grid box) (P, 2, 3) both grown
     by 1 mm)``; NumPy's inverse for any other matrix.
     ``p`` (N, 3) float64 and ``m`` (B, 4, 4) float64, both checked."""
-    inv, live, active, chunk, box, grid, affine = _frame_kernel(p, m, fields.bone, fields.order, fields.chunk_start,
-                                                                fields.part_chunks, fields.lo, fields.dims,
-                                                                fields.part_cell, fields.pair_live, MIN_DETERMINANT)
+    inv, live, chunk, box, grid, affine = _frame_kernel(p, m, fields.bone, fields.order, fields.chunk_start,
+                                                        fields.part_chunks, fields.lo, fields.dims, fields.part_cell,
+                                                        MIN_DETERMINANT)
     if not affine:
         inv = bone_inverses(m, fields.bone)
+    active = _meets(box, grid, 0.0, fields.pair_live & live[:, None] & live[None, :])
     return inv, live, active, chunk, (box, grid)
 
 
@@ -733,8 +731,7 @@ def _affine_inverse(a, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _frame_kernel(p, m, bones, order, chunk_start, part_chunks, lo, dims, h, pair_live,
-                  min_det):  # pragma: no cover - compiled
+def _frame_kernel(p, m, bones, order, chunk_start, part_chunks, lo, dims, h, min_det):  # pragma: no cover - compiled
     n = bones.shape[0]
     chunk = np.empty((chunk_start.shape[0] - 1, 2, 3))
     inv = np.zeros(m.shape)
@@ -774,14 +771,7 @@ def _frame_kernel(p, m, bones, order, chunk_start, part_chunks, lo, dims, h, pai
                 w = a[k, 0] * x + a[k, 1] * y + a[k, 2] * z + a[k, 3]
                 grid[s, 0, k] = min(grid[s, 0, k], w - 1e-3)
                 grid[s, 1, k] = max(grid[s, 1, k], w + 1e-3)
-    active = np.zeros((n, n), dtype=np.bool_)
-    for i in range(n):
-        for s in range(n):
-            if pair_live[i, s] and live[i] and live[s]:
-                active[i, s] = (box[i, 0, 0] <= grid[s, 1, 0] and box[i, 1, 0] >= grid[s, 0, 0] and box[i, 0, 1] <= grid[
-                    s, 1, 1] and box[i, 1, 1] >= grid[s, 0, 1] and box[i, 0, 2] <= grid[s, 1, 2] and box[i, 1, 2] >= grid[
-                    s, 0, 2])
-    return inv, live, active, chunk, box, grid, affine
+    return inv, live, chunk, box, grid, affine
 
 
 @numba.njit(cache=True)
