@@ -144,6 +144,10 @@ def test_new_gpu_inputs_are_validated():
         X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap(f"m{i}") for i in range(9)])
     with pytest.raises(KisekaeError, match="threshold"):
         X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap("m", threshold=1.0)])
+    with pytest.raises(KisekaeError, match="source"):
+        X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap("m", "shear")])
+    with pytest.raises(KisekaeError, match="gain"):
+        X.gpu_wrinkle_weights(np.zeros(3), np.zeros(3), [WrinkleMap("m", gain=-1.0)])
     with pytest.raises(KisekaeError, match="normals"):
         X.gpu_blend_wrinkle_normals(np.zeros((2, 3)), np.zeros((2, 5, 3)), np.zeros((2, 5)))
     with pytest.raises(KisekaeError, match="preset"):

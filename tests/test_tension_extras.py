@@ -180,6 +180,10 @@ def test_wrinkle_weights_masks_threshold_and_normalize():
     np.testing.assert_allclose(region_mask(idx, wts, [1]), [0.3, 0.0, 1.0])
     with pytest.raises(KisekaeError, match="source"):
         wrinkle_weights(co, st, [WrinkleMap("x", "shear")])
+    with pytest.raises(KisekaeError, match="threshold"):
+        wrinkle_weights(co, st, [WrinkleMap("x", threshold=1.0)])
+    with pytest.raises(KisekaeError, match="gain"):
+        wrinkle_weights(co, st, [WrinkleMap("x", gain=float("nan"))])
     with pytest.raises(KisekaeError, match="mask"):
         wrinkle_weights(co, st, [WrinkleMap("x", mask=np.ones(3))])
 

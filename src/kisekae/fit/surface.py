@@ -784,8 +784,8 @@ def _finish_numpy(new, x, args, kw, lift, faces, ring, limits, budget=None):
     """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, NumPy references;
     ``kw``: the pushes' ``chord`` and ``depth_bound``; ``limits``: ``(stretch, shortest)``; ``budget``:
     :func:`step_budget` of ``finish_step``."""
-    from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, edge_lift_numpy
-    from .unflip import UNFLIP_PASSES, unflip_numpy
+    from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_SMOOTH, edge_lift_numpy
+    from .unflip import unflip_numpy
 
     def push_moved(points, step):
         moved = np.einsum("ij,ij->i", step, step) > LIFT_EPS ** 2
@@ -803,14 +803,25 @@ def _finish_numpy(new, x, args, kw, lift, faces, ring, limits, budget=None):
         turned = turned if budget is None else points + clamp_step(turned - points, budget)
         return push_moved(turned, turned - points)
 
-    for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
-        if lift is not None:
-            new = lift_round(new)
-        if faces is not None:
-            new = unflip_round(new)
-    for _ in range(UNFLIP_PASSES if faces is not None else 0):
-        new = unflip_round(new)
+    new = _finish_rounds(new, lift_round if lift is not None else None, unflip_round if faces is not None else None)
     return _limit_passes_numpy(new, x, args, kw, ring, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
+
+
+def _finish_rounds(new, lift_round=None, unflip_round=None):
+    """The finish's rounds (:func:`surface_runtime`): :data:`~kisekae.fit.edge_lift.LIFT_PASSES` times the edge lift
+    then the unflip, then :data:`~kisekae.fit.unflip.UNFLIP_PASSES` more unflips; a round given as None is left out
+    (no lift and no unflip: nothing). Each round maps (N, 3) points to (N, 3) points."""
+    from .edge_lift import LIFT_PASSES
+    from .unflip import UNFLIP_PASSES
+
+    for _ in range(LIFT_PASSES if lift_round is not None or unflip_round is not None else 0):
+        if lift_round is not None:
+            new = lift_round(new)
+        if unflip_round is not None:
+            new = unflip_round(new)
+    for _ in range(UNFLIP_PASSES if unflip_round is not None else 0):
+        new = unflip_round(new)
+    return new
 
 
 def _limit_passes_numpy(new, x, args, kw, ring, limits, passes: int):
@@ -827,8 +838,8 @@ def _finish(new, x, push, chord, lift, faces, ring, limits, budget=None):
     """:func:`surface_runtime`'s edge lift and unflip rounds and the stretch limit after them, with the Numba kernels;
     ``push`` as :func:`_push`'s arguments after the points and ids; ``budget``: :func:`step_budget` of
     ``finish_step``."""
-    from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_PASSES, LIFT_SMOOTH, _lift, lift_frame
-    from .unflip import TURN_START, UNFLIP_PASSES, UnflipPass
+    from .edge_lift import LIFT_EPS, LIFT_LIMIT_PASSES, LIFT_SMOOTH, _lift, lift_frame
+    from .unflip import TURN_START, UnflipPass
 
     if lift is not None:
         samples, cand, table = lift
@@ -860,13 +871,7 @@ def _finish(new, x, push, chord, lift, faces, ring, limits, budget=None):
         unflip_pass(points, turned, moved)
         return push_moved(points, turned, True)
 
-    for _ in range(LIFT_PASSES if lift is not None or faces is not None else 0):
-        if lift is not None:
-            new = lift_round(new)
-        if faces is not None:
-            new = unflip_round(new)
-    for _ in range(UNFLIP_PASSES if faces is not None else 0):
-        new = unflip_round(new)
+    new = _finish_rounds(new, lift_round if lift is not None else None, unflip_round if faces is not None else None)
     return _limit_passes(new, push, limits, LIFT_LIMIT_PASSES if lift is not None else 0)
 
 

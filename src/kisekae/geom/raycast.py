@@ -154,6 +154,18 @@ def _boxes(boxes, tree, v, f):
     return lo, hi
 
 
+def check_ray(origin, direction) -> tuple:
+    """``(origin, direction)`` as (3,) float64 arrays, or :class:`KisekaeError` ("hit") unless both are 3 finite
+    numbers and the direction is not all zero."""
+    o = np.asarray(origin, dtype=np.float64).reshape(-1)
+    d = np.asarray(direction, dtype=np.float64).reshape(-1)
+    if o.shape != (3,) or not np.all(np.isfinite(o)):
+        raise KisekaeError(f"ray origin must be 3 finite numbers, got {origin!r}", "hit")
+    if d.shape != (3,) or not np.all(np.isfinite(d)) or not np.any(d != 0):
+        raise KisekaeError(f"ray direction must be 3 finite numbers, not all zero, got {direction!r}", "hit")
+    return o, d
+
+
 def raycast_bvh(origin, direction, vertices, faces, tree: BVH, boxes=None, t_min: float = 0.0):
     """First intersection of a world ray with a (posed) mesh through a BVH, both sides.
 
@@ -171,12 +183,7 @@ def raycast_bvh(origin, direction, vertices, faces, tree: BVH, boxes=None, t_min
     -------
     (face, t, bary) with ``face == -1`` on a miss; identical to :func:`kisekae.wound.raycast`.
     """
-    o = np.asarray(origin, dtype=np.float64).reshape(-1)
-    d = np.asarray(direction, dtype=np.float64).reshape(-1)
-    if o.shape != (3,) or not np.all(np.isfinite(o)):
-        raise KisekaeError(f"ray origin must be 3 finite numbers, got {origin!r}", "hit")
-    if d.shape != (3,) or not np.all(np.isfinite(d)) or not np.any(d != 0):
-        raise KisekaeError(f"ray direction must be 3 finite numbers, not all zero, got {direction!r}", "hit")
+    o, d = check_ray(origin, direction)
     if not isinstance(tree, BVH):
         raise KisekaeError(f"expected a kisekae.geom.bvh.BVH, got {type(tree).__name__}", "tree")
     v, f, nodes, pad = _traversal(vertices, faces, tree, boxes)

@@ -1239,12 +1239,7 @@ def gpu_wrinkle_weights(compress, stretch, maps, *, normalize: bool = True):
     rows = np.zeros((8, 4), np.float32)
     masks = np.zeros((2, n, 4), np.float32)
     for m, wm in enumerate(maps):
-        if wm.source not in ("compress", "stretch"):
-            raise KisekaeError(f"source must be 'compress' or 'stretch', got {wm.source!r}", wm.name)
-        if not (0.0 <= wm.threshold < 1.0):
-            raise KisekaeError(f"threshold must be in [0, 1), got {wm.threshold!r}", wm.name)
-        if not np.isfinite(wm.gain) or wm.gain < 0:
-            raise KisekaeError(f"gain must be finite and >= 0, got {wm.gain!r}", wm.name)
+        wm.check()
         s, c = divmod(m, 4)
         rows[3 * s + 0, c] = 1.0 if wm.source == "stretch" else 0.0
         rows[3 * s + 1, c] = wm.threshold

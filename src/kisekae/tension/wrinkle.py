@@ -39,6 +39,15 @@ class WrinkleMap:
     threshold: float = 0.0
     gain: float = 1.0
 
+    def check(self) -> None:
+        """:class:`KisekaeError` naming the map if its source, threshold or gain is out of range."""
+        if self.source not in ("compress", "stretch"):
+            raise KisekaeError(f"source must be 'compress' or 'stretch', got {self.source!r}", self.name)
+        if not (0.0 <= self.threshold < 1.0):
+            raise KisekaeError(f"threshold must be in [0, 1), got {self.threshold!r}", self.name)
+        if not np.isfinite(self.gain) or self.gain < 0:
+            raise KisekaeError(f"gain must be finite and >= 0, got {self.gain!r}", self.name)
+
 
 def region_mask(skin_indices, skin_weights, bones) -> np.ndarray:
     """Per-vertex mask = total skin weight of the given bones (clamped to [0, 1]).
@@ -89,12 +98,7 @@ def wrinkle_weights(compress, stretch, maps, *, normalize: bool = True) -> np.nd
     maps = list(maps)
     out = np.zeros((n, len(maps)), np.float64)
     for m, wm in enumerate(maps):
-        if wm.source not in ("compress", "stretch"):
-            raise KisekaeError(f"source must be 'compress' or 'stretch', got {wm.source!r}", wm.name)
-        if not (0.0 <= wm.threshold < 1.0):
-            raise KisekaeError(f"threshold must be in [0, 1), got {wm.threshold!r}", wm.name)
-        if not np.isfinite(wm.gain) or wm.gain < 0:
-            raise KisekaeError(f"gain must be finite and >= 0, got {wm.gain!r}", wm.name)
+        wm.check()
         x = co if wm.source == "compress" else st
         w = np.clip(wm.gain * np.clip((x - wm.threshold) / (1.0 - wm.threshold), 0, 1), 0, 1)
         if wm.mask is not None:

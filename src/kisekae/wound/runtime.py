@@ -37,6 +37,7 @@ import numpy as np
 from ..avatar.skinning import lbs_numpy
 from ..errors import KisekaeError
 from ..validate import as_faces, as_per_vertex, as_points, positive
+from ..geom.raycast import check_ray
 from ..geom.raytri import ray_triangles_numba
 
 # --------------------------------------------------------------------------------------------
@@ -292,12 +293,7 @@ def raycast(origin, direction, vertices, faces, t_min=0.0):
     -------
     (face, t, bary) with ``face == -1`` when the ray misses.
     """
-    o = np.asarray(origin, dtype=np.float64).reshape(-1)
-    d = np.asarray(direction, dtype=np.float64).reshape(-1)
-    if o.shape != (3,) or not np.all(np.isfinite(o)):
-        raise KisekaeError(f"ray origin must be 3 finite numbers, got {origin!r}", "hit")
-    if d.shape != (3,) or not np.all(np.isfinite(d)) or not np.any(d != 0):
-        raise KisekaeError(f"ray direction must be 3 finite numbers, not all zero, got {direction!r}", "hit")
+    o, d = check_ray(origin, direction)
     v = as_points(vertices, "vertices")
     f = as_faces(faces, len(v), "faces").astype(np.int64)
     face, t, bary = ray_triangles_numba(o, d, v, f, float(t_min))
