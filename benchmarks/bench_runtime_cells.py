@@ -20,6 +20,8 @@ warmed up from rest as ``kisekae check --runtime`` does. Each *variant* is a set
   :mod:`kisekae.avatar.part_contact`: the body before 2026-12-07);
 - ``no-normal-guard``: ``--no-normal-guard`` (the body normals sum every triangle, also those the pose turned inside
   out: the path before 2026-12-07, :mod:`kisekae.geom.guarded_normals`);
+- ``no-self-layers``: ``--no-self-layers`` (a garment's outer sheets left to the body push alone, :mod:`kisekae.fit.self_layers`:
+  the path before 2026-12-08);
 - ``body=FILE``: ``--correctives FILE`` (another bake of the body's correctives), ``garment=FILE``:
   ``--garment-correctives FILE``;
 - variants joined by ``+`` take all their flags, e.g. ``follow+body=kv.npz``.
@@ -55,7 +57,8 @@ FIXED = {"default": [], "no-lift": ["--no-edge-lift"], "uncapped": ["--finish-st
          "no-correctives": ["--garment-correctives", "off"], "no-floor": ["--compression-limit", "0"],
          "follow": ["--body-follow"], "no-follow": ["--no-body-follow"],
          "depth-bound": ["--depth-bound"], "no-depth-bound": ["--no-depth-bound"],
-         "no-normal-guard": ["--no-normal-guard"], "no-part-contact": ["--no-part-contact"]}
+         "no-normal-guard": ["--no-normal-guard"], "no-part-contact": ["--no-part-contact"],
+         "no-self-layers": ["--no-self-layers"]}
 
 
 #: Variants of the form ``KEY=VALUE`` and the flag each gives.
@@ -73,7 +76,7 @@ def variant_flags(name: str) -> list:
     if eq and key in VALUED:
         return [VALUED[key], value]
     raise SystemExit(f"bench_runtime_cells: unknown variant {name!r} (default, no-lift, uncapped, no-correctives, "
-                     "no-floor, follow, no-follow, depth-bound, no-depth-bound, no-normal-guard, no-part-contact, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
+                     "no-floor, follow, no-follow, depth-bound, no-depth-bound, no-normal-guard, no-part-contact, no-self-layers, step=M, floor=C, body=FILE, garment=FILE, joined by +)")
 
 
 def pose_flags(poses) -> list:

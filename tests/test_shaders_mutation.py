@@ -32,6 +32,7 @@ GROUPS = {
     "kisekae_contact.hlsl": ("contact",),
     "kisekae_part_contact.hlsl": ("part_contact",),
     "kisekae_surface.hlsl": ("surface",),
+    "kisekae_self_layers.hlsl": ("self_layers",),
     "kisekae_corrective.hlsl": ("corrective",),
 }
 
@@ -83,6 +84,8 @@ def _group_checks(group):
     elif group == "corrective":
         yield C.corrective_analytic_checks()
         yield C.corrective_avatar_checks(poses)
+    elif group == "self_layers":
+        yield C.self_layer_checks()
     elif group == "surface":  # the quick analytic cases first, so that detection can stop early
         yield C.surface_sheet_checks()
         yield C.smooth_strip_checks()

@@ -85,7 +85,8 @@ def register(sub):
     return p
 
 
-#: The per-frame path's switches for how it reads the posed body: flag -> what it does (``kisekae check --runtime``).
+#: The per-frame path's on/off switches (how it reads the posed body, and the garment's own layers): flag -> what it
+#: does (``kisekae check --runtime``).
 _BODY_READING = (
     ("--body-follow",
      "start each garment from its skinning plus the outward part of what the body does beyond skinning "
@@ -102,6 +103,10 @@ _BODY_READING = (
      "from the skinned normals (a fold's inside-out triangles, docs/fit.md 'Body normals without the "
      "faces a pose turns inside out'; the default); --no-normal-guard sums every triangle; records say "
      "normal_guard"),
+    ("--self-layers",
+     "keep a garment's outer sheets outside its own inner sheets (a shirt's hem over the trousers' waistband, a "
+     "jacket over a shirt: docs/fit.md 'Self layers'; the default, a garment of one sheet has none); "
+     "--no-self-layers leaves them to the body push alone; records say self_layers"),
 )
 
 
@@ -155,7 +160,7 @@ def run(args) -> int:
     if args.body_follow is not None and not surface_path:
         raise KisekaeError("sets where the per-frame path starts: needs --runtime with the carried or surface method",
                            "--body-follow")
-    for flag in ("depth_bound", "normal_guard"):
+    for flag in ("depth_bound", "normal_guard", "self_layers"):
         if getattr(args, flag) is not None and not surface_path:
             raise KisekaeError("sets the per-frame path's push: needs --runtime with the carried or surface method",
                                "--" + flag.replace("_", "-"))
@@ -225,7 +230,7 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
         fixed = fix_pose(avatar, pose, garments, params, layered=args.layered, method=args.fix_method)
         stages.append(("after", {k: v.positions for k, v in fixed.items()}, {k: v.metrics for k, v in fixed.items()}))
     if args.runtime:
-        from ..fit.runtime import BODY_FOLLOW, DEPTH_BOUND, NORMAL_GUARD, runtime_pose
+        from ..fit.runtime import BODY_FOLLOW, DEPTH_BOUND, NORMAL_GUARD, SELF_LAYERS, runtime_pose
         from ..fit.surface import COMPRESSION_LIMIT, FINISH_STEP
 
         follow = BODY_FOLLOW if args.body_follow is None else args.body_follow
@@ -237,7 +242,8 @@ def _fixed_stages(args, avatar, pose, garments, params, state) -> list:
                                  compression=COMPRESSION_LIMIT if args.compression_limit is None
                                  else args.compression_limit, body_follow=follow,
                                  depth_bound=DEPTH_BOUND if args.depth_bound is None else args.depth_bound,
-                                 normal_guard=NORMAL_GUARD if args.normal_guard is None else args.normal_guard)
+                                 normal_guard=NORMAL_GUARD if args.normal_guard is None else args.normal_guard,
+                                 self_layers=SELF_LAYERS if args.self_layers is None else args.self_layers)
         positions, metrics = {k: v[0] for k, v in corrected.items()}, {k: dict(v[1]) for k, v in corrected.items()}
         if args.layered:
             _add_layer_stats(avatar, garments, positions, metrics)

@@ -679,7 +679,8 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
                     params: PushParams | None = None, tightness=0.0, softness=0.0, up=(0.0, 1.0, 0.0),
                     passes: int = SMOOTH_PASSES, numpy: bool = False, chord=None, limit_passes: int = LIMIT_PASSES,
                     stretch: float = STRETCH_LIMIT, start=None, lift=None, faces=None,
-                    finish_step: float | None = None, between=None, shortest=None, depth_bound=None):
+                    finish_step: float | None = None, between=None, shortest=None, depth_bound=None,
+                    self_layers=None):
     """The per-frame garment correction: surface push, ``passes`` of :func:`smooth_push`, surface push again, then
     ``limit_passes`` times :func:`stretch_limit` with the push of the vertices it moved; then, if given,
     :data:`~kisekae.fit.edge_lift.LIFT_PASSES` rounds of the edge lift (:mod:`kisekae.fit.edge_lift`) and the unflip
@@ -695,8 +696,7 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     points : (N, 3) skinned garment vertices, metres
     candidates, body, body_normals, body_faces, params, tightness, softness, up : as :func:`surface_push`
     ring : :func:`one_ring` of the garment
-    passes : int, smoothing passes (0: one push only... then the second push finds nothing left to do)
-    numpy : bool, use the NumPy references instead of the Numba kernels
+    passes : int, smoothing passes (0: the second push finds nothing left); numpy : bool, the NumPy references
     chord : (N,) :func:`garment_chords`, or None: no chord allowance
     limit_passes : int, stretch-limit passes (0: none)
     stretch : float, the stretch limit's allowed relative stretch against the skinned edge lengths
@@ -718,6 +718,8 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     depth_bound : (Nb,) or None, per body vertex, the deepest a point inside the body can lie below the skin there
         (:func:`kisekae.fit.depth_bound.body_depth_bound`; every push, the edge lift's included: a candidate beyond it
         is not trusted, :func:`surface_push_numpy`); None: every candidate is trusted
+    self_layers : ``(SelfLayers, faces)`` or None: after ``between``, the garment's outer sheets kept outside its
+        inner ones (:func:`kisekae.fit.self_layers.self_layer_stage`)
 
     Returns
     -------
@@ -732,13 +734,12 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
     """
     params = params or PushParams()
     x = _f64(points, (len(points), 3), "garment vertices")
-    limits = _check_limit_passes(limit_passes, stretch, shortest, len(x))
-    budget = step_budget(finish_step, len(x))
+    limits, budget = _check_limit_passes(limit_passes, stretch, shortest, len(x)), step_budget(finish_step, len(x))
     y0 = x if start is None else _f64(start, x.shape, "start positions")
     if numpy:
         args = (candidates, body, body_normals, body_faces, params, tightness, softness, up)
         new = _runtime_numpy(x, y0, args, {"chord": chord, "depth_bound": depth_bound}, ring, passes, limits,
-                             limit_passes, between, lift, faces, budget)
+                             limit_passes, between, lift, faces, budget, self_layers)
     else:
         # made once a frame: the body's spheres and curvature (every push), the squared limits (both limit stages)
         x, v, nb, f, t, s = _inputs(x, candidates, body, body_normals, body_faces, tightness, softness)
@@ -750,13 +751,14 @@ def surface_runtime(points, candidates: SurfaceCandidates, ring, body, body_norm
             first = x + smooth_push(first - x, ring, passes)
         # a vertex neither pushed nor smoothed was found clear by the first push: the second would find it so again
         new = _push(first, nonzero_rows(first - y0), *push)[0]
-        new = _between(between, _limit_passes(new, push, limits, limit_passes))
+        new = _own_layers(self_layers, ring, _between(between, _limit_passes(new, push, limits, limit_passes)))
         new = _finish(new, x, push, chord, lift, faces, ring, limits, budget)
     cap_displacement(new, x, params.max_push)
     return new, np.linalg.norm(new - x, axis=1)
 
 
-def _runtime_numpy(x, y0, args, kw, ring, passes, limits, limit_passes, between, lift, faces, budget):
+def _runtime_numpy(x, y0, args, kw, ring, passes, limits, limit_passes, between, lift, faces, budget,
+                   self_layers=None):
     """:func:`surface_runtime` with the NumPy references: ``args`` the pushes' arguments after the points, ``kw`` their
     ``chord`` and ``depth_bound``; the corrected points before the cap."""
     first = surface_push_numpy(y0, *args, **kw)[0]
@@ -764,7 +766,18 @@ def _runtime_numpy(x, y0, args, kw, ring, passes, limits, limit_passes, between,
         first = x + smooth_push_numpy(first - x, ring, passes)
     new = surface_push_numpy(first, *args, **kw)[0]
     new = _between(between, _limit_passes_numpy(new, x, args, kw, ring, limits, limit_passes))
+    new = _own_layers(self_layers, ring, new, numpy=True)
     return _finish_numpy(new, x, args, kw, lift, faces, ring, limits, budget)
+
+
+def _own_layers(self_layers, ring, new, numpy: bool = False):
+    """:func:`surface_runtime`'s self-layer stage on ``new`` (N, 3): ``self_layers`` is ``(SelfLayers, faces)`` or None
+    (``new`` unchanged)."""
+    if self_layers is None:
+        return new
+    from .self_layers import self_layer_stage
+
+    return self_layer_stage(new, *self_layers, ring, numpy=numpy)
 
 
 def _check_limit_passes(limit_passes, stretch, shortest=None, n: int = 0) -> tuple:

@@ -38,6 +38,8 @@ KisekaeSamplePush      kisekae.fit.surface.surface_push_numpy      positions, cl
                        (edge samples, their own candidates)
 KisekaeEdgeLift        kisekae.fit.edge_lift (the gather)          1e-5 m
 KisekaeUnflip          kisekae.fit.unflip.unflip_numpy             1e-5 m
+KisekaeSelfLayerPush   kisekae.fit.self_layers                     1e-5 m, moved flags within 0.2 %
+                       .self_layer_push_numpy
 =====================  ==========================================  =============================
 
 Test vectors: the built-in avatar's body, tights and skirt in the poses ``stand``, ``crouch`` and
@@ -1654,6 +1656,53 @@ def corrective_checks(poses=SURFACE_POSES):
     return corrective_analytic_checks() + corrective_avatar_checks(poses)
 
 
+def _two_sheets(n: int = 24, spacing: float = 0.01, gap: float = 0.002):
+    """An inner and an outer sheet (one mesh, the inner's winding flipped so both sides are read) over a body plane
+    10 mm below: (vertices, faces, body vertices, body normals, inner vertex count)."""
+    xs = (np.arange(n) - (n - 1) / 2) * spacing
+    grid = np.array([[x, y, 0.0] for y in xs for x in xs])
+    quads = np.array([[r * n + c, r * n + c + 1, (r + 1) * n + c + 1, (r + 1) * n + c]
+                      for r in range(n - 1) for c in range(n - 1)])
+    tri = np.concatenate([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]])
+    v = np.concatenate([grid, grid + [0.0, 0.0, gap]])
+    f = np.concatenate([tri[:, ::-1], tri + len(grid)])
+    body = np.array([[-1, -1, -0.01], [1, -1, -0.01], [1, 1, -0.01], [-1, 1, -0.01]], dtype=np.float64)
+    return v, f, body, np.tile([0.0, 0.0, 1.0], (4, 1)), len(grid)
+
+
+def self_layer_checks(seeds=(0, 1, 2)):
+    """``KisekaeSelfLayerPush`` (``kisekae_self_layers.hlsl``) against
+    :func:`kisekae.fit.self_layers.self_layer_push_numpy`: two sheets 2 mm apart (the inner one wound the other way),
+    crumpled by 2 mm and with the inner sheet lifted through the outer one in places, and the analytic cases of the
+    inner sheet lifted 4 mm (the outer one ends 2 mm above it) and 6 mm (past the fade); the moved flags may differ only where float32 puts a
+    move at the rounding tolerance."""
+    from ..fit.self_layers import bake_self_layers, self_layer_push_numpy
+
+    v, f, body, normals, n_inner = _two_sheets()
+    layers = bake_self_layers(v, f, body, normals)
+    checks = []
+    for lift, outer in ((0.004, 0.006), (0.006, 0.0068)):  # the second past the fade: 6 mm needed, 80 % taken
+        lifted = v.copy()
+        lifted[:n_inner, 2] += lift
+        got, moved = X.gpu_self_layer_push(lifted, v, layers, f)
+        want = lifted.copy()
+        want[n_inner:, 2] = outer
+        checks.append(Check(f"self layers, inner sheet lifted {lift * 1e3:.0f} mm (analytic)",
+                            max(_err(got, want), float(np.mean(moved[n_inner:] != 1))), TOL_SURFACE, len(v)))
+    for seed in seeds:
+        rng = np.random.default_rng([31, seed])
+        p = v + rng.normal(0, 0.002, v.shape)
+        p[:n_inner, 2] += rng.uniform(0, 0.004, n_inner)
+        p = p.astype(np.float32).astype(np.float64)
+        want, wmoved = self_layer_push_numpy(p, layers, f)
+        got, moved = X.gpu_self_layer_push(p, v, layers, f)
+        checks.append(Check(f"self layers, crumpled sheets {seed} ({int(wmoved.sum())} moved)", _err(got, want),
+                            TOL_SURFACE, len(v)))
+        checks.append(Check(f"self layers, crumpled sheets {seed} moved flags (share differing)",
+                            float(np.mean(moved != wmoved)), TOL_FLAGS, len(v)))
+    return checks
+
+
 def surface_checks(poses=SURFACE_POSES, garments=SURFACE_GARMENTS):
     """The surface push, its smoothing, the edge lift and the unflip (``kisekae_surface.hlsl``): analytic cases, then
     the built-in avatar."""
@@ -1682,4 +1731,5 @@ def run_checks(sources=("constants",), poses=POSES, core_dir=None):
         checks += part_contact_checks()
         checks += corrective_checks()
         checks += surface_checks()
+        checks += self_layer_checks()
     return checks

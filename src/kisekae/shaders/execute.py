@@ -61,6 +61,7 @@ MODES = {
     "part_step": 31,
     "part_depth": 32,
     "part_guard": 33,
+    "self_layers": 34,
 }
 
 #: Bone influences a vertex that ``KisekaeSkinnedOffset`` reads in the harness (``KISEKAE_SKIN_INFLUENCES``).
@@ -967,6 +968,39 @@ def gpu_unflip(points, skinned, faces, table, turn_start: float):
     corners[: len(idx), :3] = f[idx]
     o0, _ = _run("unflip", "constants", n, in0=_vec4(n, p - x), in1=ranges, in2=corners, in3=_vec4(n, x),
                  params=[[float(turn_start), 0.0, 0.0, 0.0]])
+    return x + o0[:, :3], o0[:, 3] > 0.5
+
+
+def gpu_self_layer_push(points, skinned, layers, faces):
+    """``KisekaeSelfLayerPush`` on the GPU, one pass: :func:`kisekae.fit.self_layers.self_layer_push_numpy`.
+
+    Parameters
+    ----------
+    points, skinned : (N, 3) array_like, corrected and skinned garment vertices (m)
+    layers : :class:`kisekae.fit.self_layers.SelfLayers` of the garment (at most ``KISEKAE_SELF_CANDIDATES`` = 4 a
+        vertex)
+    faces : (F, 3) int garment triangles
+
+    Returns
+    -------
+    new_points : (N, 3) float32; moved : (N,) bool
+    """
+    p, x = _garment_pair(points, skinned)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    layers.check(len(p), f)
+    k = layers.triangles.shape[1]
+    if k > 4:
+        raise KisekaeError(f"the core reads 4 candidates a vertex (KISEKAE_SELF_CANDIDATES), got {k}", "self layers")
+    n = len(p)
+    if not n:
+        return p.copy(), np.zeros(0, bool)
+    rows = np.zeros((n, 4, 4), np.float32)
+    tri = layers.triangles
+    has = tri >= 0
+    rows[:, :k, :3][has] = f[tri[has]]
+    rows[:, :k, 3][has] = layers.sides[has]
+    o0, _ = _run("self_layers", "constants", n, in0=_vec4(n, p - x), in1=rows.reshape(-1, 4), in3=_vec4(n, x),
+                 in4=_vec4(n, layers.gap))
     return x + o0[:, :3], o0[:, 3] > 0.5
 
 

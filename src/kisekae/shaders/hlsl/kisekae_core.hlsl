@@ -35,6 +35,7 @@
 #include "kisekae_pushout.hlsl"
 #include "kisekae_bound.hlsl"
 #include "kisekae_surface.hlsl"
+#include "kisekae_self_layers.hlsl"
 #include "kisekae_tightlook.hlsl"
 #include "kisekae_tension.hlsl"
 #include "kisekae_wrinkle.hlsl"

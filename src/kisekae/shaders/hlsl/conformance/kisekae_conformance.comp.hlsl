@@ -110,6 +110,10 @@ RWStructuredBuffer<float4> gOut1;
 #define KISEKAE_LOAD_PART_START(i) (gIn3[(i)].xyz)
 #define KISEKAE_LOAD_PART_FACE_RANGE(v) ((uint2)gIn1[(v)].xy)
 #define KISEKAE_LOAD_PART_FACE(e) ((uint3)gIn2[(e)].xyz)
+// Mode 34 (self layers): displacements in gIn0, the skinned garment in gIn3, each vertex's candidates in gIn1 (row
+// KISEKAE_SELF_CANDIDATES * v + k: corner ids, side) and its gap in gIn4 (x).
+#define KISEKAE_LOAD_SELF_TRIANGLE(v, k) (gIn1[(uint)KISEKAE_SELF_CANDIDATES * (v) + (k)])
+#define KISEKAE_LOAD_SELF_GAP(v) (gIn4[(v)].x)
 #include "../kisekae_core.hlsl"
 
 
@@ -523,6 +527,15 @@ void main(uint3 id : SV_DispatchThreadID)
     {
         // the part contact's flip guard, one pass: gParams[0] = (cosMin, scale, -, -)
         y0 = float4(KisekaePartGuard(i, gParams[0].x, gParams[0].y), 0.0);
+    }
+#endif
+#if KISEKAE_HARNESS_HAS(34)
+    if (gMode == 34u)
+    {
+        // one self-layer pass for garment vertex i; y0 = (new displacement, 1 if moved else 0)
+        bool moved;
+        float3 d = KisekaeSelfLayerPush(i, moved);
+        y0 = float4(d, moved ? 1.0 : 0.0);
     }
 #endif
 #if KISEKAE_HARNESS_HAS(18)
