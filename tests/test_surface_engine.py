@@ -4,6 +4,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def test_bake_round_trips(baked):
     # the chord (float32, 4 B); per sample its three corners, three weights, chord (28 B) and CANDIDATES candidate
     # triples, the vertex sample table (4 B per offset and per entry): 3,583 edge samples (two corners each) and
     # 1,702 face samples (three); the floor (4 B) and the follow's binding (3 ids, 3 weights, a share: 28 B); the
-    # body's depth bound (4 B per body vertex)
+    # body's depth bound (4 B per body vertex); the self layers (4 candidates of 3 ids and a side, a gap: 68 B)
     samples, scand, (sptr, sidx) = lift
     ns = len(samples)
     assert header["samples"] == ns == 3583 + 1702 and header["vertexSampleEntries"] == len(sidx) \
@@ -78,7 +79,8 @@ def test_bake_round_trips(baked):
     assert header["turnStart"] == TURN_START
     assert binary.stat().st_size == header["bytes"] == 4 * (n * 3 * CANDIDATES + (n + 1) + len(ring[1]) + n + n
                                                             + ns * (7 + 3 * CANDIDATES)
-                                                            + (n + 1) + len(sidx) + n + 7 * n + nb)
+                                                            + (n + 1) + len(sidx) + n + 7 * n + nb
+                                                            + 17 * n)
     assert header["followPasses"] == FOLLOW_SMOOTH == 10
     corners, bary, share = garment_follow(av, "tights")
     assert (share == 1).all()  # the tights lie within 2 cm of the skin everywhere
@@ -115,6 +117,7 @@ def test_bake_round_trips(baked):
         finite = np.isfinite(bound)
         np.testing.assert_array_equal(got["depth_bound"][finite], bound[finite].astype(np.float32))
         assert np.isinf(got["depth_bound"][~finite]).all() and 0.005 < got["depth_bound"][finite].min()
+        assert not got["self_side"].any() and not got["self_corners"].any()  # the tights are one sheet
     # other values round-trip through the header and inline; 0 passes: an engine without the stretch limit
     other = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chords, weld=av.part("tights").mesh.weld,
                             n_body_vertices=nb, limit_passes=0, stretch_limit=0.25)
@@ -125,6 +128,7 @@ def test_bake_round_trips(baked):
     for source in (head2, other):
         got = _load(source, av)
         assert got["limit_passes"] == 0 and got["stretch_limit"] == 0.25
+    _self_layers_round_trip(av, cand, ring, chords, head.parent)
     # a bake of the previous version (without the last stretch limit) is refused, as the loader refuses every other
     # version: it was made for an engine without it; kisekae fit writes it again
     old = {k: v for k, v in header.items() if k != "liftLimitPasses"}
@@ -133,6 +137,35 @@ def test_bake_round_trips(baked):
     with pytest.raises(KisekaeError, match=rf"old\.surface\.json: not a version-{sb.SURFACE_BAKE_VERSION} kisekae "
                                            rf"surface bake .*version {sb.SURFACE_BAKE_VERSION - 1}; write it again"):
         _load(head.parent / "old.surface.json", av)
+
+
+def _self_layers_round_trip(av, cand, ring, chords, folder):
+    """Self layers of 1 to 4 candidates a vertex survive the bake and its binary; a malformed list is refused."""
+    from kisekae.fit.self_layers import SelfLayers
+
+    mesh = av.part("tights").mesh
+    n, nf = mesh.n_vertices, len(mesh.faces)
+    rng = np.random.default_rng(3)
+    count = rng.integers(0, 5, n)
+    tri = np.where(np.arange(4) < count[:, None], rng.integers(0, nf, (n, 4)), -1).astype(np.int32)
+    sides = np.where(tri >= 0, rng.choice([-1, 1], (n, 4)), 0).astype(np.int8)
+    layers = SelfLayers(tri, sides, rng.uniform(0, 0.002, n), nf)
+    doc = sb.surface_bake(cand, ring, av.body.mesh.faces, "tights", chord=chords, weld=mesh.weld,
+                          n_body_vertices=av.body.mesh.n_vertices, self_layers=(layers, mesh.faces))
+    head = sb.write_surface_bake(doc, folder / "layered.surface.json")[0]
+    for source in (head, doc):
+        got = _load(source, av)
+        has = tri >= 0
+        np.testing.assert_array_equal(got["self_corners"][has], mesh.faces[tri[has]])
+        np.testing.assert_array_equal(got["self_side"], sides)
+        np.testing.assert_array_equal(got["self_gap"], layers.gap.astype(np.float32))
+    bad = dict(doc, selfSide=doc["selfSide"].copy())
+    bad["selfSide"][1] = 0.5
+    with pytest.raises(KisekaeError, match="selfSide"):
+        _load(bad, av)
+    gapped = dict(doc, selfSide=np.tile(np.float32([0, 1, 0, 0]), n))  # a candidate after the end of the list
+    with pytest.raises(KisekaeError, match="selfSide"):
+        _load(gapped, av)
 
 
 def engine_push(p, corners, body, normals, params, tight, soft, up, reach, chord, kv, bound=None):
@@ -445,21 +478,22 @@ def test_bad_bakes_are_refused(baked, tmp_path):
                           (sidx_out, "vertexSampleIdx entries outside")):
         with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: {message}"):
             _load(case(edit_data=edit), av)
-    # the stretch limit's floor (before the follow's 7 N values and the body's depth bound), fractions in [0, 1)
+    # the stretch limit's floor (before the follow's 7 N values, the body's depth bound and the self layers' 17 N),
+    # fractions in [0, 1)
     for bad in (-0.1, 1.0, np.nan):
         def floor_bad(d, bad=bad):
-            d[-8 * n - nb + 5] = np.array([bad], "<f4").view("<u4")[0]
+            d[-25 * n - nb + 5] = np.array([bad], "<f4").view("<u4")[0]
 
         with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'shortest' must be fractions in \[0, 1\)"):
             _load(case(edit_data=floor_bad), av)
     # the body follow's binding: corners within the body, barycentric weights, shares in [0, 1]
     def follow_corner_out(d):
-        d[-7 * n - nb + 4] = nb
+        d[-24 * n - nb + 4] = nb
 
     with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: followCorners outside 0\.\.{nb - 1}"):
         _load(case(edit_data=follow_corner_out), av)
     for at, bad in ((-4 * n + 3, 1.5), (-4 * n + 3, np.nan), (-n + 2, 1.5), (-n + 2, -0.25), (-n + 2, np.nan)):
-        def follow_bad(d, at=at - nb, bad=bad):
+        def follow_bad(d, at=at - nb - 17 * n, bad=bad):
             d[at] = np.array([bad], "<f4").view("<u4")[0]
 
         with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'followBary' must be three weights"):
@@ -467,10 +501,25 @@ def test_bad_bakes_are_refused(baked, tmp_path):
     # the body's depth bound: lengths >= 0 (1e30 for none)
     for bad in (-0.01, np.nan):
         def depth_bad(d, bad=bad):
-            d[-nb + 7] = np.array([bad], "<f4").view("<u4")[0]
+            d[-17 * n - nb + 7] = np.array([bad], "<f4").view("<u4")[0]
 
         with pytest.raises(KisekaeError, match=r"b\.surface\.bytes: 'depthBound' must be lengths >= 0"):
             _load(case(edit_data=depth_bad), av)
+    # the self layers: sides +1 or -1 then 0, corner ids within the garment, gaps finite >= 0
+    def self_side_bad(d):
+        d[-5 * n + 6] = np.array([0.5], "<f4").view("<u4")[0]
+
+    def self_gap_bad(d):
+        d[-n + 3] = np.array([np.nan], "<f4").view("<u4")[0]
+
+    def self_corner_out(d):
+        d[-17 * n + 1] = n
+        d[-5 * n] = np.array([1.0], "<f4").view("<u4")[0]
+
+    for edit, message in ((self_side_bad, "'selfSide' must be"), (self_gap_bad, "'selfGap' must be"),
+                          (self_corner_out, f"selfCorners outside 0\\.\\.{n - 1}")):
+        with pytest.raises(KisekaeError, match=rf"b\.surface\.bytes: {message}"):
+            _load(case(edit_data=edit), av)
     for bad in (-0.1, float("nan"), "0.05", None):
         with pytest.raises(KisekaeError, match=r"('turnStart' must be a finite number >= 0|missing entry 'turnStart')"):
             _load(case({"turnStart": bad}), av)
@@ -578,7 +627,8 @@ _PROBE_KERNELS = ("KisekaeBodyPrepare", "KisekaeBodyNormals", "KisekaeBodyCurvat
                   "KisekaeSurfacePushFirst",
                   "KisekaeSmooth", "KisekaeSurfacePushSecond", "KisekaeStretchLimits", "KisekaeSampleLifts",
                   "KisekaeEdgeLifts", "KisekaeLiftApply", "KisekaeUnflips", "KisekaeFinish", "KisekaeGarmentNormals",
-                  "KisekaeLayerPush", "KisekaeLayerPushAgain", "KisekaeBodyOffsets", "KisekaeFollowGather") + _PART_KERNELS
+                  "KisekaeLayerPush", "KisekaeLayerPushAgain", "KisekaeSelfLayers", "KisekaeSelfLayerApply",
+                  "KisekaeBodyOffsets", "KisekaeFollowGather") + _PART_KERNELS
 
 
 def _has_surface_core() -> bool:
@@ -648,7 +698,8 @@ def test_compute_kernels_declared_and_dispatched():
     # the stretch limit's floor (the bake's last array) reaches KisekaeStretchLimit
     assert "#define KISEKAE_LOAD_SHORTEST(j) _KisekaeSurfaceShortest[(j)]" in text
     assert 'cmd.SetComputeBufferParam(cs, _kStretchLimit, "_KisekaeSurfaceShortest", _shortest);' in cs
-    assert '"vertexSampleIdx",\n                                            "shortest", "followCorners", "followBary", "followShare", "depthBound" };' in cs
+    assert ('"vertexSampleIdx",\n                                            "shortest", "followCorners", "followBary", "followShare", '
+            '"depthBound",\n                                            "selfCorners", "selfSide", "selfGap" };') in cs
     assert "BindSurface(cmd, _bodyPositions, _bodyNormals, _bodyCurvature, _corners, _chord, _depthBound);" in cs
     assert '"_KisekaeBodyCurvature", curvature' in cs and '"chord"' in cs
     # the layer push (beneath): its constants are kisekae's, its stage between the stretch limit and the edge lift,
@@ -724,12 +775,14 @@ def test_o3de_srg_defines_the_surface_macros():
                   "KISEKAE_LOAD_RING", "KISEKAE_LOAD_DISPLACEMENT", "KISEKAE_LOAD_BODY_CURVATURE",
                   "KISEKAE_LOAD_BODY_FACE_RANGE", "KISEKAE_LOAD_BODY_FACE", "KISEKAE_LOAD_GARMENT_SKINNED",
                   "KISEKAE_LOAD_SHORTEST", "KISEKAE_LOAD_FOLLOW_CORNERS", "KISEKAE_LOAD_FOLLOW_WEIGHTS",
-                  "KISEKAE_LOAD_BODY_BEYOND", "KISEKAE_LOAD_BODY_DEPTH_BOUND"):
+                  "KISEKAE_LOAD_BODY_BEYOND", "KISEKAE_LOAD_BODY_DEPTH_BOUND", "KISEKAE_LOAD_SELF_TRIANGLE",
+                  "KISEKAE_LOAD_SELF_GAP"):
         assert f"#define {macro}(" in srg or f"#define {macro} " in srg, macro
     for member in ("m_surfaceCorners", "m_ringPtr", "m_ringIdx", "m_displacement", "m_surfaceChord", "m_surfaceShortest",
                    "m_bodyCurvature", "m_bodyVertexFacePtr", "m_bodyVertexFaces", "m_bodyTriangles",
                    "m_garmentSkinned", "m_correction", "m_carryKeep", "m_finishBudget", "m_finishStep", "m_followCorners",
-                   "m_followBary", "m_followShare", "m_bodyBeyond", "m_follow", "m_bodyDepthBound"):
+                   "m_followBary", "m_followShare", "m_bodyBeyond", "m_follow", "m_bodyDepthBound", "m_selfCorners",
+                   "m_selfSide", "m_selfGap"):
         assert member in srg, member
 
 
@@ -768,8 +821,10 @@ void main(uint3 id : SV_DispatchThreadID)
     float3 lifted = KisekaeSamplePush(sp, id.x, 0.0, 0.0, P, P.maxPush, m_sampleChord[id.x], push, s) - sp;
     bool turned;
     float3 unflipped = KisekaeUnflip(id.x, m_turnStart, turned);
+    bool lifted2;
+    float3 own = KisekaeSelfLayerPush(id.x, lifted2);
     gOut[id.x] = float4(q + KisekaeSmoothPush(id.x) + limited + lifted + KisekaeEdgeLift(id.x) + unflipped
-                        + KisekaeBodyFollowLoad(id.x) + m_follow[id.x].xyz,
+                        + KisekaeBodyFollowLoad(id.x) + m_follow[id.x].xyz + own,
                         push + KisekaeBodyCurvature(id.x) + (moved ? 1.0 : 0.0) + (turned ? 1.0 : 0.0));
 }
 """)
@@ -779,7 +834,7 @@ void main(uint3 id : SV_DispatchThreadID)
                  "m_carryKeep", "m_sampleEnds", "m_sampleWeights", "m_sampleChord", "m_sampleCorners", "m_vertexSamplePtr",
                  "m_vertexSampleIdx", "m_sampleLift", "m_garmentTriangles", "m_garmentVertexFacePtr",
                  "m_garmentVertexFaces", "m_weld", "m_turnStart", "m_followCorners", "m_followBary", "m_followShare",
-                 "m_bodyBeyond", "m_follow"):
+                 "m_bodyBeyond", "m_follow", "m_selfCorners", "m_selfSide", "m_selfGap"):
         assert name in c.glsl, name
 
 
@@ -994,6 +1049,8 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
     if layer is not None:  # KisekaeSurfacePush.RecordLayer
         src_i = _unity_layer(kernels, layer, uni, bufs, buf, f4, u32, vertex_faces, disp, src_i, sample_lift, lifts,
                              n, ns, textures)
+    if bake["self_side"].any():  # KisekaeSurfacePush.RecordSelf (selfLayers on, a bake with self layers)
+        src_i = _unity_self(kernels, bake, uni, common, bufs, buf, u32, disp, src_i, n)
     for r in range(bake["lift_passes"] + bake["unflip_passes"]):
         if r < bake["lift_passes"] and ns:
             kernels["KisekaeSampleLifts"].run(ns, uni, {**common, "_KisekaeDisplacementIn": disp[src_i],
@@ -1025,6 +1082,29 @@ def unity_frame(tmp_path, body_local, garment_local, body_to_world, garment_to_w
         b.release()
     tex.release()
     return out
+
+
+def _unity_self(kernels, bake, uni, common, bufs, buf, u32, disp, src_i, n) -> int:
+    """KisekaeSurfacePush.RecordSelf: SelfPasses times KisekaeSelfLayers, SelfSmooth KisekaeSmooth passes of its steps
+    into two other buffers, KisekaeSelfLayerApply; returns the ping-pong index of the displacement."""
+    from kisekae.fit.self_layers import SELF_PASSES, SELF_SMOOTH
+
+    raw, a, b = (buf(reserve=n * 16) for _ in range(3))
+    data = {**common, "_KisekaeSelfCorners": u32(bake["self_corners"]),
+            "_KisekaeSelfSide": buf(np.asarray(bake["self_side"], np.float32).tobytes()),
+            "_KisekaeSelfGap": buf(np.asarray(bake["self_gap"], np.float32).tobytes())}
+    for _ in range(SELF_PASSES):
+        kernels["KisekaeSelfLayers"].run(n, uni, {**data, "_KisekaeDisplacementIn": disp[src_i],
+                                                  "_KisekaeDisplacementOut": raw})
+        x, y = raw, a
+        for _ in range(SELF_SMOOTH):
+            kernels["KisekaeSmooth"].run(n, uni, {**bufs, "_KisekaeDisplacementIn": x, "_KisekaeDisplacementOut": y})
+            x, y = y, (b if y is a else a)
+        kernels["KisekaeSelfLayerApply"].run(n, uni, {**bufs, "_KisekaeSelfStep": raw, "_KisekaeLift": x,
+                                                      "_KisekaeDisplacementIn": disp[src_i],
+                                                      "_KisekaeDisplacementOut": disp[1 - src_i]})
+        src_i = 1 - src_i
+    return src_i
 
 
 def _unity_parts(fields, settings, world_matrices, mirror_x=False) -> dict:
@@ -1517,6 +1597,42 @@ def test_unity_kernels_push_the_skirt_out_of_the_tights(baked, tmp_path):
     under = LayerSurface(inner, tights.faces)
     before, after = (layer_stats(p, skirt.edges, [under])["under_lower_layers"] for p in (alone, ref))
     assert before > 30 and after < before // 4, (before, after)  # the layer push matters here
+    err = np.linalg.norm(pos[:, :3] - ref, axis=1)
+    assert (err > 1e-5).sum() <= 0.01 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
+
+
+@pytest.mark.skipif(not _has_surface_core(), reason="the core has no kisekae_surface.hlsl yet")
+def test_unity_kernels_keep_a_suits_sheets_in_order(tmp_path):
+    """KisekaeSurfacePush.selfLayers: the casual suit's frame in stand (RecordSelf's dispatches on a bake with self
+    layers) equals surface_runtime with kisekae.fit.self_layers' stage between its stretch limit and its edge lift."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.fit.runtime import garment_self_layers
+    from kisekae.io.mhclo import add_garments
+
+    av = load_builtin_avatar()
+    name = add_garments(av, [str(Path(__file__).resolve().parents[1] / "src" / "kisekae" / "data" / "samples"
+                                 / "female_casualsuit01.mhclo")])[0]
+    mesh, faces, nb = av.part(name).mesh, av.body.mesh.faces, av.body.mesh.n_vertices
+    cand = bake_surface_candidates(av, name, n_poses=8)
+    ring = one_ring(mesh.n_vertices, mesh.edges, mesh.weld)
+    layers = garment_self_layers(av, name)
+    chord = garment_chords(mesh)
+    samples = garment_edge_samples(mesh)
+    lift = (samples, bake_sample_candidates(av, name, samples, n_poses=8), vertex_samples(samples, mesh.weld))
+    bake = sb.load_surface_bake(sb.surface_bake(cand, ring, faces, name, chord=chord, n_body_vertices=nb,
+                                                weld=mesh.weld, lift=lift, self_layers=(layers, mesh.faces)),
+                                mesh.n_vertices, nb)
+    assert bake["self_side"].any(axis=1).sum() == len(layers.vertices)
+    m = named_pose(av.skeleton, "stand").skinning_matrices(av.skeleton)
+    body = av.body.posed(m).astype(np.float64)
+    normals = vertex_normals(body, faces).astype(np.float64)
+    x = av.part(name).posed(m).astype(np.float64)
+    params = params_for(name, None)
+    pos = unity_frame(tmp_path, body, x, np.eye(4), np.eye(4), bake, faces, mesh.faces, params)[0]
+    kw = dict(numpy=True, chord=chord, lift=lift, faces=_garment_faces(mesh))
+    ref = surface_runtime(x, cand, ring, body, normals, faces, params, self_layers=(layers, mesh.faces), **kw)[0]
+    alone = surface_runtime(x, cand, ring, body, normals, faces, params, **kw)[0]
+    assert np.abs(ref - alone).max() > 0.001  # the stage moves the hem here
     err = np.linalg.norm(pos[:, :3] - ref, axis=1)
     assert (err > 1e-5).sum() <= 0.01 * len(err) and err.max() < 5e-4, np.sort(err)[-5:]
 

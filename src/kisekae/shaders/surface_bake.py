@@ -61,6 +61,13 @@ candidate as its three **body vertex ids** (``KISEKAE_LOAD_SURFACE_TRIANGLE(v, k
                                         half the rest thickness plus 5 mm; 1e30: no bound, as in a layer bake);
                                         the push trusts no candidate that puts a vertex deeper behind it
                                         (``KISEKAE_LOAD_BODY_DEPTH_BOUND(i)``)
+  ``selfCorners``       N · 4 · 3       the self layers (:mod:`kisekae.fit.self_layers`): garment vertex ids of
+                                        vertex v's candidate k on another sheet beneath it, ``selfCorners[3 (4 v
+                                        + k) + c]`` (0 where there is none)
+  ``selfSide``          N · 4           **float32**: +1 or -1, the side of that triangle's winding plane v keeps
+                                        to; 0 after v's last candidate (``KISEKAE_LOAD_SELF_TRIANGLE(v, k)``)
+  ``selfGap``           N               **float32**: the clearance v keeps above them, metres
+                                        (``KISEKAE_LOAD_SELF_GAP(v)``; all sides 0: a garment of one sheet)
   ====================  ==============  ===================================================================
 
 The chords are baked rather than measured by the engine from its mesh: they are kisekae's own numbers in metres,
@@ -96,15 +103,21 @@ from ..validate import as_nonnegative
 #: compression limit of the cloth that clings to the body; a version-6 bake was made for an engine without it; 8:
 #: ``followCorners``, ``followBary``, ``followShare`` and ``followPasses``, the body follow where the push starts; a
 #: version-7 bake was made for an engine without it; 9: ``depthBound``, the body's depth bound per body vertex; a
-#: version-8 bake was made for an engine that trusts every candidate).
-SURFACE_BAKE_VERSION = 9
+#: version-8 bake was made for an engine that trusts every candidate; 10: ``selfCorners``, ``selfSide`` and
+#: ``selfGap``, the garment's self layers; a version-9 bake was made for an engine that lets a lining pass its hem).
+SURFACE_BAKE_VERSION = 10
 #: ``format`` of the header.
 SURFACE_BAKE_FORMAT = "kisekae-surface-bake"
 #: Arrays of the binary file, in order (N vertices, K candidates, E ring entries; see :func:`_lengths`).
 LAYOUT = ("corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights", "sampleChord", "sampleCorners",
-          "vertexSamplePtr", "vertexSampleIdx", "shortest", "followCorners", "followBary", "followShare", "depthBound")
+          "vertexSamplePtr", "vertexSampleIdx", "shortest", "followCorners", "followBary", "followShare", "depthBound",
+          "selfCorners", "selfSide", "selfGap")
 #: Arrays of float32 values (the others are uint32 ids).
-FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest", "followBary", "followShare", "depthBound")
+FLOAT_ARRAYS = ("chord", "sampleWeights", "sampleChord", "shortest", "followBary", "followShare", "depthBound",
+                "selfSide", "selfGap")
+#: Self-layer candidates per garment vertex in the bake (:data:`kisekae.fit.self_layers.SELF_K`,
+#: ``KISEKAE_SELF_CANDIDATES``).
+SELF_CANDIDATES = 4
 _HEADER_COUNTS = ("vertices", "bodyVertices", "bodyTriangles", "candidates", "ringEntries", "smoothPasses",
                   "limitPasses", "samples", "vertexSampleEntries", "liftPasses", "unflipPasses", "liftLimitPasses",
                   "followPasses")
@@ -114,7 +127,7 @@ def _lengths(n: int, k: int, e: int, s: int = 0, m: int = 0, nb: int = 0) -> dic
     return {"corners": n * k * 3, "ringPtr": n + 1, "ringIdx": e, "weld": n, "chord": n, "sampleEnds": 3 * s,
             "sampleWeights": 3 * s, "sampleChord": s, "sampleCorners": s * k * 3, "vertexSamplePtr": n + 1,
             "vertexSampleIdx": m, "shortest": n, "followCorners": 3 * n, "followBary": 3 * n, "followShare": n,
-            "depthBound": nb}
+            "depthBound": nb, "selfCorners": 12 * n, "selfSide": 4 * n, "selfGap": n}
 
 
 def _doc_lengths(doc: dict) -> dict:
@@ -127,7 +140,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
                  stretch_limit: float | None = None, lift=None, lift_passes: int | None = None,
                  unflip_passes: int | None = None, turn_start: float | None = None,
                  lift_limit_passes: int | None = None, shortest=None, follow=None,
-                 follow_passes: int | None = None, depth_bound=None) -> dict:
+                 follow_passes: int | None = None, depth_bound=None, self_layers=None) -> dict:
     """The surface push's data of one garment, as a bake document.
 
     Parameters
@@ -138,8 +151,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     garment_name : str
     chord : (N,) the garment's longest rest edge per vertex, metres (:func:`kisekae.fit.surface.garment_chords`);
         stored as float32
-    n_body_vertices : int, optional
-        Vertices of the body (the engine checks its skinned mesh against it); default ``body_faces.max() + 1``.
+    n_body_vertices : int, optional, vertices of the body the engine checks (default ``body_faces.max() + 1``)
     weld : (N,) int, optional, the garment's ``Mesh.weld`` (default: every vertex its own)
     smooth_passes : int, optional, the smoothing passes the engine runs (default
         :data:`kisekae.fit.surface.SMOOTH_PASSES`)
@@ -159,6 +171,7 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
     follow_passes : int, optional, the body follow's smoothing passes (default :data:`kisekae.fit.runtime.FOLLOW_SMOOTH`)
     depth_bound : (Nb,), optional, the body's depth bound per body vertex, metres
         (:func:`kisekae.fit.runtime.avatar_depth_bound`; ``inf`` or None: no bound, stored as 1e30)
+    self_layers : ``(SelfLayers, faces)``, optional (:func:`kisekae.fit.runtime.garment_self_layers`; None: one sheet)
 
     Returns
     -------
@@ -201,7 +214,30 @@ def surface_bake(candidates, ring, body_faces, garment_name: str, *, chord, n_bo
         "shortest": (np.zeros(n) if shortest is None else as_shortest(shortest, n)).astype(np.float32),
         **_follow_arrays(follow, n, nb, garment_name),
         "depthBound": as_depth_bound(depth_bound, nb).astype(np.float32),
+        **_self_arrays(self_layers, n, garment_name),
     }
+
+
+def _self_arrays(layers, n: int, garment_name: str) -> dict:
+    """``selfCorners`` (N · 4 · 3 garment vertex ids, 0 where there is no candidate), ``selfSide`` (N · 4: +1 or -1,
+    0 after a vertex's last candidate) and ``selfGap`` (N, m) of ``(SelfLayers, faces)`` or None."""
+    corners = np.zeros((n, SELF_CANDIDATES, 3), dtype=np.uint32)
+    side = np.zeros((n, SELF_CANDIDATES), dtype=np.float32)
+    gap = np.zeros(n, dtype=np.float32)
+    if layers is not None:
+        layers, faces = layers
+        faces = np.asarray(faces, dtype=np.int64)
+        tri = np.asarray(layers.triangles)
+        if tri.shape[0] != n or tri.shape[1] > SELF_CANDIDATES:
+            raise KisekaeError(f"self layers of {tri.shape[0]} vertices with {tri.shape[1]} candidates, for {n} "
+                               f"vertices and at most {SELF_CANDIDATES}", f"self layers of {garment_name}")
+        k = tri.shape[1]
+        layers.check(n, faces)
+        has = tri >= 0
+        corners[:, :k][has] = faces[tri[has]]
+        side[:, :k][has] = np.asarray(layers.sides)[has]
+        gap[:] = layers.gap
+    return {"selfCorners": corners.ravel(), "selfSide": side.ravel(), "selfGap": gap}
 
 
 def _follow_arrays(follow, n: int, nb: int, garment_name: str) -> dict:
@@ -459,7 +495,8 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     float64, ``sample_corners`` (S, K, 3), ``vertex_samples`` ``(ptr (N+1,), idx (M,))`` and ``shortest`` (N,) float64
     (float32 values); ``follow_passes`` (int), ``follow_corners`` (N, 3) int64, ``follow_bary`` (N, 3) and
     ``follow_share`` (N,) float64 (float32 values); ``depth_bound`` (Nb,) float64 metres (``inf`` where the bake
-    stores 1e30: no bound).
+    stores 1e30: no bound); ``self_corners`` (N, 4, 3) int64 garment vertex ids, ``self_side`` (N, 4) and ``self_gap``
+    (N,) float64 (the self layers; a side 0 ends a vertex's list).
 
     Raises
     ------
@@ -488,14 +525,10 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
     _check_samples(ends, w, schord, scorners, sptr, sidx, n, ns, ms, n_body_vertices, source)
     if not np.all(np.isfinite(floor)) or (floor.size and (floor.min() < 0 or floor.max() >= 1)):
         raise KisekaeError("'shortest' must be fractions in [0, 1) of the skinned edge lengths", source)
-    fcorners, fbary, fshare, depth = (arrays[name] for name in LAYOUT[12:])
-    if fcorners.size and fcorners.max() >= n_body_vertices:
-        raise KisekaeError(f"followCorners outside 0..{n_body_vertices - 1}", source)
-    if not _barycentric(fbary.reshape(-1, 3)) or not _shares(fshare):
-        raise KisekaeError("'followBary' must be three weights >= 0 per vertex, summing to 1, and 'followShare' "
-                           "shares in [0, 1]", source)
-    if np.isnan(depth).any() or (depth.size and depth.min() < 0):
-        raise KisekaeError("'depthBound' must be lengths >= 0 (m; 1e30 for none)", source)
+    fcorners, fbary, fshare, depth = (arrays[name] for name in LAYOUT[12:16])
+    _check_follow(fcorners, fbary, fshare, depth, n_body_vertices, source)
+    scorners_, sside, sgap = (arrays[name] for name in LAYOUT[16:])
+    _check_self(scorners_, sside, sgap, n, source)
     return {"version": SURFACE_BAKE_VERSION, "garment": str(head.get("garment", "")), "k": k,
             "smooth_passes": counts["smoothPasses"], "limit_passes": counts["limitPasses"],
             "stretch_limit": counts["stretchLimit"], "n_body_triangles": counts["bodyTriangles"],
@@ -507,7 +540,32 @@ def load_surface_bake(path_or_doc, n_garment_vertices: int, n_body_vertices: int
             "sample_chord": schord, "sample_corners": scorners.reshape(ns, k, 3), "vertex_samples": (sptr, sidx),
             "shortest": floor, "follow_passes": counts["followPasses"], "follow_corners": fcorners.reshape(n, 3),
             "follow_bary": fbary.reshape(n, 3), "follow_share": fshare,
-            "depth_bound": np.where(depth >= np.float32(NO_DEPTH_BOUND), np.inf, depth)}
+            "depth_bound": np.where(depth >= np.float32(NO_DEPTH_BOUND), np.inf, depth),
+            "self_corners": scorners_.reshape(n, SELF_CANDIDATES, 3), "self_side": sside.reshape(n, SELF_CANDIDATES),
+            "self_gap": sgap}
+
+
+def _check_follow(corners, bary, share, depth, n_body_vertices: int, source) -> None:
+    """The body follow's binding and the depth bound of a bake."""
+    if corners.size and corners.max() >= n_body_vertices:
+        raise KisekaeError(f"followCorners outside 0..{n_body_vertices - 1}", source)
+    if not _barycentric(bary.reshape(-1, 3)) or not _shares(share):
+        raise KisekaeError("'followBary' must be three weights >= 0 per vertex, summing to 1, and 'followShare' "
+                           "shares in [0, 1]", source)
+    if np.isnan(depth).any() or (depth.size and depth.min() < 0):
+        raise KisekaeError("'depthBound' must be lengths >= 0 (m; 1e30 for none)", source)
+
+
+def _check_self(corners, side, gap, n: int, source) -> None:
+    """The self layers of a bake: sides -1, 0 or +1 with every 0 after a vertex's last candidate, corner ids within
+    the garment, gaps finite lengths >= 0."""
+    side = side.reshape(n, SELF_CANDIDATES)
+    if not np.isin(side, (-1.0, 0.0, 1.0)).all() or (np.diff((side != 0).astype(np.int8), axis=1) > 0).any():
+        raise KisekaeError("'selfSide' must be +1 or -1 per candidate, then 0 after a vertex's last one", source)
+    if corners.size and corners.max() >= n:
+        raise KisekaeError(f"selfCorners outside 0..{n - 1}", source)
+    if not np.all(np.isfinite(gap)) or (gap.size and gap.min() < 0):
+        raise KisekaeError("'selfGap' must be finite lengths >= 0 (m)", source)
 
 
 def _check_samples(ends, w, chord, corners, ptr, idx, n: int, ns: int, ms: int, n_body_vertices: int, source) -> None:

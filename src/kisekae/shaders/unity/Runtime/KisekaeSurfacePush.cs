@@ -93,7 +93,8 @@ namespace Kisekae
         public string binary;          // the .bytes file's name
         // corners N*K*3, ringPtr N+1, ringIdx E, weld N, chord N (float32), sampleEnds 3S, sampleWeights 3S (float32),
         // sampleChord S (float32), sampleCorners S*K*3, vertexSamplePtr N+1, vertexSampleIdx M, shortest N (float32),
-        // followCorners 3N, followBary 3N (float32), followShare N (float32), depthBound Nb (float32, per body vertex)
+        // followCorners 3N, followBary 3N (float32), followShare N (float32), depthBound Nb (float32, per body vertex),
+        // selfCorners 12N, selfSide 4N (float32), selfGap N (float32)
         public KisekaeSurfaceBakeArray[] layout;
         public long bytes;
     }
@@ -101,14 +102,15 @@ namespace Kisekae
     [ExecuteAlways]
     public class KisekaeSurfacePush : MonoBehaviour
     {
-        public const int BakeVersion = 9;      // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
+        public const int BakeVersion = 10;     // = kisekae.shaders.surface_bake.SURFACE_BAKE_VERSION
         public const string BakeFormat = "kisekae-surface-bake";
         public const int Candidates = 32;      // = KISEKAE_SURFACE_CANDIDATES = kisekae.fit.surface.CANDIDATES
         public const string Keyword = "KISEKAE_SURFACE_PUSH";
         const int Group = 64;                  // [numthreads(64, 1, 1)]
         static readonly string[] Layout = { "corners", "ringPtr", "ringIdx", "weld", "chord", "sampleEnds", "sampleWeights",
                                             "sampleChord", "sampleCorners", "vertexSamplePtr", "vertexSampleIdx",
-                                            "shortest", "followCorners", "followBary", "followShare", "depthBound" };
+                                            "shortest", "followCorners", "followBary", "followShare", "depthBound",
+                                            "selfCorners", "selfSide", "selfGap" };
 
         [Tooltip("The body's SkinnedMeshRenderer (the mesh the bake was made for)")]
         public SkinnedMeshRenderer body;
@@ -184,6 +186,12 @@ namespace Kisekae
         public bool normalGuard = true;
         [Tooltip("One-ring smoothing passes of the body follow (kisekae: 10)")]
         public int followPasses = 10;
+        [Tooltip("Keep the garment's outer sheets outside its own inner sheets (a hem over a waistband, a jacket over a " +
+                 "shirt: kisekae.fit.self_layers), as kisekae check --runtime does by default (--no-self-layers turns " +
+                 "it off); the bake of a garment of one sheet has none, and nothing is dispatched")]
+        public bool selfLayers = true;
+        public const int SelfPasses = 2;   // = kisekae.fit.self_layers.SELF_PASSES
+        public const int SelfSmooth = 2;   // = kisekae.fit.self_layers.SELF_SMOOTH
         [Tooltip("With bodyFollow: the body's KisekaeBodyCorrectives (blend shapes on). Unity's skinning holds them, so " +
                  "the follow takes their skinned offsets back out to find plain skinning; unset, it sees only the contact")]
         public KisekaeBodyCorrectives bodyCorrectives;
@@ -206,7 +214,8 @@ namespace Kisekae
         public const string BodyKeyword = "KISEKAE_PREPARED_BODY";
 
         int _kBodyPrepare, _kBodyNormals, _kBodyCurvatures, _kPushFirst, _kSmooth, _kPushSecond, _kStretchLimit,
-            _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals, _kLayerPush,
+            _kSampleLifts, _kEdgeLifts, _kLiftApply, _kUnflips, _kFinish, _kGarmentNormals, _kLayerPush, _kSelfLayers,
+            _kSelfApply,
             _kLayerPushAgain, _kGarmentCorrectives, _kBodyOffsets, _kFollowGather;
         // One renderer's pose-space correctives as the kernels read them: the bake's entries, its 8 influences a
         // vertex, this frame's features and its bones' skinning rows.
@@ -233,6 +242,8 @@ namespace Kisekae
         GraphicsBuffer _bodyVertices, _garmentVertices;  // the renderers' skinned buffers, kept until the next frame
         GraphicsBuffer _layerCorners, _layerSampleCorners, _layerChord, _layerCurvature, _layerDepthBound,
             _innerTriangles, _innerFacePtr, _innerFaces, _stepA, _stepB;  // the layer push (with beneath)
+        GraphicsBuffer _selfCorners, _selfSide, _selfGap, _selfRaw, _selfA, _selfB;  // the self layers
+        bool _hasSelf;
         uint[] _layerData;
         int _nInner, _layerSampleAt;
         bool _contactUploaded;
@@ -307,7 +318,8 @@ namespace Kisekae
                 return $"{who}: the bake's ringEntries {h.ringEntries}, samples {h.samples} or vertexSampleEntries " +
                        $"{h.vertexSampleEntries} is negative";
             long[] counts = { 3L * n * Candidates, n + 1L, h.ringEntries, n, n, 3L * h.samples, 3L * h.samples, h.samples,
-                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n, 3L * n, 3L * n, n, nb };
+                              3L * h.samples * Candidates, n + 1L, h.vertexSampleEntries, n, 3L * n, 3L * n, n, nb,
+                              12L * n, 4L * n, n };
             if (h.layout == null || h.layout.Length != Layout.Length)
                 return $"{who}: the bake's layout is not {string.Join(", ", Layout)}";
             for (int i = 0; i < Layout.Length; i++)
@@ -407,6 +419,8 @@ namespace Kisekae
                 if (!(bound >= 0f))
                     return $"{who}: the depth bound at body vertex {i} ({bound}) is not a length >= 0 (1e30: none)";
             }
+            string bad = CheckSelfLayers(data, raw, at + nb, n, who);
+            if (bad != null) return bad;
             _data = data;
             _nGarment = n;
             _nBody = nb;
@@ -727,6 +741,8 @@ namespace Kisekae
             _kGarmentNormals = compute.FindKernel("KisekaeGarmentNormals");
             _kLayerPush = compute.FindKernel("KisekaeLayerPush");
             _kLayerPushAgain = compute.FindKernel("KisekaeLayerPushAgain");
+            _kSelfLayers = compute.FindKernel("KisekaeSelfLayers");
+            _kSelfApply = compute.FindKernel("KisekaeSelfLayerApply");
             _kGarmentCorrectives = compute.FindKernel("KisekaeGarmentCorrectives");
             _kBodyOffsets = compute.FindKernel("KisekaeBodyOffsets");
             _kFollowGather = compute.FindKernel("KisekaeFollowGather");
@@ -766,6 +782,20 @@ namespace Kisekae
             _followShare = Upload(_data, at, n);  // float32 bits
             at += n;
             _depthBound = Upload(_data, at, nb);  // float32 bits: the body's depth bound per body vertex
+            at += nb;
+            _selfCorners = Upload(_data, at, 12 * n);  // the self layers: 4 candidates of 3 garment vertex ids ...
+            at += 12 * n;
+            _selfSide = Upload(_data, at, 4 * n);  // ... their sides (float32 bits, 0 after the last) ...
+            _hasSelf = false;
+            for (int i = 0; i < 4 * n && !_hasSelf; i++) _hasSelf = _data[at + i] != 0u;
+            at += 4 * n;
+            _selfGap = Upload(_data, at, n);  // ... and each vertex's gap (float32 bits, m)
+            if (_hasSelf)  // the steps of the self-layer passes, raw and smoothed
+            {
+                _selfRaw = Make(n, 16);
+                _selfA = Make(n, 16);
+                _selfB = Make(n, 16);
+            }
             _data = null;
 
             int[] bodyTris = KisekaeCoveredSkin.FullTriangles(body);  // every triangle, whatever is culled
@@ -1040,6 +1070,62 @@ namespace Kisekae
             cmd.SetComputeFloatParam(cs, "_KisekaeFinishStep", finishStep >= 0f ? finishStep : -1f);
         }
 
+        // The self layers (kisekae.fit.self_layers.self_layer_stage), after the stretch limit and any layer push:
+        // SelfPasses times KisekaeSelfLayers (the steps, w = moved), SelfSmooth KisekaeSmooth passes of the steps into
+        // two other buffers, KisekaeSelfLayerApply (a moved vertex keeps its own step, the others take the smoothed one).
+        void RecordSelf(CommandBuffer cmd, ref GraphicsBuffer src, ref GraphicsBuffer dst)
+        {
+            ComputeShader cs = compute;
+            cmd.SetComputeBufferParam(cs, _kSelfLayers, "_KisekaeGarmentSkinned", _garmentVertices);
+            cmd.SetComputeBufferParam(cs, _kSelfLayers, "_KisekaeSelfCorners", _selfCorners);
+            cmd.SetComputeBufferParam(cs, _kSelfLayers, "_KisekaeSelfSide", _selfSide);
+            cmd.SetComputeBufferParam(cs, _kSelfLayers, "_KisekaeSelfGap", _selfGap);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingPtr", _ringPtr);
+            cmd.SetComputeBufferParam(cs, _kSmooth, "_KisekaeRingIdx", _ringIdx);
+            cmd.SetComputeBufferParam(cs, _kSelfApply, "_KisekaeSelfStep", _selfRaw);
+            for (int pass = 0; pass < SelfPasses; pass++)
+            {
+                Pass(cmd, _kSelfLayers, src, _selfRaw, _nGarment);
+                GraphicsBuffer a = _selfRaw, b = _selfA;
+                for (int smooth = 0; smooth < SelfSmooth; smooth++)  // Jacobi; the raw steps stay for the apply
+                {
+                    Pass(cmd, _kSmooth, a, b, _nGarment);
+                    a = b;
+                    b = b == _selfA ? _selfB : _selfA;
+                }
+                cmd.SetComputeBufferParam(cs, _kSelfApply, "_KisekaeLift", a);
+                Pass(cmd, _kSelfApply, src, dst, _nGarment);
+                (src, dst) = (dst, src);
+            }
+        }
+
+        // Null when the bake's self layers (from `at` in `data` / `raw`) are well formed, else the message: sides +1
+        // or -1 then 0 after a vertex's last candidate, corner ids within the garment, gaps finite lengths >= 0.
+        static string CheckSelfLayers(uint[] data, byte[] raw, int at, int n, string who)
+        {
+            int sideAt = at + 12 * n, gapAt = sideAt + 4 * n;
+            for (int v = 0; v < n; v++)
+            {
+                bool ended = false;
+                for (int k = 0; k < 4; k++)
+                {
+                    float side = BitConverter.ToSingle(raw, 4 * (sideAt + 4 * v + k));
+                    if (side != 0f && (ended || (side != 1f && side != -1f)))
+                        return $"{who}: the self layers of garment vertex {v} have side {side} at candidate {k} " +
+                               "(must be +1 or -1, then 0 after the last)";
+                    ended |= side == 0f;
+                    for (int c = 0; !ended && c < 3; c++)
+                        if (data[at + 3 * (4 * v + k) + c] >= (uint)n)
+                            return $"{who}: self-layer corner id {data[at + 3 * (4 * v + k) + c]} is outside the " +
+                                   $"garment's {n} vertices";
+                }
+                float gap = BitConverter.ToSingle(raw, 4 * (gapAt + v));
+                if (!(gap >= 0f) || float.IsInfinity(gap))
+                    return $"{who}: the self-layer gap at garment vertex {v} ({gap}) is not a finite length >= 0";
+            }
+            return null;
+        }
+
         void Record(CommandBuffer cmd)
         {
             ComputeShader cs = compute;
@@ -1144,6 +1230,8 @@ namespace Kisekae
             }
             if (_layerCorners != null && beneath != null && beneath.isActiveAndEnabled)
                 RecordLayer(cmd, ref src, ref dst);
+            if (selfLayers && _hasSelf)
+                RecordSelf(cmd, ref src, ref dst);
             // the edge lift and unflip rounds, then the unflips (kisekae.fit.surface.surface_runtime's end)
             BindSamples(cmd, _sampleCorners);
             cmd.SetComputeBufferParam(cs, _kLiftApply, "_KisekaeLift", _liftB);
