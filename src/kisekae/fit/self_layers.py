@@ -156,33 +156,62 @@ def bake_self_layers(vertices, faces, body_vertices, body_normals, weld=None, *,
     nf = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
     area2 = np.linalg.norm(nf, axis=1)
     nf = nf / np.where(area2 > 0, area2, 1.0)[:, None]
+    ptr, idx = _ring_neighbourhoods(n, f, w, rings)
+    own = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr)) * n + idx  # sorted keys (row, neighbour)
+    body = cKDTree(bv)
+    for vv, tt in _near_pairs(v, f, reach):
+        keep = area2[tt] > 0
+        for c in range(3):  # a triangle with a corner on the vertex's own sheet nearby is not another sheet
+            key = w[vv] * n + w[f[tt, c]]
+            at = np.minimum(np.searchsorted(own, key), len(own) - 1)
+            keep &= own[at] != key
+        vv, tt = vv[keep], tt[keep]
+        q, _, dist = closest_point_triangles_numpy(v[vv], v[f[tt, 0]], v[f[tt, 1]], v[f[tt, 2]])
+        d = v[vv] - q
+        _, j = body.query(q)
+        keep = (dist < reach) & (np.einsum("ij,ij->i", d, bn[j]) >= 0.0)  # beneath: nearer the body
+        _take_nearest(vv[keep], tt[keep], dist[keep], np.einsum("ij,ij->i", d[keep], nf[tt[keep]]), tri, sides,
+                      gaps, gap)
+    return SelfLayers(tri, sides, gaps, len(f))
+
+
+def _near_pairs(v, f, reach: float, chunk: int = 2048):
+    """Yield ``(vertex ids, triangle ids)`` (P,) int64 of the pairs whose triangle's bounding sphere (about its
+    centroid) comes within ``reach`` of the vertex, ``chunk`` vertices at a time."""
+    from itertools import chain
+
+    from scipy.spatial import cKDTree
+
     centre = v[f].mean(axis=1)
     radius = np.linalg.norm(v[f] - centre[:, None], axis=2).max(axis=1)
-    ptr, idx = _ring_neighbourhoods(n, f, w, rings)
-    near = cKDTree(centre).query_ball_point(v, reach + float(radius.max()))
-    body = cKDTree(bv)
-    for i in range(n):
-        cand = np.asarray(near[i], dtype=np.int64)
-        cand = cand[area2[cand] > 0] if len(cand) else cand
-        if len(cand):
-            own = idx[ptr[w[i]]:ptr[w[i] + 1]]
-            cand = cand[~np.isin(w[f[cand]], own).any(axis=1)]
-        if not len(cand):
-            continue
-        q, _, dist = closest_point_triangles_numpy(np.broadcast_to(v[i], (len(cand), 3)), v[f[cand, 0]],
-                                                   v[f[cand, 1]], v[f[cand, 2]])
-        d = v[i] - q
-        _, j = body.query(q)
-        keep = (dist < reach) & (np.einsum("ij,ij->i", d, bn[j]) >= 0.0)
-        if not keep.any():
-            continue
-        cand, dist, d = cand[keep], dist[keep], d[keep]
-        order = np.argsort(dist, kind="stable")[:k]
-        s = np.einsum("ij,ij->i", d[order], nf[cand[order]])
-        tri[i, :len(order)] = cand[order]
-        sides[i, :len(order)] = np.where(s >= 0.0, 1, -1)
-        gaps[i] = min(gap, float(np.abs(s).min()))
-    return SelfLayers(tri, sides, gaps, len(f))
+    tree = cKDTree(centre)
+    for start in range(0, len(v), chunk):
+        lists = tree.query_ball_point(v[start:start + chunk], reach + float(radius.max()))
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        vv = np.repeat(np.arange(start, start + len(lists), dtype=np.int64), counts)
+        tt = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+        near = np.einsum("ij,ij->i", v[vv] - centre[tt], v[vv] - centre[tt]) <= (reach + radius[tt]) ** 2
+        yield vv[near], tt[near]
+
+
+def _take_nearest(vv, tt, dist, side, tri, sides, gaps, gap: float) -> None:
+    """Write each vertex's nearest candidates (by distance, then triangle id) into ``tri``, ``sides`` and ``gaps``
+    (one row per vertex, ``tri.shape[1]`` at most): the pairs ``(vv, tt)`` at ``dist`` with signed clearance ``side``
+    along the triangle's winding normal."""
+    if not len(vv):
+        return
+    order = np.lexsort((tt, dist, vv))
+    vv, tt, dist, side = vv[order], tt[order], dist[order], side[order]
+    first = np.r_[0, np.flatnonzero(np.diff(vv)) + 1]
+    rank = np.arange(len(vv)) - np.repeat(first, np.diff(np.r_[first, len(vv)]))
+    keep = rank < tri.shape[1]
+    vv, tt, side, rank = vv[keep], tt[keep], side[keep], rank[keep]
+    tri[vv, rank] = tt
+    sides[vv, rank] = np.where(side >= 0.0, 1, -1)
+    nearest = np.full(len(gaps), np.inf)
+    np.minimum.at(nearest, vv, np.abs(side))
+    has = np.isfinite(nearest)
+    gaps[has] = np.minimum(gap, nearest[has])
 
 
 def _inputs(points, layers: SelfLayers, faces):
