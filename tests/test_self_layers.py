@@ -53,6 +53,19 @@ def test_only_the_outer_sheet_gets_candidates_whatever_the_winding(flip_inner):
     assert np.all(layers.sides[has][cand >= 0] == expected)
 
 
+@pytest.mark.parametrize("flip", [True, False])
+def test_a_double_sided_or_duplicated_cloth_gets_none(flip):
+    """Two coincident sheets, wound against each other (a double-sided mesh) or alike (duplicated faces), have no
+    order to keep."""
+    vi, fi = grid(0.0, flip=flip)
+    vo, fo = grid(1e-7, start=len(vi))  # 0.1 um apart: the same cloth, rounded
+    body = np.array([[-1, -1, -0.01], [1, -1, -0.01], [1, 1, -0.01]], dtype=np.float64)
+    layers = bake_self_layers(np.vstack([vi, vo]), np.vstack([fi, fo]), body, np.tile(UP, (3, 1)))
+    assert not len(layers.vertices)
+    v, f, body, normals, _ = two_sheets(gap=0.0002)  # 0.2 mm apart: layers
+    assert len(bake_self_layers(v, f, body, normals).vertices)
+
+
 def test_a_single_sheet_and_far_sheets_get_none():
     v, f = grid(0.0)
     body = np.array([[-1, -1, -0.01], [1, -1, -0.01], [1, 1, -0.01]], dtype=np.float64)

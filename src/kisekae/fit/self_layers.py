@@ -11,7 +11,8 @@ lining moved 6-9 mm out through a shirt hem that moved 0.3-1.6 mm, and the garme
 **Bake** (:func:`bake_self_layers`, once per garment, rest pose): for each vertex ``v``, the garment's own triangles
 within :data:`SELF_REACH` of it that are not near it on the mesh (no corner within :data:`SELF_RINGS` rings of
 ``v``: its own sheet), and that lie *beneath* it: the triangle's closest point ``q`` is nearer the body than ``v``
-(``(v - q) . N >= 0`` with ``N`` the outward normal of the body vertex nearest ``q``). Up to :data:`SELF_K` of them,
+(``(v - q) . N >= 0`` with ``N`` the outward normal of the body vertex nearest ``q``), but not within
+:data:`SELF_TOUCH` of it (the two sides of a double-sided cloth have no order). Up to :data:`SELF_K` of them,
 nearest first, each with the side of its plane ``v`` is on (the winding of a garment's sheets is not always
 outward), and ``v``'s gap: its rest clearance above them, at most :data:`SELF_GAP`.
 
@@ -46,6 +47,11 @@ SELF_REACH = 0.01
 SELF_RINGS = 3
 #: Candidates kept per vertex.
 SELF_K = 4
+#: Rest distance (m) below which two sheets coincide (a double-sided mesh, or faces duplicated in the asset), not
+#: layers: no order between them can be read at rest, and two copies each kept above the other would ratchet apart, so
+#: they are never candidates of each other. 1 um: the sample work suit's touching layers, 13-58 um apart, stay
+#: layers (a 10 um floor dropped some of them and its deep squat turned 3 more faces over).
+SELF_TOUCH = 1e-6
 #: Largest clearance (m) an outer sheet keeps above the sheet beneath it (less where it was closer at rest).
 SELF_GAP = 0.002
 #: Push passes per frame, each spread to the one-ring.
@@ -169,7 +175,7 @@ def bake_self_layers(vertices, faces, body_vertices, body_normals, weld=None, *,
         q, _, dist = closest_point_triangles_numpy(v[vv], v[f[tt, 0]], v[f[tt, 1]], v[f[tt, 2]])
         d = v[vv] - q
         _, j = body.query(q)
-        keep = (dist < reach) & (np.einsum("ij,ij->i", d, bn[j]) >= 0.0)  # beneath: nearer the body
+        keep = (dist < reach) & (dist > SELF_TOUCH) & (np.einsum("ij,ij->i", d, bn[j]) >= 0.0)  # beneath the vertex
         _take_nearest(vv[keep], tt[keep], dist[keep], np.einsum("ij,ij->i", d[keep], nf[tt[keep]]), tri, sides,
                       gaps, gap)
     return SelfLayers(tri, sides, gaps, len(f))
