@@ -178,8 +178,8 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compr
     follow's binding, the body's depth bound) and
     the body triangles it covers (:func:`kisekae.fit.runtime.covered_skin_triangles`), for the engine glue."""
     from ..fit.runtime import (DEPTH_BOUND, SELF_LAYERS, avatar_depth_bound, covered_skin_triangles,
-                               garment_candidates, garment_chord, garment_follow, garment_lift, garment_ring,
-                               garment_shortest)
+                               garment_candidates, garment_chord, garment_follow, garment_lift, garment_own_layers,
+                               garment_ring, garment_shortest)
     from ..shaders.covered_bake import covered_bake, write_covered
     from ..shaders.surface_bake import surface_bake, write_surface_bake
 
@@ -193,18 +193,10 @@ def _write_garment_bakes(avatar, surface_paths: dict, covered_paths: dict, compr
                            shortest=garment_shortest(avatar, name, compression),
                            follow=garment_follow(avatar, name),
                            depth_bound=avatar_depth_bound(avatar) if DEPTH_BOUND else None,
-                           self_layers=_own_layers(avatar, name) if SELF_LAYERS else None)
+                           self_layers=garment_own_layers(avatar, name) if SELF_LAYERS else None)
         write_surface_bake(doc, head_path, bin_path)
         write_covered(covered_bake(covered_skin_triangles(avatar, name), name, body.mesh.n_vertices),
                       covered_paths[name])
-
-
-def _own_layers(avatar, name: str):
-    """``(SelfLayers, faces)`` of garment ``name`` for its surface bake, or None for a garment of one sheet."""
-    from ..fit.runtime import garment_self_layers
-
-    layers = garment_self_layers(avatar, name)
-    return None if layers is None else (layers, avatar.part(name).mesh.faces)
 
 
 def _write_layer_bakes(avatar, layer_paths: dict) -> None:

@@ -69,8 +69,8 @@ DEPTH_BOUND = True
 #: turns inside out").
 NORMAL_GUARD = True
 #: Whether the surface methods keep a garment's outer sheets outside its own inner sheets (:mod:`kisekae.fit.self_layers`),
-#: by default (since 2026-12-08: over the 68 cells the garments' self-crossings 6,413 -> 5,082 and the cells with more
-#: self-crossings than skinning 41 -> 26; inside and crossings unchanged; docs/fit.md "Self layers").
+#: by default (since 2026-12-08: over the 68 cells the garments' self-crossings 6,413 -> 5,185 and the cells with more
+#: self-crossings than skinning 41 -> 33; inside, crossings and flipped faces unchanged; docs/fit.md "Self layers").
 SELF_LAYERS = True
 
 
@@ -329,6 +329,14 @@ def garment_self_layers(avatar: Avatar, name: str):
     return _cached(avatar, "_kisekae_self_layers", name, make)
 
 
+def garment_own_layers(avatar: Avatar, name: str):
+    """``(SelfLayers, faces (F, 3) int64)`` of the garment, as :func:`kisekae.fit.surface.surface_runtime`'s
+    ``self_layers`` and :func:`kisekae.shaders.surface_bake.surface_bake`'s take them, or None for a garment of one
+    sheet."""
+    layers = garment_self_layers(avatar, name)
+    return None if layers is None else (layers, garment_faces(avatar, name)[0])
+
+
 #: Skin covered at rest by fabric this close (metres) stays covered in every pose, for garments that are not
 #: skirt-like: the fabric is bound to that skin and follows it (:func:`covered_skin_triangles`).
 TIGHT_COVER = 0.01
@@ -488,15 +496,12 @@ def _setup(avatar: Avatar, garments, params, edge_lift: bool, correctives: str =
     """Per garment, what does not change from frame to frame: ``(params, candidates, ring, chords, edge lift data,
     faces, pose-space correctives or None, the stretch limit's floor, the body follow's binding or None, the self
     layers and the garment's faces or None)``, the baked parts made once and cached on the avatar."""
-    def own_layers(name):
-        layers = garment_self_layers(avatar, name) if self_layers else None
-        return None if layers is None else (layers, np.asarray(avatar.part(name).mesh.faces, dtype=np.int64))
-
     return {name: (params_for(name, params.get(name) if isinstance(params, dict) else params),
                    garment_candidates(avatar, name), garment_ring(avatar, name), garment_chord(avatar, name),
                    *((garment_lift(avatar, name), garment_faces(avatar, name)) if edge_lift else (None, None)),
                    garment_correctives(avatar, name, correctives), garment_shortest(avatar, name, compression),
-                   garment_follow(avatar, name) if follow else None, own_layers(name))
+                   garment_follow(avatar, name) if follow else None,
+                   garment_own_layers(avatar, name) if self_layers else None)
             for name in garments}
 
 
