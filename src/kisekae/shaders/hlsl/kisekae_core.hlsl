@@ -15,7 +15,8 @@
 // its smoothing pass the garment's one-ring (KISEKAE_LOAD_RING, _RING_RANGE, _DISPLACEMENT); see
 // kisekae_surface.hlsl. The body follow's gather (KisekaeBodyFollowLoad, kisekae_bound.hlsl) needs the garment
 // vertex's binding (KISEKAE_LOAD_FOLLOW_CORNERS, _FOLLOW_WEIGHTS) and the body's displacement beyond plain skinning
-// (KISEKAE_LOAD_BODY_BEYOND).
+// (KISEKAE_LOAD_BODY_BEYOND). The self layers (KisekaeSelfLayerPush, kisekae_self_layers.hlsl) need each garment
+// vertex's candidates on its inner sheets and its gap (KISEKAE_LOAD_SELF_TRIANGLE, KISEKAE_LOAD_SELF_GAP).
 #ifndef KISEKAE_CORE_HLSL
 #define KISEKAE_CORE_HLSL
 
