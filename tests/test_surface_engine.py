@@ -619,6 +619,28 @@ def test_fit_writes_the_floor_of_its_compression_limit(tmp_path, capsys):
         assert "--compression-limit" in capsys.readouterr().err
 
 
+def test_fit_writes_a_suits_self_layers(tmp_path):
+    """kisekae fit's surface bake of a garment of several sheets carries its self layers (the casual suit's hem over
+    its waistband lining: the same vertices, triangles and gaps as the per-frame path's)."""
+    from kisekae.avatar.builtin import load_builtin_avatar
+    from kisekae.cli import main
+    from kisekae.fit.runtime import garment_self_layers
+    from kisekae.io.mhclo import add_garments
+
+    suit = Path(__file__).resolve().parents[1] / "src" / "kisekae" / "data" / "samples" / "female_casualsuit01.mhclo"
+    assert main(["fit", "--pose", "stand", "--garment", str(suit), "-o", str(tmp_path)]) == 0
+    av = load_builtin_avatar()
+    name = add_garments(av, [str(suit)])[0]
+    mesh = av.part(name).mesh
+    layers = garment_self_layers(av, name)
+    bake = sb.load_surface_bake(tmp_path / f"{name}.surface.json", mesh.n_vertices, av.body.mesh.n_vertices)
+    has = layers.triangles >= 0
+    np.testing.assert_array_equal(bake["self_side"] != 0, has)
+    np.testing.assert_array_equal(bake["self_corners"][has], mesh.faces[layers.triangles[has]])
+    np.testing.assert_array_equal(bake["self_gap"], layers.gap.astype(np.float32))
+    assert 10 < has.any(axis=1).sum() < 200
+
+
 # KisekaeStretchLimits, not KisekaeStretchLimit: a kernel named as the core function it calls is an overloaded entry
 # point (glslang then writes invalid SPIR-V), as KisekaeBodyCurvatures calls KisekaeBodyCurvature
 _PART_KERNELS = ("KisekaePartDepths", "KisekaePairFades", "KisekaePartStepFirst", "KisekaeBodySmooth",
