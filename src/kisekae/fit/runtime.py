@@ -317,13 +317,11 @@ def garment_faces(avatar: Avatar, name: str):
 def garment_self_layers(avatar: Avatar, name: str):
     """The garment's self-layer bake (:func:`kisekae.fit.self_layers.bake_self_layers` on its rest mesh against the
     rest body), or None for a garment of one sheet; made once and cached on the avatar."""
-    from ..geom.normals import vertex_normals
     from .self_layers import bake_self_layers
 
     def make():
         mesh, body = avatar.part(name).mesh, avatar.body.mesh
-        normals = vertex_normals(body.vertices, body.faces, body.weld, dtype=np.float64)
-        layers = bake_self_layers(mesh.vertices, mesh.faces, body.vertices, normals, mesh.weld)
+        layers = bake_self_layers(mesh.vertices, mesh.faces, body.vertices, body.normals, mesh.weld)
         return layers if len(layers.vertices) else None
 
     return _cached(avatar, "_kisekae_self_layers", name, make)

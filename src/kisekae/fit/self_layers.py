@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import KisekaeError
 from ..geom.closest import closest_point_triangles_numpy
-from ..geom.ring import smooth_push, smooth_push_numpy
+from ..geom.edges import unique_edges
+from ..geom.ring import one_ring, smooth_push, smooth_push_numpy
 from ..validate import as_faces, as_points
 
 #: Rest distance (m) within which a triangle of another sheet of the same garment is a candidate.
@@ -107,13 +108,12 @@ class SelfLayers:
 
 
 def _ring_neighbourhoods(n: int, faces, weld, rings: int):
-    """CSR (ptr, idx) of the welded vertices within ``rings`` edges of each welded vertex (itself included)."""
+    """CSR (ptr, idx) of the welded vertices within ``rings`` edges of each welded vertex (itself included): the
+    one-ring (:func:`kisekae.geom.ring.one_ring` over every triangle edge) raised to the ``rings``-th power."""
     from scipy.sparse import csr_matrix, identity
 
-    w = weld[faces]
-    e = np.concatenate([w[:, [0, 1]], w[:, [1, 2]], w[:, [2, 0]]])
-    a = csr_matrix((np.ones(2 * len(e), dtype=np.int8), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])),
-                   shape=(n, n))
+    ptr, idx = one_ring(n, unique_edges(faces, weld), weld)
+    a = csr_matrix((np.ones(len(idx), dtype=np.int8), idx, ptr), shape=(n, n))
     a = ((a + identity(n, dtype=np.int8, format="csr")) > 0).astype(np.int8)
     r = a
     for _ in range(rings - 1):
